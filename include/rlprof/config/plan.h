@@ -1,0 +1,146 @@
+// The capture Plan: what rlprof will capture, resolved from a verl, MindSpeed-RL or native
+// YAML config (see docs/config.md). The runtime consumes it; `rlprof plan` prints it.
+//
+//   auto plan = rlprof::config::LoadPlan("ppo_trainer.yaml", {"global_profiler.steps=[2]"}, opts);
+//   if (!plan.ok()) { fputs(plan.status().message().c_str(), stderr); return 2; }
+//   auto proc = rlprof::config::ResolveForProcess(*plan, {"actor", "rollout", "ref"}, rank);
+//   if (proc.enabled && plan->steps.Contains(step)) { ... open a window ... }
+//
+// Thread-safety: a Plan is an immutable value after loading; share it freely.
+#ifndef RLPROF_INCLUDE_RLPROF_CONFIG_PLAN_H_
+#define RLPROF_INCLUDE_RLPROF_CONFIG_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rlprof::config {
+
+// Which dialect the config was written in (printed by `rlprof plan`).
+enum class Dialect { kVerlGen1, kVerlGen2, kVerlGen3, kMindSpeedRl, kNative };
+// The backend a config asks for; rlprof maps each onto its own sources (docs/config.md).
+enum class Tool { kNone, kRlprof, kNsys, kNpu, kTorch, kTorchMemory, kPrecisionDebugger };
+enum class CaptureMode { kEndToEnd, kDiscrete };
+// The counter a schedule advances on.
+enum class SubStepKind { kStep, kDecode, kMicroBatch, kMiniBatch };
+enum class ExportFormat { kText, kDb, kPftrace };
+// How a process hosting several roles (verl's fused actor_rollout_ref) combines their blocks.
+enum class CombinePolicy { kUnion, kPriority };
+enum class BufferPolicy { kDrop, kFlush };
+
+const char* DialectName(Dialect d);
+const char* ToolName(Tool t);
+const char* CaptureModeName(CaptureMode m);
+const char* SubStepKindName(SubStepKind k);
+const char* ExportFormatName(ExportFormat f);
+const char* CombinePolicyName(CombinePolicy p);
+
+// torch.profiler.schedule semantics (skip_first, wait, warmup, active, repeat; repeat 0 =
+// until stop), counted in `unit`s. Disabled when active == 0.
+struct Schedule {
+  int64_t skip_first = 0;
+  int64_t wait = 0;
+  int64_t warmup = 0;
+  int64_t active = 0;
+  int64_t repeat = 0;
+  SubStepKind unit = SubStepKind::kMiniBatch;
+  bool enabled() const { return active > 0; }
+};
+
+// What a capture records. Markers (host ranges, marks, counters) are always on.
+struct Contents {
+  bool cpu = true;       // host-side activity (ranges on every thread)
+  bool device = false;   // GPU/NPU activity (CUPTI / device source)
+  bool ops = false;      // framework operators (torch RecordFunction)
+  bool shapes = false;   // operator input shapes
+  bool memory = false;   // allocator / RSS counters
+  bool stack = false;    // operator call stacks
+  bool module = false;   // framework module hierarchy
+  // Names of the enabled flags in a fixed order, e.g. {"cpu", "ops"}.
+  std::vector<std::string> Names() const;
+};
+
+// The selected RL steps (1-based).
+struct StepSelection {
+  enum class Kind { kNone, kList, kRange, kAll };
+  Kind kind = Kind::kNone;
+  std::vector<int64_t> list;  // sorted, unique (kList)
+  int64_t start = 0;          // [start, end) (kRange)
+  int64_t end = 0;
+  bool Contains(int64_t step) const;
+  // The selected steps up to total_steps (kAll needs total_steps > 0).
+  std::vector<int64_t> Expand(int64_t total_steps) const;
+  std::string ToString() const;  // "[1, 2, 5]", "[3, 7)", "all", "none"
+};
+
+// Limits on one capture; 0 = unlimited. When reached, the window closes early and the
+// manifest says why.
+struct Budget {
+  uint64_t max_bytes = 0;
+  uint64_t max_events = 0;
+};
+
+// The resolved settings of one role block.
+struct RolePlan {
+  std::string role;        // actor | rollout | ref | critic | reward | integrated | <native name>
+  std::string block_path;  // e.g. "actor_rollout_ref.actor.profiler"
+  bool enabled = false;
+  bool all_ranks = false;
+  std::vector<int64_t> ranks;  // global ranks; used when !all_ranks
+  // Agent-Loop rollout: ranks are global GPU ranks mapped to replicas of replica_size.
+  bool ranks_are_replica_owners = false;
+  CaptureMode mode = CaptureMode::kEndToEnd;
+  std::vector<std::string> stages;  // allow-list of stage names; empty = every stage
+  Contents contents;
+  std::string level = "level0";  // level_none | level0 | level1 | level2
+  Schedule schedule;
+  std::optional<int64_t> token_start;  // rollout decode window [token_start, token_end)
+  std::optional<int64_t> token_end;
+  bool RankSelected(int64_t rank) const;
+  bool StageSelected(const std::string& stage) const;
+};
+
+struct Plan {
+  std::string config_path;
+  Dialect dialect = Dialect::kNative;
+  Tool tool = Tool::kNone;
+  StepSelection steps;
+  bool continuous_steps = false;
+  std::string save_path = "outputs/profile";
+  std::vector<ExportFormat> exports = {ExportFormat::kText};
+  CombinePolicy combine = CombinePolicy::kUnion;
+  Budget budget;
+  uint64_t buffer_events_per_thread = 1 << 16;  // ring size of each thread's buffer
+  BufferPolicy buffer_policy = BufferPolicy::kFlush;
+  double flush_interval_s = 0.1;                // crash safety: flush at least this often
+  double backstop_s = 600.0;                    // close a scheduled window after this long
+  std::vector<RolePlan> roles;
+  std::vector<std::string> warnings;            // semantics made explicit (printed by plan)
+  std::string resolved_yaml;                    // normalised config, for the manifest
+
+  const RolePlan* FindRole(const std::string& role) const;
+  bool profiling_enabled() const;
+};
+
+// The effective settings of one process (its roles and global rank) after the combine policy.
+struct ProcessPlan {
+  bool enabled = false;
+  std::vector<std::string> roles;  // the roles whose blocks selected this process
+  CaptureMode mode = CaptureMode::kEndToEnd;
+  std::vector<std::string> stages;  // empty = every stage
+  Contents contents;
+  std::string level = "level0";
+  Schedule schedule;
+  std::optional<int64_t> token_start;
+  std::optional<int64_t> token_end;
+  std::vector<std::string> warnings;  // blocks the policy ignored or merged
+  bool StageSelected(const std::string& stage) const;
+};
+
+ProcessPlan ResolveForProcess(const Plan& plan, const std::vector<std::string>& roles,
+                              int64_t rank);
+
+}  // namespace rlprof::config
+
+#endif  // RLPROF_INCLUDE_RLPROF_CONFIG_PLAN_H_

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Rejects #includes that point against rlprof's stage dependency rules (docs/architecture.md).
+
+Each stage may include only the stages listed for it below. Public headers under
+include/rlprof/<stage>/ belong to <stage>; include/rlprof/rlprof.h(pp) belong to runtime.
+Exit 0 when clean, 1 with one line per violation otherwise.
+"""
+import os
+import re
+import sys
+
+ALLOWED = {
+    "base": {"base"},
+    "config": {"base", "config"},
+    "format": {"base", "format"},
+    "runtime": {"base", "config", "format", "runtime"},
+    "sources": {"base", "config", "format", "runtime", "sources"},
+    "analysis": {"base", "config", "format", "analysis"},
+    "report": {"base", "config", "format", "analysis", "report"},
+    "cli": {"base", "config", "format", "runtime", "sources", "analysis", "report", "cli"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def stage_of_include(path):
+    m = re.match(r"src/([a-z_]+)/", path)
+    if m:
+        return m.group(1)
+    m = re.match(r"(?:include/)?rlprof/([a-z_]+)/", path)
+    if m:
+        return m.group(1)
+    if re.match(r"(?:include/)?rlprof/rlprof\.hp?p?$", path):
+        return "runtime"
+    return None
+
+
+def stage_of_file(rel):
+    m = re.match(r"src/([a-z_]+)/", rel)
+    if m:
+        return m.group(1)
+    m = re.match(r"include/rlprof/([a-z_]+)/", rel)
+    if m:
+        return m.group(1)
+    if re.match(r"include/rlprof/rlprof\.hp?p?$", rel):
+        return "runtime"
+    return None
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bad = []
+    checked = 0
+    for top in ("src", "include"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                if not f.endswith((".h", ".hpp", ".cc", ".cpp", ".c")):
+                    continue
+                full = os.path.join(dirpath, f)
+                rel = os.path.relpath(full, root)
+                stage = stage_of_file(rel)
+                if stage is None or stage not in ALLOWED:
+                    continue
+                checked += 1
+                text = open(full, encoding="utf-8", errors="replace").read()
+                for m in INCLUDE.finditer(text):
+                    target = stage_of_include(m.group(1))
+                    if target is None or target in ALLOWED[stage]:
+                        continue
+                    line = text.count("\n", 0, m.start()) + 1
+                    bad.append(f"{rel}:{line}: stage '{stage}' may not include "
+                               f"'{m.group(1)}' (stage '{target}'); allowed: "
+                               f"{', '.join(sorted(ALLOWED[stage]))}")
+    for b in bad:
+        print(b)
+    print(f"check_deps: {checked} files, {len(bad)} violations")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+#include "src/cli/cli.h"
+
+#include <iostream>
+#include <map>
+
+#include "src/cli/command.h"
+
+namespace rlprof::cli {
+
+int ExitCodeFor(const base::Status& s) {
+  using base::StatusCode;
+  switch (s.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kDataLoss:
+    case StatusCode::kFailedPrecondition: return kExitBadInput;
+    case StatusCode::kIoError: return kExitOutputError;
+    default: return kExitAnalysisError;
+  }
+}
+
+int RunCli(int argc, char** argv) { return RunCli(argc, argv, std::cout, std::cerr); }
+
+int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"rlprof: profiling for distributed RL post-training", "rlprof"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+
+  std::map<CLI::App*, CommandFn> commands;
+  auto add = [&](Command c) { commands[c.app] = std::move(c.run); };
+  add(AddVersionCommand(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp& e) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // Help for a subcommand is raised as CallForHelp too, handled above; here are real errors.
+    if (e.get_exit_code() == 0) {
+      out << e.what() << "\n";
+      return kExitOk;
+    }
+    err << "rlprof: " << e.what() << "\n";
+    err << "Run 'rlprof --help' for usage.\n";
+    return kExitUsage;
+  }
+  Io io{out, err};
+  for (auto* sub : app.get_subcommands()) {
+    auto it = commands.find(sub);
+    if (it != commands.end()) return it->second(io);
+  }
+  err << "rlprof: no subcommand\n";
+  return kExitUsage;
+}
+
+}  // namespace rlprof::cli

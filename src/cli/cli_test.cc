@@ -1,0 +1,43 @@
+#include "src/cli/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace rlprof::cli {
+namespace {
+
+int RunArgs(std::vector<std::string> args, std::string* out, std::string* err) {
+  args.insert(args.begin(), "rlprof");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream o, e;
+  int rc = RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+TEST(CliTest, VersionPrintsTheProjectVersion) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"version"}, &out, &err), kExitOk);
+  EXPECT_EQ(out.rfind("rlprof ", 0), 0u) << out;
+  EXPECT_EQ(RunArgs({"version", "--json"}, &out, &err), kExitOk);
+  EXPECT_NE(out.find("\"version\""), std::string::npos);
+}
+
+TEST(CliTest, UnknownSubcommandIsAUsageError) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"frobnicate"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("rlprof --help"), std::string::npos);
+}
+
+TEST(CliTest, NoSubcommandIsAUsageError) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({}, &out, &err), kExitUsage);
+}
+
+}  // namespace
+}  // namespace rlprof::cli

@@ -1,0 +1,37 @@
+// How subcommands plug into the CLI: one file per subcommand defines `AddXCommand`, which
+// registers its options on a CLI11 sub-app and returns the function that runs it.
+#ifndef RLPROF_SRC_CLI_COMMAND_H_
+#define RLPROF_SRC_CLI_COMMAND_H_
+
+#include <functional>
+#include <iosfwd>
+
+#include <CLI/CLI.hpp>
+
+#include "src/base/status.h"
+
+namespace rlprof::cli {
+
+struct Io {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// Runs the parsed subcommand; returns the process exit code.
+using CommandFn = std::function<int(Io&)>;
+
+struct Command {
+  CLI::App* app;  // the registered sub-app
+  CommandFn run;
+};
+
+// Maps a Status to the CLI's exit code (bad input 2, analysis 3, output 4).
+int ExitCodeFor(const base::Status& s);
+
+Command AddVersionCommand(CLI::App& app);
+Command AddPlanCommand(CLI::App& app);
+Command AddExportCommand(CLI::App& app);
+
+}  // namespace rlprof::cli
+
+#endif  // RLPROF_SRC_CLI_COMMAND_H_

@@ -1,0 +1,92 @@
+// rlprof's raw capture format, events.rlp: append-only, chunked, each chunk zstd-compressed
+// and checksummed, behind a self-describing versioned header. A process killed at any
+// moment leaves a file whose complete chunks are all readable (see docs/formats.md).
+//
+// Writer (used by the runtime's background writer thread — never the training thread):
+//   auto w = RawWriter::Create(dir + "/events.rlp", {.rank = 0, .pid = getpid()});
+//   w->AddStrings({{1, "actor_update"}});        // define ids before events use them
+//   w->AddTracks({{1, TrackKind::kThread, tid, pid, "main"}});
+//   w->AddEvents(events);                         // buffered; emits a chunk when large enough
+//   w->Flush();                                   // emit what is buffered now (crash safety)
+//   w->Close();
+// Reader:
+//   auto cap = ReadRaw(path);   // ok even for a truncated file: cap->diagnostics says what was lost
+//
+// Thread-safety: a RawWriter is used by one thread at a time; ReadRaw is reentrant.
+#ifndef RLPROF_SRC_FORMAT_RAW_H_
+#define RLPROF_SRC_FORMAT_RAW_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "include/rlprof/format/event.h"
+#include "src/base/status.h"
+
+namespace rlprof::format {
+
+struct StringEntry {
+  uint32_t id = 0;
+  std::string value;  // arbitrary bytes; not necessarily valid UTF-8
+};
+
+struct TrackEntry {
+  uint16_t id = 0;
+  TrackKind kind = TrackKind::kThread;
+  uint64_t os_id = 0;  // tid, or (device << 32 | stream)
+  uint32_t pid = 0;
+  std::string name;
+};
+
+struct RawHeaderInfo {
+  int64_t rank = -1;
+  uint32_t pid = 0;
+  std::string host;
+};
+
+class RawWriter {
+ public:
+  static base::StatusOr<std::unique_ptr<RawWriter>> Create(const std::string& path,
+                                                           const RawHeaderInfo& info,
+                                                           size_t chunk_bytes = 1 << 20,
+                                                           int zstd_level = 1);
+  virtual ~RawWriter() = default;
+  virtual base::Status AddStrings(std::span<const StringEntry> strings) = 0;
+  virtual base::Status AddTracks(std::span<const TrackEntry> tracks) = 0;
+  virtual base::Status AddEvents(std::span<const Event> events) = 0;
+  virtual base::Status Flush() = 0;
+  virtual base::Status Close() = 0;
+  virtual uint64_t bytes_written() const = 0;
+  virtual uint64_t events_written() const = 0;
+};
+
+// What reading found wrong; every count is shown by the tools that read the file.
+struct RawDiagnostics {
+  uint64_t complete_chunks = 0;
+  uint64_t bad_checksum_chunks = 0;   // skipped
+  uint64_t truncated_tail_bytes = 0;  // an incomplete last chunk (killed writer)
+  uint64_t unknown_chunk_types = 0;   // skipped (written by a newer version)
+  uint64_t undefined_string_refs = 0;
+  uint64_t undefined_track_refs = 0;
+  bool header_ok = false;
+};
+
+struct RawCapture {
+  uint32_t version = 0;
+  RawHeaderInfo info;
+  std::vector<std::string> strings;  // index = string id; [0] = ""
+  std::vector<TrackEntry> tracks;    // in file order
+  std::vector<Event> events;         // in file order (sort before use)
+  RawDiagnostics diagnostics;
+  const std::string& str(uint32_t id) const;
+};
+
+// Reads every complete chunk. Fails only when the file cannot be opened or its header is not
+// an rlprof header; a damaged body yields a partial capture plus diagnostics.
+base::StatusOr<RawCapture> ReadRaw(const std::string& path);
+
+}  // namespace rlprof::format
+
+#endif  // RLPROF_SRC_FORMAT_RAW_H_

@@ -1,0 +1,3 @@
+#include "src/cli/cli.h"
+
+int main(int argc, char** argv) { return rlprof::cli::RunCli(argc, argv); }
