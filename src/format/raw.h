@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "include/rlprof/format/event.h"
+#include "rlprof/format/event.h"
 #include "src/base/status.h"
 
 namespace rlprof::format {
