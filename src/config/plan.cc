@@ -1,0 +1,217 @@
+#include "rlprof/config/plan.h"
+
+#include <algorithm>
+#include <set>
+
+namespace rlprof::config {
+
+const char* DialectName(Dialect d) {
+  switch (d) {
+    case Dialect::kVerlGen1: return "verl-gen1";
+    case Dialect::kVerlGen2: return "verl-gen2";
+    case Dialect::kVerlGen3: return "verl-gen3";
+    case Dialect::kMindSpeedRl: return "mindspeed-rl";
+    case Dialect::kNative: return "rlprof";
+  }
+  return "?";
+}
+
+const char* ToolName(Tool t) {
+  switch (t) {
+    case Tool::kNone: return "none";
+    case Tool::kRlprof: return "rlprof";
+    case Tool::kNsys: return "nsys";
+    case Tool::kNpu: return "npu";
+    case Tool::kTorch: return "torch";
+    case Tool::kTorchMemory: return "torch_memory";
+    case Tool::kPrecisionDebugger: return "precision_debugger";
+  }
+  return "?";
+}
+
+const char* CaptureModeName(CaptureMode m) {
+  return m == CaptureMode::kDiscrete ? "discrete" : "e2e";
+}
+
+const char* SubStepKindName(SubStepKind k) {
+  switch (k) {
+    case SubStepKind::kStep: return "step";
+    case SubStepKind::kDecode: return "decode";
+    case SubStepKind::kMicroBatch: return "micro_batch";
+    case SubStepKind::kMiniBatch: return "mini_batch";
+  }
+  return "?";
+}
+
+const char* ExportFormatName(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::kText: return "text";
+    case ExportFormat::kDb: return "db";
+    case ExportFormat::kPftrace: return "pftrace";
+  }
+  return "?";
+}
+
+const char* CombinePolicyName(CombinePolicy p) {
+  return p == CombinePolicy::kPriority ? "priority" : "union";
+}
+
+std::vector<std::string> Contents::Names() const {
+  std::vector<std::string> out;
+  if (cpu) out.push_back("cpu");
+  if (device) out.push_back("device");
+  if (ops) out.push_back("ops");
+  if (shapes) out.push_back("shapes");
+  if (memory) out.push_back("memory");
+  if (stack) out.push_back("stack");
+  if (module) out.push_back("module");
+  return out;
+}
+
+bool StepSelection::Contains(int64_t step) const {
+  switch (kind) {
+    case Kind::kNone: return false;
+    case Kind::kAll: return step >= 1;
+    case Kind::kRange: return step >= start && step < end;
+    case Kind::kList: return std::binary_search(list.begin(), list.end(), step);
+  }
+  return false;
+}
+
+std::vector<int64_t> StepSelection::Expand(int64_t total_steps) const {
+  std::vector<int64_t> out;
+  switch (kind) {
+    case Kind::kNone: break;
+    case Kind::kList:
+      for (int64_t s : list)
+        if (total_steps <= 0 || s <= total_steps) out.push_back(s);
+      break;
+    case Kind::kRange:
+      for (int64_t s = start; s < end && (total_steps <= 0 || s <= total_steps); ++s) out.push_back(s);
+      break;
+    case Kind::kAll:
+      for (int64_t s = 1; s <= total_steps; ++s) out.push_back(s);
+      break;
+  }
+  return out;
+}
+
+std::string StepSelection::ToString() const {
+  switch (kind) {
+    case Kind::kNone: return "none";
+    case Kind::kAll: return "all";
+    case Kind::kRange: return "[" + std::to_string(start) + ", " + std::to_string(end) + ")";
+    case Kind::kList: {
+      std::string s = "[";
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(list[i]);
+      }
+      return s + "]";
+    }
+  }
+  return "?";
+}
+
+bool RolePlan::RankSelected(int64_t rank) const {
+  if (!enabled) return false;
+  if (all_ranks) return true;
+  return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+}
+
+bool RolePlan::StageSelected(const std::string& stage) const {
+  return stages.empty() || std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
+
+bool ProcessPlan::StageSelected(const std::string& stage) const {
+  return stages.empty() || std::find(stages.begin(), stages.end(), stage) != stages.end();
+}
+
+const RolePlan* Plan::FindRole(const std::string& role) const {
+  for (const auto& r : roles)
+    if (r.role == role) return &r;
+  return nullptr;
+}
+
+bool Plan::profiling_enabled() const {
+  if (tool == Tool::kNone || tool == Tool::kPrecisionDebugger) return false;
+  if (steps.kind == StepSelection::Kind::kNone) return false;
+  for (const auto& r : roles)
+    if (r.enabled) return true;
+  return false;
+}
+
+namespace {
+
+void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
+  if (first) {
+    p.mode = r.mode;
+    p.stages = r.stages;
+    p.contents = r.contents;
+    p.level = r.level;
+    p.schedule = r.schedule;
+    p.token_start = r.token_start;
+    p.token_end = r.token_end;
+    return;
+  }
+  // Union: discrete if any block is discrete; stage allow-lists unite (an empty list means
+  // every stage and absorbs the others); contents OR-ed; the first schedule / token window wins.
+  if (r.mode == CaptureMode::kDiscrete) p.mode = CaptureMode::kDiscrete;
+  if (p.stages.empty() || r.stages.empty()) {
+    p.stages.clear();
+  } else {
+    std::set<std::string> s(p.stages.begin(), p.stages.end());
+    s.insert(r.stages.begin(), r.stages.end());
+    p.stages.assign(s.begin(), s.end());
+  }
+  p.contents.cpu |= r.contents.cpu;
+  p.contents.device |= r.contents.device;
+  p.contents.ops |= r.contents.ops;
+  p.contents.shapes |= r.contents.shapes;
+  p.contents.memory |= r.contents.memory;
+  p.contents.stack |= r.contents.stack;
+  p.contents.module |= r.contents.module;
+  if (!p.schedule.enabled() && r.schedule.enabled()) p.schedule = r.schedule;
+  if (!p.token_start && r.token_start) {
+    p.token_start = r.token_start;
+    p.token_end = r.token_end;
+  }
+}
+
+}  // namespace
+
+ProcessPlan ResolveForProcess(const Plan& plan, const std::vector<std::string>& roles,
+                              int64_t rank) {
+  ProcessPlan p;
+  if (!plan.profiling_enabled()) return p;
+  // The blocks of the roles this process hosts, in the order given (priority order).
+  std::vector<const RolePlan*> blocks;
+  for (const auto& name : roles)
+    if (const RolePlan* r = plan.FindRole(name)) blocks.push_back(r);
+  if (plan.combine == CombinePolicy::kPriority) {
+    // verl Gen 3: the first hosted role that has a block decides alone (actor, else rollout,
+    // else ref), even when it is disabled.
+    if (blocks.empty()) return p;
+    const RolePlan* chosen = blocks.front();
+    for (size_t i = 1; i < blocks.size(); ++i)
+      if (blocks[i]->enabled)
+        p.warnings.push_back("priority policy: block " + blocks[i]->block_path +
+                             " is ignored in favour of " + chosen->block_path);
+    if (!chosen->RankSelected(rank)) return p;
+    p.enabled = true;
+    p.roles.push_back(chosen->role);
+    MergeInto(p, *chosen, true);
+    return p;
+  }
+  bool first = true;
+  for (const RolePlan* r : blocks) {
+    if (!r->RankSelected(rank)) continue;
+    p.enabled = true;
+    p.roles.push_back(r->role);
+    MergeInto(p, *r, first);
+    first = false;
+  }
+  return p;
+}
+
+}  // namespace rlprof::config
