@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rlprof/format/event.h"
@@ -71,7 +72,24 @@ struct RawDiagnostics {
   uint64_t undefined_string_refs = 0;
   uint64_t undefined_track_refs = 0;
   bool header_ok = false;
+  // Extensions beyond the first contract (all zero on a healthy file):
+  uint64_t bad_payload_chunks = 0;    // checksum ok but zstd payload or lengths inconsistent
+  uint64_t bad_records = 0;           // malformed string/track records inside a valid chunk
+  uint64_t skipped_bytes = 0;         // bytes passed over while resynchronising after damage
+
+  // True when nothing was lost or unresolved.
+  bool clean() const;
+  // One line, e.g. "2 chunks with bad checksum skipped; 131 truncated tail bytes"; "" if clean.
+  std::string ToString() const;
 };
+
+// On-disk constants (docs/formats.md describes the layout).
+inline constexpr char kRawMagic[8] = {'R', 'L', 'P', 'R', 'O', 'F', '\0', '\1'};
+inline constexpr uint32_t kRawFormatVersion = 1;
+inline constexpr uint32_t kRawChunkMagic = 0x4B434C52;  // "RLCK" little-endian
+inline constexpr size_t kRawChunkHeaderBytes = 20;
+inline constexpr uint32_t kRawMaxChunkBytes = 64u << 20;  // uncompressed; larger is corrupt
+enum class RawChunkType : uint32_t { kStrings = 1, kTracks = 2, kEvents = 3 };
 
 struct RawCapture {
   uint32_t version = 0;
@@ -86,6 +104,8 @@ struct RawCapture {
 // Reads every complete chunk. Fails only when the file cannot be opened or its header is not
 // an rlprof header; a damaged body yields a partial capture plus diagnostics.
 base::StatusOr<RawCapture> ReadRaw(const std::string& path);
+// Same, from bytes already in memory (`name` is used in error messages).
+base::StatusOr<RawCapture> ReadRawBytes(std::string_view bytes, const std::string& name);
 
 }  // namespace rlprof::format
 

@@ -1,0 +1,204 @@
+// RawWriter: buffers strings, tracks and events and appends them to events.rlp as whole,
+// zstd-compressed, checksummed chunks (layout in docs/formats.md and raw_layout.h).
+#include <fcntl.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "src/format/raw.h"
+#include "src/format/raw_layout.h"
+
+namespace rlprof::format {
+namespace {
+
+using base::Status;
+using base::StatusOr;
+
+constexpr size_t kMaxHostBytes = 1024;
+constexpr size_t kMaxStringBytes = 16u << 20;  // longer strings are truncated
+
+class RawWriterImpl final : public RawWriter {
+ public:
+  RawWriterImpl(std::string path, int fd, size_t chunk_bytes, int level)
+      : path_(std::move(path)), fd_(fd), chunk_bytes_(chunk_bytes), level_(level) {
+    chunk_events_ = std::max<size_t>(1, chunk_bytes_ / sizeof(Event));
+    events_.reserve(chunk_events_);
+    cctx_ = ZSTD_createCCtx();
+  }
+  ~RawWriterImpl() override {
+    if (fd_ >= 0) (void)Close();
+    ZSTD_freeCCtx(cctx_);
+  }
+
+  Status WriteHeader(const RawHeaderInfo& info) {
+    std::string h = EncodeRawHeader(info, kMaxHostBytes);
+    return WriteAll(h.data(), h.size());
+  }
+
+  Status AddStrings(std::span<const StringEntry> strings) override {
+    RLPROF_RETURN_IF_ERROR(Usable());
+    for (const auto& s : strings) {
+      size_t len = std::min(s.value.size(), kMaxStringBytes);
+      size_t rec = 8 + len;
+      if (!strings_.empty() && strings_.size() + rec > chunk_bytes_) {
+        RLPROF_RETURN_IF_ERROR(EmitBytes(RawChunkType::kStrings, &strings_));
+      }
+      PutU32(&strings_, s.id);
+      PutU32(&strings_, static_cast<uint32_t>(len));
+      strings_.append(s.value.data(), len);
+    }
+    return Status::Ok();
+  }
+
+  Status AddTracks(std::span<const TrackEntry> tracks) override {
+    RLPROF_RETURN_IF_ERROR(Usable());
+    for (const auto& t : tracks) {
+      size_t len = std::min(t.name.size(), kMaxStringBytes);
+      size_t rec = kRawTrackRecordFixedBytes + len;
+      if (!tracks_.empty() && tracks_.size() + rec > chunk_bytes_) {
+        RLPROF_RETURN_IF_ERROR(EmitBytes(RawChunkType::kTracks, &tracks_));
+      }
+      PutU16(&tracks_, t.id);
+      tracks_.push_back(static_cast<char>(t.kind));
+      tracks_.push_back(0);
+      PutU32(&tracks_, t.pid);
+      PutU64(&tracks_, t.os_id);
+      PutU32(&tracks_, static_cast<uint32_t>(len));
+      tracks_.append(t.name.data(), len);
+    }
+    return Status::Ok();
+  }
+
+  Status AddEvents(std::span<const Event> events) override {
+    RLPROF_RETURN_IF_ERROR(Usable());
+    while (!events.empty()) {
+      if (events_.empty() && events.size() >= chunk_events_) {
+        // Whole chunks straight from the caller's memory: no copy into the buffer.
+        RLPROF_RETURN_IF_ERROR(EmitDefinitions());
+        RLPROF_RETURN_IF_ERROR(EmitEvents(events.first(chunk_events_)));
+        events = events.subspan(chunk_events_);
+        continue;
+      }
+      size_t n = std::min(events.size(), chunk_events_ - events_.size());
+      events_.insert(events_.end(), events.begin(), events.begin() + n);
+      events = events.subspan(n);
+      if (events_.size() == chunk_events_) {
+        RLPROF_RETURN_IF_ERROR(EmitDefinitions());
+        RLPROF_RETURN_IF_ERROR(EmitEvents(events_));
+        events_.clear();
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Flush() override {
+    RLPROF_RETURN_IF_ERROR(Usable());
+    RLPROF_RETURN_IF_ERROR(EmitDefinitions());
+    if (!events_.empty()) {
+      RLPROF_RETURN_IF_ERROR(EmitEvents(events_));
+      events_.clear();
+    }
+    return Status::Ok();
+  }
+
+  Status Close() override {
+    if (fd_ < 0) return failed_.ok() ? base::FailedPrecondition(path_ + ": already closed") : failed_;
+    Status s = failed_.ok() ? Flush() : failed_;
+    if (::close(fd_) != 0 && s.ok()) s = base::IoError(path_ + ": close: " + std::strerror(errno));
+    fd_ = -1;
+    return s;
+  }
+
+  uint64_t bytes_written() const override { return bytes_written_; }
+  uint64_t events_written() const override { return events_written_; }
+
+ private:
+  Status Usable() const {
+    if (!failed_.ok()) return failed_;
+    if (fd_ < 0) return base::FailedPrecondition(path_ + ": writer is closed");
+    return Status::Ok();
+  }
+
+  Status EmitDefinitions() {
+    if (!strings_.empty()) RLPROF_RETURN_IF_ERROR(EmitBytes(RawChunkType::kStrings, &strings_));
+    if (!tracks_.empty()) RLPROF_RETURN_IF_ERROR(EmitBytes(RawChunkType::kTracks, &tracks_));
+    return Status::Ok();
+  }
+
+  Status EmitBytes(RawChunkType type, std::string* buf) {
+    Status s = EmitChunk(type, buf->data(), buf->size());
+    buf->clear();
+    return s;
+  }
+
+  Status EmitEvents(std::span<const Event> ev) {
+    RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes()));
+    events_written_ += ev.size();
+    return Status::Ok();
+  }
+
+  Status EmitChunk(RawChunkType type, const void* data, size_t size) {
+    size_t bound = ZSTD_compressBound(size);
+    out_.resize(kRawChunkHeaderBytes + bound);
+    size_t c = ZSTD_compressCCtx(cctx_, out_.data() + kRawChunkHeaderBytes, bound, data, size,
+                                 level_);
+    if (ZSTD_isError(c)) {
+      return Fail(base::Internal(path_ + ": zstd: " + ZSTD_getErrorName(c)));
+    }
+    EncodeRawChunkHeader(type, static_cast<uint32_t>(size), out_.data() + kRawChunkHeaderBytes,
+                         static_cast<uint32_t>(c), out_.data());
+    return WriteAll(out_.data(), kRawChunkHeaderBytes + c);
+  }
+
+  Status WriteAll(const char* p, size_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Fail(base::IoError(path_ + ": write: " + std::strerror(errno)));
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+      bytes_written_ += static_cast<uint64_t>(w);
+    }
+    return Status::Ok();
+  }
+
+  Status Fail(Status s) {
+    failed_ = s;
+    return s;
+  }
+
+  std::string path_;
+  int fd_;
+  size_t chunk_bytes_;
+  size_t chunk_events_ = 1;
+  int level_;
+  ZSTD_CCtx* cctx_ = nullptr;
+  std::string strings_;
+  std::string tracks_;
+  std::vector<Event> events_;
+  std::vector<char> out_;
+  uint64_t bytes_written_ = 0;
+  uint64_t events_written_ = 0;
+  Status failed_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<RawWriter>> RawWriter::Create(const std::string& path,
+                                                      const RawHeaderInfo& info,
+                                                      size_t chunk_bytes, int zstd_level) {
+  chunk_bytes = std::clamp<size_t>(chunk_bytes, sizeof(Event), kRawMaxChunkBytes / 2);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return base::IoError(path + ": cannot create: " + std::strerror(errno));
+  auto w = std::make_unique<RawWriterImpl>(path, fd, chunk_bytes, zstd_level);
+  RLPROF_RETURN_IF_ERROR(w->WriteHeader(info));
+  return std::unique_ptr<RawWriter>(std::move(w));
+}
+
+}  // namespace rlprof::format
