@@ -1,0 +1,314 @@
+#include "src/runtime/capture_controller.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace rlprof::runtime {
+
+namespace {
+
+using config::CaptureMode;
+using config::StepSelection;
+using config::SubStepKind;
+
+// An unbounded token window (no end) is a schedule whose single cycle never completes.
+constexpr int64_t kUnboundedActive = int64_t{1} << 60;
+// Deeper stage nesting than this is counted, not stored (a runaway caller cannot grow memory).
+constexpr size_t kMaxStageDepth = 1024;
+
+std::string JoinSteps(const std::vector<int64_t>& steps) {
+  std::string s = "[";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(steps[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+const char* CloseReasonName(CloseReason r) {
+  switch (r) {
+    case CloseReason::kStepEnd: return "step_end";
+    case CloseReason::kStageEnd: return "stage_end";
+    case CloseReason::kSchedule: return "schedule";
+    case CloseReason::kBackstop: return "backstop";
+    case CloseReason::kBudget: return "budget";
+    case CloseReason::kShutdown: return "shutdown";
+    case CloseReason::kError: return "error";
+  }
+  return "?";
+}
+
+const char* WindowActionTypeName(WindowAction::Type t) {
+  switch (t) {
+    case WindowAction::Type::kOpen: return "open";
+    case WindowAction::Type::kClose: return "close";
+    case WindowAction::Type::kRecordOn: return "record_on";
+    case WindowAction::Type::kRecordOff: return "record_off";
+  }
+  return "?";
+}
+
+std::string WindowAction::ToString() const {
+  std::string s = WindowActionTypeName(type);
+  s += " " + scope + " steps=" + JoinSteps(steps);
+  if (!role.empty()) s += " role=" + role;
+  if (!stage.empty()) s += " stage=" + stage;
+  if (type == Type::kClose) s += std::string(" reason=") + CloseReasonName(reason);
+  return s;
+}
+
+CaptureController::CaptureController(const config::Plan& plan, const config::ProcessPlan& proc)
+    : enabled_(proc.enabled && plan.steps.kind != StepSelection::Kind::kNone),
+      mode_(proc.mode),
+      steps_(plan.steps),
+      continuous_(plan.continuous_steps && proc.mode == CaptureMode::kEndToEnd),
+      backstop_ns_(plan.backstop_s > 0 ? static_cast<int64_t>(plan.backstop_s * 1e9) : 0),
+      stage_allow_(proc.stages) {
+  if (proc.schedule.enabled()) schedule_ = proc.schedule;
+  if (proc.token_start || proc.token_end) {
+    const int64_t start = std::max<int64_t>(proc.token_start.value_or(0), 0);
+    config::Schedule t;
+    t.skip_first = start;
+    t.repeat = 1;
+    t.unit = SubStepKind::kDecode;
+    t.active = proc.token_end ? *proc.token_end - start : kUnboundedActive;
+    if (t.active > 0) token_ = t;  // end <= start is rejected by validation; ignore here
+  }
+}
+
+std::optional<int64_t> CaptureController::current_step() const {
+  if (!has_step_) return std::nullopt;
+  return step_;
+}
+
+const ScheduleTracker* CaptureController::tracker() const {
+  return host_.open && host_.tracker ? &*host_.tracker : nullptr;
+}
+
+// The scope of a continuous run starting at `first`: "e2e" for a run of one step,
+// "steps<A>-<B>" for the planned run A..B, "steps<A>-end" when the selection is unbounded.
+std::string CaptureController::RunScope(int64_t first) const {
+  if (!continuous_) return "e2e";
+  std::optional<int64_t> last;
+  switch (steps_.kind) {
+    case StepSelection::Kind::kNone: last = first; break;
+    case StepSelection::Kind::kAll: break;
+    case StepSelection::Kind::kRange: last = std::max(first, steps_.end - 1); break;
+    case StepSelection::Kind::kList: {
+      int64_t b = first;
+      auto it = std::lower_bound(steps_.list.begin(), steps_.list.end(), first);
+      if (it != steps_.list.end() && *it == first) {
+        for (++it; it != steps_.list.end() && *it == b + 1; ++it) ++b;
+      }
+      last = b;
+      break;
+    }
+  }
+  if (last && *last == first) return "e2e";
+  return "steps" + std::to_string(first) + "-" + (last ? std::to_string(*last) : "end");
+}
+
+void CaptureController::OpenCapture(int64_t now_ns, std::vector<WindowAction>& out) {
+  const bool parts = host_.tracker && host_.tracker->MultiCycle();
+  ++host_.parts;
+  capture_.open = true;
+  capture_.part = parts ? host_.parts : 0;
+  capture_.scope = parts ? host_.scope + ".part" + std::to_string(host_.parts) : host_.scope;
+  capture_.steps.assign(1, step_);
+  capture_.open_ns = now_ns;
+  WindowAction a;
+  a.type = WindowAction::Type::kOpen;
+  a.scope = capture_.scope;
+  a.steps = capture_.steps;
+  a.role = host_.role;
+  a.stage = host_.stage;
+  a.part = capture_.part;
+  out.push_back(a);
+  a.type = WindowAction::Type::kRecordOn;
+  out.push_back(std::move(a));
+}
+
+void CaptureController::CloseCapture(CloseReason reason, std::vector<WindowAction>& out) {
+  if (!capture_.open) return;
+  WindowAction a;
+  a.type = WindowAction::Type::kRecordOff;
+  a.scope = capture_.scope;
+  a.steps = capture_.steps;
+  a.role = host_.role;
+  a.stage = host_.stage;
+  a.part = capture_.part;
+  a.reason = reason;
+  out.push_back(a);
+  a.type = WindowAction::Type::kClose;
+  out.push_back(std::move(a));
+  capture_ = Capture{};
+}
+
+void CaptureController::OpenHost(std::string scope, std::string role, std::string stage,
+                                 std::optional<config::Schedule> schedule, int64_t now_ns,
+                                 std::vector<WindowAction>& out) {
+  host_ = Host{};
+  host_.open = true;
+  host_.scope = std::move(scope);
+  host_.role = std::move(role);
+  host_.stage = std::move(stage);
+  host_.steps.assign(1, step_);
+  host_.open_ns = now_ns;
+  if (!schedule) {
+    OpenCapture(now_ns, out);
+    return;
+  }
+  host_.tracker.emplace(*schedule);
+  host_.tracker->Start();
+  if (host_.tracker->recording()) OpenCapture(now_ns, out);
+}
+
+// Applies one prof.step() of the host window's tracker: a saved cycle closes its capture
+// (reason kSchedule); a cycle that starts recording opens the next part.
+void CaptureController::AdvanceTracker(int64_t now_ns, std::vector<WindowAction>& out) {
+  ScheduleTracker& t = *host_.tracker;
+  const bool before = t.recording();
+  const ScheduleEffects fx = t.Step();
+  const bool after = t.recording();
+  if (fx.Has(ScheduleEffect::kSave) || (before && !after)) CloseCapture(CloseReason::kSchedule, out);
+  if (after && !capture_.open) OpenCapture(now_ns, out);
+}
+
+void CaptureController::CloseHost(CloseReason reason, int64_t now_ns,
+                                  std::vector<WindowAction>& out) {
+  if (!host_.open) return;
+  // A tracker's stop() saves a partial RECORD cycle and nothing in WARMUP or NONE; in both
+  // cases that is exactly "close the capture if one is open".
+  if (host_.tracker) host_.tracker->Stop();
+  CloseCapture(reason, out);
+  host_ = Host{};
+  for (StageFrame& f : stack_) f.owns_window = false;
+}
+
+std::vector<WindowAction> CaptureController::EndStep(int64_t now_ns) {
+  std::vector<WindowAction> out;
+  if (!step_active_) return out;
+  step_active_ = false;
+  if (!host_.open) return out;
+  if (mode_ == CaptureMode::kEndToEnd && continuous_ && steps_.Contains(step_ + 1)) {
+    // The run goes on: the window stays open; a step-unit schedule advances here.
+    if (host_.tracker && host_.tracker->schedule().unit == SubStepKind::kStep)
+      AdvanceTracker(now_ns, out);
+    return out;
+  }
+  CloseHost(CloseReason::kStepEnd, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnStepBegin(int64_t step, int64_t now_ns) {
+  if (!active()) return {};
+  std::vector<WindowAction> out = EndStep(now_ns);
+  // A continuous window only survives into the step that directly follows its last step.
+  if (host_.open && !(continuous_ && step == step_ + 1 && steps_.Contains(step)))
+    CloseHost(CloseReason::kStepEnd, now_ns, out);
+  step_ = step;
+  has_step_ = true;
+  step_active_ = true;
+  if (mode_ != CaptureMode::kEndToEnd || !steps_.Contains(step)) return out;
+  if (host_.open) {  // continuing run
+    host_.steps.push_back(step);
+    if (capture_.open) capture_.steps.push_back(step);
+    return out;
+  }
+  std::optional<config::Schedule> sched = schedule_ ? schedule_ : token_;
+  OpenHost(RunScope(step), "", "", sched, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnStepEnd(int64_t now_ns) {
+  if (!active()) return {};
+  return EndStep(now_ns);
+}
+
+std::vector<WindowAction> CaptureController::OnStageBegin(std::string_view role,
+                                                          std::string_view stage, int64_t now_ns,
+                                                          std::optional<SubStepKind> counts) {
+  if (!active()) return {};
+  std::vector<WindowAction> out;
+  if (stack_.size() >= kMaxStageDepth) {
+    ++overflow_frames_;
+    return out;
+  }
+  stack_.push_back(StageFrame{std::string(role), std::string(stage), false});
+  if (mode_ != CaptureMode::kDiscrete || !step_active_ || host_.open ||
+      !steps_.Contains(step_))
+    return out;
+  const std::string& name = stack_.back().stage;
+  if (!stage_allow_.empty() &&
+      std::find(stage_allow_.begin(), stage_allow_.end(), name) == stage_allow_.end())
+    return out;
+  std::optional<config::Schedule> sched;
+  if (counts) {
+    if (*counts == SubStepKind::kDecode && token_) sched = token_;
+    else if (schedule_ && schedule_->unit == *counts) sched = schedule_;
+  }
+  stack_.back().owns_window = true;
+  OpenHost(name, stack_.back().role, name, sched, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnStageEnd(int64_t now_ns) {
+  if (!active()) return {};
+  std::vector<WindowAction> out;
+  if (overflow_frames_ > 0) {
+    --overflow_frames_;
+    return out;
+  }
+  if (stack_.empty()) return out;  // unmatched end: tolerated
+  const bool owns = stack_.back().owns_window;
+  stack_.pop_back();
+  if (owns) CloseHost(CloseReason::kStageEnd, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnSubStep(SubStepKind kind, int64_t now_ns) {
+  if (!active() || !host_.open || !host_.tracker || kind == SubStepKind::kStep ||
+      host_.tracker->schedule().unit != kind)
+    return {};
+  std::vector<WindowAction> out;
+  AdvanceTracker(now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnTick(int64_t now_ns) {
+  if (!active() || !capture_.open || !host_.tracker || backstop_ns_ <= 0 ||
+      now_ns - capture_.open_ns <= backstop_ns_)
+    return {};
+  std::vector<WindowAction> out;
+  CloseHost(CloseReason::kBackstop, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnBudgetExceeded(int64_t now_ns) {
+  if (!active() || !capture_.open) return {};
+  std::vector<WindowAction> out;
+  CloseHost(CloseReason::kBudget, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnError(int64_t now_ns) {
+  if (!active() || !host_.open) return {};
+  std::vector<WindowAction> out;
+  CloseHost(CloseReason::kError, now_ns, out);
+  return out;
+}
+
+std::vector<WindowAction> CaptureController::OnStop(int64_t now_ns) {
+  if (!active()) return {};
+  std::vector<WindowAction> out;
+  CloseHost(CloseReason::kShutdown, now_ns, out);
+  stopped_ = true;
+  step_active_ = false;
+  stack_.clear();
+  overflow_frames_ = 0;
+  return out;
+}
+
+}  // namespace rlprof::runtime

@@ -1,0 +1,144 @@
+#include "src/runtime/schedule.h"
+
+#include <algorithm>
+
+namespace rlprof::runtime {
+
+const char* ScheduleActionName(ScheduleAction a) {
+  switch (a) {
+    case ScheduleAction::kNone: return "NONE";
+    case ScheduleAction::kWarmup: return "WARMUP";
+    case ScheduleAction::kRecord: return "RECORD";
+    case ScheduleAction::kRecordAndSave: return "RECORD_AND_SAVE";
+  }
+  return "?";
+}
+
+const char* ScheduleEffectName(ScheduleEffect e) {
+  switch (e) {
+    case ScheduleEffect::kPrepare: return "prepare";
+    case ScheduleEffect::kStart: return "start";
+    case ScheduleEffect::kStop: return "stop";
+    case ScheduleEffect::kSave: return "save";
+    case ScheduleEffect::kWarnIncorrect: return "warn";
+  }
+  return "?";
+}
+
+ScheduleAction ActionAt(const config::Schedule& s, int64_t k) {
+  if (!s.enabled()) return ScheduleAction::kRecord;
+  const int64_t skip_first = std::max<int64_t>(s.skip_first, 0);
+  const int64_t wait = std::max<int64_t>(s.wait, 0);
+  const int64_t warmup = std::max<int64_t>(s.warmup, 0);
+  const int64_t repeat = std::max<int64_t>(s.repeat, 0);
+  k = std::max<int64_t>(k, 0);
+  if (k < skip_first) return ScheduleAction::kNone;
+  const int64_t kp = k - skip_first;
+  const int64_t len = wait + warmup + s.active;
+  // torch tests `k' / L >= repeat` in real division; for an integer repeat this is
+  // floor(k' / L) >= repeat, which avoids the overflow of repeat * L.
+  if (repeat > 0 && kp / len >= repeat) return ScheduleAction::kNone;
+  const int64_t m = kp % len;
+  if (m < wait) return ScheduleAction::kNone;
+  if (m < wait + warmup) return ScheduleAction::kWarmup;
+  return m < len - 1 ? ScheduleAction::kRecord : ScheduleAction::kRecordAndSave;
+}
+
+bool ScheduleEffects::Has(ScheduleEffect e) const {
+  return std::find(begin(), end(), e) != end();
+}
+
+namespace {
+bool IsRecord(ScheduleAction a) {
+  return a == ScheduleAction::kRecord || a == ScheduleAction::kRecordAndSave;
+}
+}  // namespace
+
+ScheduleEffects TransitionEffects(ScheduleAction from, ScheduleAction to) {
+  using A = ScheduleAction;
+  using E = ScheduleEffect;
+  ScheduleEffects fx;
+  switch (from) {
+    case A::kNone:
+      if (to == A::kWarmup) {
+        fx.Add(E::kPrepare);
+      } else if (IsRecord(to)) {
+        fx.Add(E::kPrepare);
+        fx.Add(E::kStart);
+      }
+      break;
+    case A::kWarmup:
+      if (to == A::kNone) {
+        fx.Add(E::kWarnIncorrect);
+        fx.Add(E::kStart);
+        fx.Add(E::kStop);
+      } else if (IsRecord(to)) {
+        fx.Add(E::kStart);
+      }
+      break;
+    case A::kRecord:
+      if (to == A::kNone || to == A::kWarmup) {
+        fx.Add(E::kWarnIncorrect);
+        fx.Add(E::kStop);
+      }
+      break;
+    case A::kRecordAndSave:
+      fx.Add(E::kStop);
+      fx.Add(E::kSave);
+      if (to == A::kWarmup) {
+        fx.Add(E::kPrepare);
+      } else if (IsRecord(to)) {
+        fx.Add(E::kPrepare);
+        fx.Add(E::kStart);
+      }
+      break;
+  }
+  return fx;
+}
+
+ScheduleEffects StopEffects(ScheduleAction current) {
+  ScheduleEffects fx;
+  if (current == ScheduleAction::kWarmup) {
+    fx.Add(ScheduleEffect::kStart);
+    fx.Add(ScheduleEffect::kStop);
+  } else if (IsRecord(current)) {
+    fx.Add(ScheduleEffect::kStop);
+    fx.Add(ScheduleEffect::kSave);
+  }
+  return fx;
+}
+
+ScheduleEffects ScheduleTracker::Start() {
+  started_ = true;
+  k_ = 0;
+  action_ = ActionAt(schedule_, 0);
+  return TransitionEffects(ScheduleAction::kNone, action_);
+}
+
+ScheduleEffects ScheduleTracker::Step() {
+  if (!started_) return {};
+  const ScheduleAction prev = action_;
+  ++k_;
+  action_ = ActionAt(schedule_, k_);
+  return TransitionEffects(prev, action_);
+}
+
+ScheduleEffects ScheduleTracker::Stop() {
+  if (!started_) return {};
+  ScheduleEffects fx = StopEffects(action_);
+  started_ = false;
+  action_ = ScheduleAction::kNone;
+  return fx;
+}
+
+bool ScheduleTracker::recording() const { return started_ && IsRecord(action_); }
+
+bool ScheduleTracker::exhausted() const {
+  if (!schedule_.enabled() || schedule_.repeat <= 0) return false;
+  const int64_t len = std::max<int64_t>(schedule_.wait, 0) +
+                      std::max<int64_t>(schedule_.warmup, 0) + schedule_.active;
+  const int64_t kp = k_ - std::max<int64_t>(schedule_.skip_first, 0);
+  return kp >= 0 && kp / len >= schedule_.repeat;
+}
+
+}  // namespace rlprof::runtime
