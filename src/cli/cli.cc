@@ -30,6 +30,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::map<CLI::App*, CommandFn> commands;
   auto add = [&](Command c) { commands[c.app] = std::move(c.run); };
   add(AddVersionCommand(app));
+  add(AddPlanCommand(app));
 
   try {
     app.parse(argc, argv);

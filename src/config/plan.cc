@@ -188,6 +188,9 @@ ProcessPlan ResolveForProcess(const Plan& plan, const std::vector<std::string>& 
   std::vector<const RolePlan*> blocks;
   for (const auto& name : roles)
     if (const RolePlan* r = plan.FindRole(name)) blocks.push_back(r);
+  // A "*" block (MindSpeed-RL's single integrated config) serves every role.
+  if (blocks.empty())
+    if (const RolePlan* any = plan.FindRole("*")) blocks.push_back(any);
   if (plan.combine == CombinePolicy::kPriority) {
     // verl Gen 3: the first hosted role that has a block decides alone (actor, else rollout,
     // else ref), even when it is disabled.

@@ -1,0 +1,62 @@
+// What a Plan will write: every capture (per worker, step window and scope) with its ranks,
+// contents, output directory pattern and an estimated size from a documented model
+// (docs/config.md, "Size estimates"). Used by `rlprof plan`.
+//
+//   auto rows = EnumerateCaptures(plan, {.world_size = 8, .total_steps = 10});
+//
+// Thread-safety: pure function.
+#ifndef RLPROF_SRC_CONFIG_CAPTURES_H_
+#define RLPROF_SRC_CONFIG_CAPTURES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rlprof/config/plan.h"
+#include "src/config/loader.h"
+
+namespace rlprof::config {
+
+struct EstimateModel {
+  double step_seconds = 60.0;  // assumed wall time of one RL step
+};
+
+struct CaptureRow {
+  std::string worker;               // actor_rollout_ref | critic | reward_model | <role> | all workers
+  std::vector<std::string> roles;   // roles whose blocks selected these ranks
+  std::string steps;                // "2", "1-2" (continuous run), "all"
+  int64_t windows = 1;              // step windows this row stands for
+  std::string scope;                // e2e | steps<A>-<B> | <stage>
+  std::string ranks;                // "0", "0-7", "all"
+  int64_t rank_count = 0;           // -1 when unknown (all ranks, no --world-size)
+  CaptureMode mode = CaptureMode::kEndToEnd;
+  Contents contents;
+  std::string level;
+  Schedule schedule;
+  std::string token_window;         // "[30, 60)" or ""
+  std::string directory;            // pattern
+  uint64_t events_per_capture = 0;
+  uint64_t bytes_per_capture = 0;
+  int64_t captures = 0;             // windows × ranks (-1 unknown)
+};
+
+struct CaptureSummary {
+  std::vector<CaptureRow> rows;
+  int64_t total_captures = 0;  // -1 when unknown
+  uint64_t total_bytes = 0;
+  std::vector<std::string> notes;  // e.g. replica mapping
+};
+
+CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& options,
+                                 const EstimateModel& model = {});
+nlohmann::ordered_json CaptureSummaryToJson(const CaptureSummary& s);
+// Events per second of one rank for these contents (the documented model).
+double EventsPerSecond(Tool tool, const Contents& c, const std::string& level);
+uint64_t BytesPerEvent(const Contents& c, const std::vector<ExportFormat>& exports);
+std::string RankListToString(const std::vector<int64_t>& ranks);
+
+}  // namespace rlprof::config
+
+#endif  // RLPROF_SRC_CONFIG_CAPTURES_H_

@@ -1,0 +1,168 @@
+#include "src/config/loader.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "src/base/strings.h"
+#include "src/config/plan_json.h"
+#include "src/config/schemas.h"
+#include "src/config/yaml_doc.h"
+
+namespace rlprof::config {
+
+namespace {
+
+// Checks that need the whole plan (and the command-line facts in LoadOptions).
+void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
+  for (const auto& r : plan.roles) {
+    if (!r.enabled) continue;
+    if (opt.world_size > 0 && !r.ranks_are_replica_owners) {
+      for (int64_t rank : r.ranks)
+        if (!r.all_ranks && rank >= opt.world_size)
+          doc.Error(doc.file(), r.block_path + ".ranks",
+                    "rank " + std::to_string(rank) + " does not exist: the world size is " +
+                        std::to_string(opt.world_size) + " (ranks 0.." +
+                        std::to_string(opt.world_size - 1) + ")");
+    }
+    if (opt.world_size > 0 && r.ranks_are_replica_owners)
+      for (int64_t rank : r.ranks)
+        if (!r.all_ranks && rank >= opt.world_size)
+          plan.warnings.push_back(r.block_path + ".ranks: rank " + std::to_string(rank) +
+                                  " is past the last GPU (world size " +
+                                  std::to_string(opt.world_size) + "); it is ignored");
+  }
+  // Colocated actor / rollout / ref (verl's fused worker) must agree on discrete under union.
+  if (plan.dialect != Dialect::kNative && plan.dialect != Dialect::kMindSpeedRl &&
+      plan.combine == CombinePolicy::kUnion) {
+    const RolePlan* first = nullptr;
+    for (const char* name : {"actor", "ref"}) {
+      const RolePlan* r = plan.FindRole(name);
+      if (!r || !r->enabled) continue;
+      if (!first) {
+        first = r;
+      } else if (r->mode != first->mode) {
+        doc.Error(doc.file(), r->block_path,
+                  std::string("colocated roles disagree on discrete: ") + first->block_path +
+                      " is " + CaptureModeName(first->mode) + " but " + r->block_path + " is " +
+                      CaptureModeName(r->mode) +
+                      "; they share one process (actor_rollout_ref), so set the same value, or "
+                      "choose global_tool_config.rlprof.combine: priority");
+      }
+    }
+  }
+  // Explicit semantics, printed.
+  if (plan.continuous_steps) {
+    for (const auto& r : plan.roles)
+      if (r.enabled && r.mode == CaptureMode::kDiscrete && plan.dialect != Dialect::kMindSpeedRl)
+        plan.warnings.push_back("profile_continuous_steps has no effect on " + r.block_path +
+                                ": it is discrete (one capture per stage call)");
+  }
+  if (plan.dialect == Dialect::kVerlGen3) {
+    const RolePlan* ro = plan.FindRole("rollout");
+    if (ro && ro->enabled && ro->mode != CaptureMode::kDiscrete)
+      plan.warnings.push_back("rollout is only captured in discrete mode: the Agent-Loop rollout "
+                              "servers are not profiled with discrete: false");
+    if (plan.combine == CombinePolicy::kUnion) {
+      const RolePlan* a = plan.FindRole("actor");
+      const RolePlan* rf = plan.FindRole("ref");
+      if (rf && rf->enabled && (!a || !a->enabled))
+        plan.warnings.push_back("union policy: " + rf->block_path +
+                                " profiles the fused actor_rollout_ref worker although the actor "
+                                "block is off (verl itself would ignore it: combine: priority)");
+    } else {
+      for (const char* name : {"rollout", "ref"}) {
+        const RolePlan* r = plan.FindRole(name);
+        if (r && r->enabled && name == std::string("ref"))
+          plan.warnings.push_back("priority policy: " + r->block_path +
+                                  " is ignored in the fused actor_rollout_ref worker (the actor "
+                                  "block decides)");
+      }
+    }
+  }
+  if (plan.save_path.empty())
+    plan.warnings.push_back("save_path is empty: captures would land in the working directory");
+  if (opt.total_steps > 0) {
+    std::vector<int64_t> late;
+    if (plan.steps.kind == StepSelection::Kind::kList)
+      for (int64_t s : plan.steps.list)
+        if (s > opt.total_steps) late.push_back(s);
+    if (plan.steps.kind == StepSelection::Kind::kRange && plan.steps.end - 1 > opt.total_steps)
+      for (int64_t s = std::max(plan.steps.start, opt.total_steps + 1); s < plan.steps.end; ++s)
+        late.push_back(s);
+    if (!late.empty()) {
+      std::vector<std::string> parts;
+      for (int64_t s : late) parts.push_back(std::to_string(s));
+      plan.warnings.push_back("steps [" + base::Join(parts, ", ") + "] never run: the job has " +
+                              std::to_string(opt.total_steps) + " steps");
+    }
+  }
+  bool any_enabled = std::any_of(plan.roles.begin(), plan.roles.end(),
+                                 [](const RolePlan& r) { return r.enabled; });
+  if (plan.steps.kind == StepSelection::Kind::kNone && any_enabled)
+    plan.warnings.push_back("no step is selected: nothing will be captured");
+  else if (plan.steps.kind != StepSelection::Kind::kNone && !any_enabled && plan.tool != Tool::kNone)
+    plan.warnings.push_back("profiling enabled for steps " + plan.steps.ToString() +
+                            " but no role is enabled: nothing will be captured");
+}
+
+}  // namespace
+
+base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& overrides,
+                                     const LoadOptions& options) {
+  RLPROF_RETURN_IF_ERROR(doc.ApplyOverrides(overrides));
+  Plan plan;
+  plan.config_path = doc.file();
+  Reader rd(doc);
+  ParseContext ctx{doc, rd, plan, KnownStages()};
+  const YAML::Node& root = doc.root();
+  bool has_native = root["rlprof"].IsDefined();
+  bool has_gen3 = root["global_profiler"].IsDefined();
+  bool has_ms = root["profiler_config"].IsDefined();
+  bool has_legacy = root["trainer"].IsDefined() && root["trainer"].IsMap() &&
+                    root["trainer"]["profile_steps"].IsDefined();
+  int dialects = int(has_native) + int(has_gen3) + int(has_ms) + int(has_legacy && !has_gen3);
+  if (dialects > 1)
+    return base::InvalidArgument(doc.file() + ": several profiler configs in one file (" +
+                                 std::string(has_native ? "rlprof " : "") +
+                                 (has_gen3 ? "global_profiler " : "") +
+                                 (has_ms ? "profiler_config " : "") +
+                                 (has_legacy && !has_gen3 ? "trainer.profile_steps" : "") +
+                                 "); keep one");
+  if (has_native) ParseNative(ctx);
+  else if (has_gen3) ParseVerlGen3(ctx);
+  else if (has_ms) ParseMindSpeed(ctx);
+  else if (has_legacy) ParseVerlLegacy(ctx);
+  else
+    return base::InvalidArgument(
+        doc.file() + ": no profiler configuration found; expected one of: global_profiler "
+        "(verl), trainer.profile_steps (verl, legacy), profiler_config.integrated (MindSpeed-RL), "
+        "rlprof (rlprof's own block)");
+  if (doc.errors().empty()) ValidatePlan(doc, plan, options);
+  if (!doc.errors().empty()) {
+    std::ostringstream msg;
+    size_t n = doc.errors().size();
+    msg << n << (n == 1 ? " error" : " errors") << " in " << doc.file() << ":";
+    for (const auto& e : doc.errors()) msg << "\n  " << e.Format();
+    return base::InvalidArgument(msg.str());
+  }
+  for (const auto& w : doc.warnings()) plan.warnings.push_back(w);
+  plan.resolved_yaml = PlanToVerlYaml(plan);
+  return plan;
+}
+
+base::StatusOr<Plan> LoadPlan(const std::string& path, const std::vector<std::string>& overrides,
+                              const LoadOptions& options) {
+  Doc doc;
+  RLPROF_RETURN_IF_ERROR(doc.LoadFile(path));
+  return LoadPlanFromDoc(doc, overrides, options);
+}
+
+base::StatusOr<Plan> LoadPlanFromString(const std::string& yaml, const std::string& name,
+                                        const std::vector<std::string>& overrides,
+                                        const LoadOptions& options) {
+  Doc doc;
+  RLPROF_RETURN_IF_ERROR(doc.LoadString(yaml, name));
+  return LoadPlanFromDoc(doc, overrides, options);
+}
+
+}  // namespace rlprof::config

@@ -1,0 +1,126 @@
+// MindSpeed-RL `profiler_config.integrated` (config-schemas.md §5).
+#include <algorithm>
+
+#include "src/config/schemas.h"
+
+namespace rlprof::config {
+
+void ParseMindSpeed(ParseContext& ctx) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
+  plan.dialect = Dialect::kMindSpeedRl;
+  plan.tool = Tool::kNpu;
+  plan.save_path = "./profiler_data";
+
+  Ref pc = doc.Get({"profiler_config"});
+  if (!rd.IsBlock(pc)) return;
+  rd.CheckKeys(pc, {"integrated", "rlprof"});
+  ParseRlprofGlobals(ctx, doc.Child(pc, "rlprof"), {});
+  Ref b = doc.Child(pc, "integrated");
+  if (!rd.IsBlock(b) || b.null()) return;
+  rd.CheckKeys(b, {"profile", "mstx", "stage", "profile_save_path", "profile_export_type",
+                   "profile_step_start", "profile_step_end", "profile_level",
+                   "profile_with_memory", "profile_record_shapes", "profile_with_cpu",
+                   "profile_with_npu", "profile_with_module", "profile_analysis",
+                   "profile_ranks"});
+  bool profile = rd.Bool(b, "profile").value_or(false);
+  bool mstx = rd.Bool(b, "mstx").value_or(false);
+  Ref save = doc.Child(b, "profile_save_path");
+  if (auto sp = rd.String(b, "profile_save_path")) {
+    if (sp->empty())
+      plan.warnings.push_back(doc.Where(save) + ": profile_save_path is empty: MindSpeed-RL would "
+                              "write into the worker's working directory; rlprof uses "
+                              "./profiler_data");
+    else plan.save_path = *sp;
+  }
+  if (auto t = rd.Enum(b, "profile_export_type", {"text", "db"}))
+    plan.exports = {*t == "db" ? ExportFormat::kDb : ExportFormat::kText};
+  int64_t start = rd.Int(b, "profile_step_start").value_or(1);
+  int64_t end = rd.Int(b, "profile_step_end").value_or(2);
+  bool steps_ok = true;
+  if (start < 1) {
+    doc.Error(doc.Child(b, "profile_step_start"),
+              "step " + std::to_string(start) + " never runs: iterations are 1-based");
+    steps_ok = false;
+  } else if (end <= start) {
+    doc.Error(doc.Child(b, "profile_step_end"),
+              "profile_step_end (" + std::to_string(end) + ") must be greater than "
+              "profile_step_start (" + std::to_string(start) + "); the end is exclusive");
+    steps_ok = false;
+  }
+  if (profile && steps_ok) {
+    plan.steps.kind = StepSelection::Kind::kRange;
+    plan.steps.start = start;
+    plan.steps.end = end;
+  }
+  std::string level = rd.Enum(b, "profile_level", KnownLevels()).value_or("level0");
+
+  RolePlan r;
+  r.role = "*";
+  r.block_path = "profiler_config.integrated";
+  r.enabled = profile;
+  r.level = level;
+  Ref ranks = doc.Child(b, "profile_ranks");
+  if (ranks.null() || (ranks.node.IsScalar() && ranks.node.Scalar() == "all")) {
+    r.all_ranks = true;
+  } else if (ranks.node.IsSequence()) {
+    r.ranks = rd.IntList(b, "profile_ranks", 0).value_or(std::vector<int64_t>{});
+  } else {
+    std::string hint = ranks.node.IsScalar() && ranks.node.Scalar().find(',') != std::string::npos
+                           ? " (write a YAML list such as [" + ranks.node.Scalar() + "]; "
+                             "MindSpeed-RL would match no rank)"
+                           : "";
+    doc.Error(ranks, "expected 'all' or a list of ranks, got " + Describe(ranks.node) + hint);
+  }
+  // stage: all ⇒ one integrated window over [start, end); else per-stage windows.
+  Ref stage = doc.Child(b, "stage");
+  std::vector<std::string> vocab = {"all", "actor_generate", "actor_compute_log_prob",
+                                    "reference_compute_log_prob", "critic_compute_values",
+                                    "actor_update", "critic_update", "actor_image_embeds"};
+  std::vector<std::string> stages;
+  bool all = true;
+  if (!stage.null()) {
+    if (stage.node.IsScalar()) {
+      if (auto s = rd.AsEnum(stage, vocab)) {
+        if (*s != "all") {
+          all = false;
+          stages = {*s};
+        }
+      }
+    } else if (auto list = rd.EnumList(b, "stage", vocab)) {
+      if (std::find(list->begin(), list->end(), "all") == list->end()) {
+        all = false;
+        stages = *list;
+      }
+    }
+  }
+  if (all) {
+    r.mode = CaptureMode::kEndToEnd;
+    plan.continuous_steps = true;
+    bool ppo = doc.Get({"rl_config", "adv_estimator"}).present() &&
+               doc.Get({"rl_config", "adv_estimator"}).node.IsScalar() &&
+               doc.Get({"rl_config", "adv_estimator"}).node.Scalar() == "gae";
+    if (ppo || doc.Get({"critic_config"}).present())
+      plan.warnings.push_back("stage: all with a critic (PPO): actor and critic share a card and "
+                              "would each build an integrated profiler; list the stages instead");
+  } else {
+    r.mode = CaptureMode::kDiscrete;
+    r.stages = stages;
+  }
+  bool with_cpu = rd.Bool(b, "profile_with_cpu").value_or(true);
+  bool with_npu = rd.Bool(b, "profile_with_npu").value_or(true);
+  r.contents.cpu = with_cpu;
+  r.contents.device = with_npu && level != "level_none" && !mstx;
+  r.contents.ops = with_cpu && level != "level_none" && !mstx;
+  r.contents.memory = rd.Bool(b, "profile_with_memory").value_or(false);
+  r.contents.shapes = rd.Bool(b, "profile_record_shapes").value_or(false);
+  r.contents.module = rd.Bool(b, "profile_with_module").value_or(false);
+  rd.Bool(b, "profile_analysis");
+  if (mstx)
+    plan.warnings.push_back("mstx: lightweight mode: markers only (host ranges and communication "
+                            "markers), no operator or kernel activity");
+  plan.roles.push_back(std::move(r));
+}
+
+}  // namespace rlprof::config

@@ -1,0 +1,66 @@
+// The config dialects rlprof reads (internal to src/config). Each Parse* fills a Plan from a
+// loaded Doc, reporting problems into the Doc; loader.cc picks the dialect and validates the
+// result as a whole. Vocabularies are shared so every dialect accepts the same words.
+#ifndef RLPROF_SRC_CONFIG_SCHEMAS_H_
+#define RLPROF_SRC_CONFIG_SCHEMAS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rlprof/config/plan.h"
+#include "src/config/reader.h"
+
+namespace rlprof::config {
+
+// Vocabularies (docs/config.md lists them).
+const std::vector<std::string>& KnownTools();     // nsys npu torch torch_memory precision_debugger rlprof
+const std::vector<std::string>& KnownLevels();    // level_none level0 level1 level2
+const std::vector<std::string>& KnownStages();    // verl + MindSpeed-RL + rlprof stage names
+const std::vector<std::string>& NativeContents(); // cpu device ops shapes memory stack module
+const std::vector<std::string>& ScheduleUnits();  // step decode micro_batch mini_batch
+
+// The stage names a role runs by default (used to enumerate discrete captures).
+std::vector<std::string> DefaultStagesOfRole(const std::string& role, Dialect dialect);
+
+struct ParseContext {
+  Doc& doc;
+  Reader& rd;
+  Plan& plan;
+  std::vector<std::string> stage_vocabulary;  // KnownStages() + custom_stages
+};
+
+// rlprof's global extras (export, combine, budget, buffer, flush_interval_s, backstop_s,
+// custom_stages) from `block` (native top level, verl global_tool_config.rlprof, MindSpeed
+// profiler_config.rlprof). `extra_allowed` are keys the caller reads itself.
+void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
+                        const std::vector<std::string>& extra_allowed);
+// A schedule mapping {unit?, skip_first, wait, warmup, active, repeat}.
+std::optional<Schedule> ParseSchedule(ParseContext& ctx, const Ref& block, bool allow_unit,
+                                      SubStepKind default_unit);
+// steps: list | null | "all" | {start, end}.
+StepSelection ParseSteps(ParseContext& ctx, const Ref& r);
+// A stage allow-list (string or list of strings) checked against the vocabulary.
+std::optional<std::vector<std::string>> ParseStages(ParseContext& ctx, const Ref& block,
+                                                    const std::string& key);
+// tool_config.rlprof (also the per-role block of the native dialect, minus rank keys).
+struct RlprofRoleExtras {
+  std::optional<bool> discrete;
+  std::optional<std::vector<std::string>> contents;
+  std::optional<std::string> level;
+  std::optional<std::vector<std::string>> stages;
+  std::optional<Schedule> schedule;
+  std::optional<int64_t> token_start, token_end;
+};
+RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
+                                       const std::vector<std::string>& extra_allowed);
+Contents NativeContentsFrom(const std::vector<std::string>& words);
+
+void ParseVerlGen3(ParseContext& ctx);
+void ParseVerlLegacy(ParseContext& ctx);  // Gen 1 and Gen 2
+void ParseMindSpeed(ParseContext& ctx);
+void ParseNative(ParseContext& ctx);
+
+}  // namespace rlprof::config
+
+#endif  // RLPROF_SRC_CONFIG_SCHEMAS_H_

@@ -1,0 +1,292 @@
+// verl Gen 3: `global_profiler` + per-role `profiler` blocks (config-schemas.md §2, §4).
+#include <algorithm>
+
+#include "src/base/strings.h"
+#include "src/config/schemas.h"
+
+namespace rlprof::config {
+
+namespace {
+
+struct RoleBlockSpec {
+  const char* role;
+  KeyPath path;  // path of the `profiler` block
+};
+
+const std::vector<RoleBlockSpec>& RoleBlocks() {
+  static const std::vector<RoleBlockSpec> v = {
+      {"actor", {"actor_rollout_ref", "actor", "profiler"}},
+      {"rollout", {"actor_rollout_ref", "rollout", "profiler"}},
+      {"ref", {"actor_rollout_ref", "ref", "profiler"}},
+      {"critic", {"critic", "profiler"}},
+      {"reward", {"reward_model", "profiler"}},
+  };
+  return v;
+}
+
+// What one role block says, before inheritance and defaults.
+struct RawRole {
+  bool present = false;
+  std::optional<std::string> tool;
+  std::optional<bool> enable, all_ranks, discrete, analysis;
+  std::optional<std::vector<int64_t>> ranks;
+  std::optional<std::vector<std::string>> contents;  // in the tool's own vocabulary
+  std::optional<std::string> level;
+  std::optional<Schedule> schedule;
+  std::optional<int64_t> token_start, token_end;
+  RlprofRoleExtras extras;
+  std::string block_path;
+  Ref block;
+};
+
+Tool ToolFromName(const std::string& s) {
+  if (s == "nsys") return Tool::kNsys;
+  if (s == "npu") return Tool::kNpu;
+  if (s == "torch") return Tool::kTorch;
+  if (s == "torch_memory") return Tool::kTorchMemory;
+  if (s == "precision_debugger") return Tool::kPrecisionDebugger;
+  if (s == "rlprof") return Tool::kRlprof;
+  return Tool::kNone;
+}
+
+void ParseToolConfig(ParseContext& ctx, const Ref& tc, const std::string& tool, RawRole& raw,
+                     std::optional<bool> global_nsys_discrete) {
+  Reader& rd = ctx.rd;
+  Doc& doc = ctx.doc;
+  if (tc.null() || !rd.IsBlock(tc)) return;
+  rd.CheckKeys(tc, {"nsys", "npu", "torch", "torch_memory", "precision_debugger", "rlprof"});
+  // Every tool's sub-block is validated (a typo in an unused one is still a typo).
+  Ref nsys = doc.Child(tc, "nsys");
+  if (rd.IsBlock(nsys)) rd.CheckKeys(nsys, {"discrete", "name"});
+  Ref npu = doc.Child(tc, "npu");
+  if (rd.IsBlock(npu))
+    rd.CheckKeys(npu, {"contents", "level", "analysis", "discrete", "profile_token_start",
+                       "profile_token_end", "name"});
+  Ref torch = doc.Child(tc, "torch");
+  if (rd.IsBlock(torch))
+    rd.CheckKeys(torch, {"contents", "discrete", "profile_token_start", "profile_token_end",
+                         "schedule", "step_start", "step_end", "manual_save", "name"});
+  Ref mem = doc.Child(tc, "torch_memory");
+  if (rd.IsBlock(mem))
+    rd.CheckKeys(mem, {"trace_alloc_max_entries", "stack_depth", "memory_snapshot_num_steps"});
+  raw.extras = ParseRlprofRoleExtras(ctx, doc.Child(tc, "rlprof"), {});
+
+  if (tool == "nsys") {
+    raw.discrete = rd.Bool(nsys, "discrete");
+    if (!raw.discrete) raw.discrete = global_nsys_discrete;
+  } else if (tool == "npu") {
+    raw.contents = rd.EnumList(npu, "contents", {"npu", "cpu", "memory", "shapes", "module", "stack"});
+    raw.level = rd.Enum(npu, "level", KnownLevels());
+    raw.analysis = rd.Bool(npu, "analysis");
+    raw.discrete = rd.Bool(npu, "discrete");
+    raw.token_start = rd.Int(npu, "profile_token_start", 0);
+    raw.token_end = rd.Int(npu, "profile_token_end", 1);
+  } else if (tool == "torch") {
+    raw.contents = rd.EnumList(torch, "contents", {"cuda", "cpu", "memory", "shapes", "stack"});
+    raw.discrete = rd.Bool(torch, "discrete");
+    raw.token_start = rd.Int(torch, "profile_token_start", 0);
+    raw.token_end = rd.Int(torch, "profile_token_end", 1);
+    raw.schedule = ParseSchedule(ctx, doc.Child(torch, "schedule"), false, SubStepKind::kMiniBatch);
+  } else if (tool == "torch_memory") {
+    rd.Int(mem, "trace_alloc_max_entries", 1);
+    rd.Int(mem, "stack_depth", 1);
+    rd.Int(mem, "memory_snapshot_num_steps", 1);
+  } else {
+    // Validate the other blocks' values too, without using them.
+    rd.Bool(nsys, "discrete");
+    rd.EnumList(npu, "contents", {"npu", "cpu", "memory", "shapes", "module", "stack"});
+    rd.Enum(npu, "level", KnownLevels());
+    rd.EnumList(torch, "contents", {"cuda", "cpu", "memory", "shapes", "stack"});
+  }
+  // tool_config.rlprof applies to every tool and wins over the tool's own block.
+  if (raw.extras.discrete) raw.discrete = raw.extras.discrete;
+  if (raw.extras.level) raw.level = raw.extras.level;
+  if (raw.extras.schedule) raw.schedule = raw.extras.schedule;
+  if (raw.extras.token_start) raw.token_start = raw.extras.token_start;
+  if (raw.extras.token_end) raw.token_end = raw.extras.token_end;
+}
+
+// Maps a tool's contents words onto rlprof's Contents (docs/config.md, "contents").
+Contents MapContents(Tool tool, const RawRole& raw, const std::string& level) {
+  Contents c;
+  std::vector<std::string> words = raw.contents.value_or(std::vector<std::string>{});
+  auto has = [&](const char* w) { return std::find(words.begin(), words.end(), w) != words.end(); };
+  switch (tool) {
+    case Tool::kRlprof:
+      c = NativeContentsFrom(raw.extras.contents.value_or(std::vector<std::string>{}));
+      return c;
+    case Tool::kNsys:
+      c.cpu = true;
+      c.device = true;
+      break;
+    case Tool::kNpu:
+      // Current verl: CPU always, NPU only when listed; operators unless level_none.
+      c.cpu = true;
+      c.device = has("npu");
+      c.ops = level != "level_none";
+      c.memory = has("memory");
+      c.shapes = has("shapes");
+      c.module = has("module");
+      c.stack = has("stack");
+      break;
+    case Tool::kTorch:
+      // Empty means everything (CPU + CUDA), as upstream.
+      c.cpu = true;
+      c.ops = true;
+      c.device = words.empty() || has("cuda");
+      c.memory = has("memory");
+      c.shapes = has("shapes");
+      c.stack = has("stack");
+      break;
+    case Tool::kTorchMemory:
+      c.cpu = true;
+      c.memory = true;
+      break;
+    default:
+      break;
+  }
+  // tool_config.rlprof.contents adds to what the tool implies.
+  if (raw.extras.contents) {
+    Contents x = NativeContentsFrom(*raw.extras.contents);
+    c.cpu |= x.cpu;
+    c.device |= x.device;
+    c.ops |= x.ops;
+    c.shapes |= x.shapes;
+    c.memory |= x.memory;
+    c.stack |= x.stack;
+    c.module |= x.module;
+  }
+  return c;
+}
+
+}  // namespace
+
+void ParseVerlGen3(ParseContext& ctx) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
+  plan.dialect = Dialect::kVerlGen3;
+
+  Ref gp = doc.Get({"global_profiler"});
+  if (!rd.IsBlock(gp)) return;
+  rd.CheckKeys(gp, {"tool", "steps", "profile_continuous_steps", "save_path", "relocate_results",
+                    "finish_hook_cmd", "finish_hook_all_ranks", "finish_hook_ranks",
+                    "global_tool_config"});
+  Ref gtc = doc.Child(gp, "global_tool_config");
+  std::optional<bool> nsys_discrete;
+  if (rd.IsBlock(gtc)) {
+    rd.CheckKeys(gtc, {"nsys", "torch_memory", "precision_debugger", "rlprof", "npu", "torch"});
+    Ref nsys = doc.Child(gtc, "nsys");
+    if (rd.IsBlock(nsys)) {
+      rd.CheckKeys(nsys, {"discrete", "controller_nsight_options", "worker_nsight_options"});
+      nsys_discrete = rd.Bool(nsys, "discrete");
+    }
+    Ref mem = doc.Child(gtc, "torch_memory");
+    if (rd.IsBlock(mem)) {
+      rd.CheckKeys(mem, {"trace_alloc_max_entries", "stack_depth", "context", "stacks", "kw_args"});
+      rd.Int(mem, "trace_alloc_max_entries", 1);
+      rd.Int(mem, "stack_depth", 1);
+    }
+    Ref pd = doc.Child(gtc, "precision_debugger");
+    if (rd.IsBlock(pd)) {
+      rd.CheckKeys(pd, {"config_path", "steps", "stages", "strict"});
+      ParseStages(ctx, pd, "stages");
+    }
+    ParseRlprofGlobals(ctx, doc.Child(gtc, "rlprof"), {});
+  }
+  std::optional<std::string> tool = rd.Enum(gp, "tool", KnownTools());
+  plan.tool = tool ? ToolFromName(*tool) : Tool::kNone;
+  plan.steps = ParseSteps(ctx, doc.Child(gp, "steps"));
+  plan.continuous_steps = rd.Bool(gp, "profile_continuous_steps").value_or(false);
+  if (auto sp = rd.String(gp, "save_path")) plan.save_path = *sp;
+  rd.Bool(gp, "relocate_results");
+  rd.String(gp, "finish_hook_cmd");
+  rd.Bool(gp, "finish_hook_all_ranks");
+  rd.IntList(gp, "finish_hook_ranks", 0);
+
+  if (!tool && plan.steps.kind != StepSelection::Kind::kNone)
+    plan.warnings.push_back("global_profiler.tool is null: verl profiles nothing; set tool "
+                            "(nsys, npu, torch, torch_memory or rlprof)");
+  if (plan.tool == Tool::kPrecisionDebugger)
+    plan.warnings.push_back("tool precision_debugger is msprobe's tensor dump, not a profiler: "
+                            "rlprof captures nothing for it");
+
+  const std::string tool_name = tool.value_or("");
+  std::vector<RawRole> raws;
+  for (const auto& spec : RoleBlocks()) {
+    RawRole raw;
+    raw.block_path = JoinPath(spec.path);
+    raw.block = doc.Get(spec.path);
+    raw.present = raw.block.present() && !raw.block.null();
+    if (raw.present && rd.IsBlock(raw.block)) {
+      rd.CheckKeys(raw.block, {"tool", "enable", "all_ranks", "ranks", "save_path", "tool_config",
+                               "global_tool_config", "relocate_results", "finish_hook_cmd",
+                               "finish_hook_all_ranks", "finish_hook_ranks"});
+      raw.tool = rd.Enum(raw.block, "tool", KnownTools());
+      raw.enable = rd.Bool(raw.block, "enable");
+      raw.all_ranks = rd.Bool(raw.block, "all_ranks");
+      raw.ranks = rd.IntList(raw.block, "ranks", 0);
+      rd.String(raw.block, "save_path");
+      std::string role_tool = raw.tool.value_or(tool_name);
+      if (raw.tool && tool && *raw.tool != *tool)
+        plan.warnings.push_back(raw.block_path + ".tool is '" + *raw.tool +
+                                "' but global_profiler.tool is '" + *tool +
+                                "': rlprof uses the global tool for every role");
+      ParseToolConfig(ctx, doc.Child(raw.block, "tool_config"), tool_name, raw, nsys_discrete);
+    } else if (!raw.present) {
+      raw.discrete = nsys_discrete;  // nsys discrete is effectively global
+    }
+    raws.push_back(std::move(raw));
+  }
+  // Rollout inherits every unset field from the actor block (verl's role YAML interpolates them).
+  RawRole& actor = raws[0];
+  RawRole& rollout = raws[1];
+  if (!rollout.enable) rollout.enable = actor.enable;
+  if (!rollout.all_ranks) rollout.all_ranks = actor.all_ranks;
+  if (!rollout.ranks) rollout.ranks = actor.ranks;
+  if (!rollout.discrete) rollout.discrete = actor.discrete;
+  if (!rollout.contents) rollout.contents = actor.contents;
+  if (!rollout.level) rollout.level = actor.level;
+  if (!rollout.extras.stages) rollout.extras.stages = actor.extras.stages;
+  if (!rollout.extras.contents) rollout.extras.contents = actor.extras.contents;
+
+  for (size_t i = 0; i < raws.size(); ++i) {
+    RawRole& raw = raws[i];
+    RolePlan r;
+    r.role = RoleBlocks()[i].role;
+    r.block_path = raw.block_path;
+    r.enabled = raw.enable.value_or(false);
+    r.all_ranks = raw.all_ranks.value_or(false);
+    r.ranks = raw.ranks.value_or(std::vector<int64_t>{});
+    if (r.enabled && !r.all_ranks && r.ranks.empty()) {
+      r.ranks = {0};
+      plan.warnings.push_back(raw.block_path + ": enable with empty ranks profiles rank 0 only "
+                              "(verl Gen 3 rule)");
+    }
+    std::sort(r.ranks.begin(), r.ranks.end());
+    r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
+    r.mode = raw.discrete.value_or(false) ? CaptureMode::kDiscrete : CaptureMode::kEndToEnd;
+    if (plan.tool == Tool::kTorchMemory) r.mode = CaptureMode::kEndToEnd;
+    r.level = raw.level.value_or("level0");
+    r.contents = MapContents(plan.tool, raw, r.level);
+    if (raw.schedule) r.schedule = *raw.schedule;
+    r.stages = raw.extras.stages.value_or(std::vector<std::string>{});
+    r.token_start = raw.token_start;
+    r.token_end = raw.token_end;
+    if (r.role == "rollout") {
+      r.ranks_are_replica_owners = true;
+      if (r.token_start || r.token_end) {
+        // A token window is a schedule over decode iterations.
+        int64_t start = r.token_start.value_or(0);
+        if (r.token_end && *r.token_end <= start)
+          doc.Error(doc.Child(doc.Child(doc.Child(raw.block, "tool_config"), tool_name),
+                              "profile_token_end"),
+                    "profile_token_end (" + std::to_string(*r.token_end) +
+                        ") must be greater than profile_token_start (" + std::to_string(start) + ")");
+      }
+    }
+    plan.roles.push_back(std::move(r));
+  }
+}
+
+}  // namespace rlprof::config

@@ -1,0 +1,287 @@
+#include "src/config/yaml_doc.h"
+
+#include <cstdlib>
+#include <set>
+
+#include "src/base/files.h"
+#include "src/base/strings.h"
+
+namespace rlprof::config {
+
+namespace {
+
+constexpr int kMaxDepth = 16;
+
+int LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return -1;
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? -1 : m.line + 1;
+}
+
+// Parses an override value the way Hydra does: YAML, with an empty value meaning "".
+YAML::Node ParseValue(const std::string& text) {
+  if (text.empty()) return YAML::Node(std::string());
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (!n.IsDefined()) return YAML::Node(text);
+    return n;
+  } catch (const YAML::Exception&) {
+    return YAML::Node(text);
+  }
+}
+
+// Strips one pair of matching quotes around a default value.
+std::string Unquote(std::string_view s) {
+  s = base::Trim(s);
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
+    return std::string(s.substr(1, s.size() - 2));
+  return std::string(s);
+}
+
+}  // namespace
+
+std::string JoinPath(const KeyPath& p) { return base::Join(p, "."); }
+
+std::string ConfigError::Format() const {
+  std::string out = where;
+  if (!path.empty()) out += ": " + path;
+  out += ": " + message;
+  return out;
+}
+
+base::Status Doc::LoadFile(const std::string& path) {
+  auto text = base::ReadFile(path);
+  if (!text.ok()) return text.status();
+  return LoadString(*text, path);
+}
+
+base::Status Doc::LoadString(const std::string& text, const std::string& name) {
+  file_ = name;
+  try {
+    root_ = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return base::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) +
+                                 ": not valid YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return base::InvalidArgument(name + ": not valid YAML: " + e.what());
+  }
+  if (!root_.IsDefined() || root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
+  if (!root_.IsMap())
+    return base::InvalidArgument(name + ":1: the config must be a YAML mapping at the top level");
+  return base::Status::Ok();
+}
+
+base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
+  for (const std::string& ov : overrides) {
+    std::string text = ov;
+    bool add = false, force = false, del = false;
+    if (base::StartsWith(text, "++")) {
+      force = true;
+      text = text.substr(2);
+    } else if (base::StartsWith(text, "+")) {
+      add = true;
+      text = text.substr(1);
+    } else if (base::StartsWith(text, "~")) {
+      del = true;
+      text = text.substr(1);
+    }
+    size_t eq = text.find('=');
+    if (eq == std::string::npos && !del)
+      return base::InvalidArgument("override '" + ov +
+                                   "': expected KEY=VALUE (or +KEY=VALUE, ++KEY=VALUE, ~KEY)");
+    std::string key(base::Trim(text.substr(0, eq)));
+    std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
+    KeyPath path = base::Split(key, '.');
+    for (const auto& part : path)
+      if (part.empty())
+        return base::InvalidArgument("override '" + ov + "': empty key segment in '" + key + "'");
+
+    // Walk to the parent; yaml-cpp nodes are handles, so edits land in root_.
+    YAML::Node cur = root_;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      YAML::Node next = cur[path[i]];
+      if (!next.IsDefined() || next.IsNull() || !next.IsMap()) {
+        if (!add && !force) {
+          std::vector<std::string> keys;
+          if (cur.IsMap())
+            for (auto it = cur.begin(); it != cur.end(); ++it) keys.push_back(it->first.as<std::string>());
+          std::string hint = base::NearestWord(path[i], keys);
+          KeyPath prefix(path.begin(), path.begin() + i + 1);
+          return base::InvalidArgument(
+              "override '" + ov + "': key '" + JoinPath(prefix) + "' does not exist in " + file_ +
+              (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (use '+" + key + "=" +
+              value + "' to add it)");
+        }
+        if (next.IsDefined() && !next.IsNull() && !next.IsMap())
+          return base::InvalidArgument("override '" + ov + "': '" +
+                                       JoinPath(KeyPath(path.begin(), path.begin() + i + 1)) +
+                                       "' is not a mapping");
+        cur[path[i]] = YAML::Node(YAML::NodeType::Map);
+        next.reset(cur[path[i]]);
+      }
+      cur.reset(next);
+    }
+    const std::string& leaf = path.back();
+    bool exists = cur.IsMap() && cur[leaf].IsDefined();
+    if (del) {
+      if (!exists) return base::InvalidArgument("override '" + ov + "': cannot delete '" + key + "': no such key");
+      cur.remove(leaf);
+      continue;
+    }
+    if (!exists && !add && !force) {
+      std::vector<std::string> keys;
+      for (auto it = cur.begin(); it != cur.end(); ++it) keys.push_back(it->first.as<std::string>());
+      std::string hint = base::NearestWord(leaf, keys);
+      return base::InvalidArgument("override '" + ov + "': key '" + key + "' does not exist in " +
+                                   file_ + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                                   " (use '+" + key + "=" + value + "' to add it)");
+    }
+    if (exists && add)
+      return base::InvalidArgument("override '" + ov + "': key '" + key +
+                                   "' already exists (use '++" + key + "=" + value +
+                                   "' to override it)");
+    cur[leaf] = ParseValue(value);
+    overridden_[key] = ov;
+  }
+  return base::Status::Ok();
+}
+
+Ref Doc::Root() {
+  Ref r;
+  r.Set(root_);
+  r.line = 1;
+  return r;
+}
+
+Ref Doc::Get(const KeyPath& path) { return Lookup(path, 0); }
+
+Ref Doc::Child(const Ref& parent, const std::string& key) { return ChildAt(parent, key, 0); }
+
+Ref Doc::Lookup(const KeyPath& path, int depth) {
+  Ref cur = Root();
+  for (const auto& k : path) {
+    cur = ChildAt(cur, k, depth);
+    if (!cur.present()) break;
+  }
+  return cur;
+}
+
+Ref Doc::ChildAt(const Ref& parent, const std::string& key, int depth) {
+  Ref r;
+  r.path = parent.path;
+  r.path.push_back(key);
+  r.source = parent.source;
+  r.source.push_back(key);
+  r.line = parent.line;  // a missing key is reported at its parent
+  if (!parent.present() || !parent.node.IsMap()) return r;
+  const YAML::Node& pn = parent.node;
+  for (auto it = pn.begin(); it != pn.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) {
+      r.Set(it->second);
+      r.line = LineOf(it->first);
+      break;
+    }
+  }
+  if (!r.present()) return r;
+  return Resolve(std::move(r), depth);
+}
+
+Ref Doc::Resolve(Ref r, int depth) {
+  if (!r.node.IsScalar()) return r;
+  const std::string& s = r.node.Scalar();
+  if (s.size() < 3 || s[0] != '$' || s[1] != '{' || s.back() != '}' || r.node.Tag() == "!") return r;
+  std::string expr = s.substr(2, s.size() - 3);
+  if (expr.find("${") != std::string::npos) return r;  // nested: leave as literal text
+  if (depth >= kMaxDepth) {
+    Error(r, "interpolation '" + s + "' is nested too deeply (a cycle?)");
+    r.Clear();
+    return r;
+  }
+  bool select = false, env = false;
+  std::string target = expr, fallback;
+  bool has_fallback = false;
+  if (base::StartsWith(expr, "oc.select:")) {
+    select = true;
+    target = expr.substr(10);
+  } else if (base::StartsWith(expr, "oc.env:")) {
+    env = true;
+    target = expr.substr(7);
+  } else if (expr.find(':') != std::string::npos) {
+    // A resolver rlprof does not implement: treat the value as unset, say so.
+    Warn(Where(r) + ": " + JoinPath(r.path) + ": resolver in '" + s +
+         "' is not supported; the value is treated as unset");
+    r.Clear();
+    return r;
+  }
+  if (select || env) {
+    // The first top-level comma separates the default (which may be a list "[]").
+    size_t comma = target.find(',');
+    if (comma != std::string::npos) {
+      fallback = target.substr(comma + 1);
+      target = target.substr(0, comma);
+      has_fallback = true;
+    }
+  }
+  target = std::string(base::Trim(target));
+  r.via = s;
+  if (env) {
+    const char* v = std::getenv(target.c_str());
+    if (v) r.Set(ParseValue(v));
+    else if (has_fallback) r.Set(ParseValue(Unquote(fallback)));
+    else r.Clear();
+    return r;
+  }
+  // Absolute path, or relative: leading dots climb from the node's own parent.
+  KeyPath tp;
+  size_t dots = 0;
+  while (dots < target.size() && target[dots] == '.') ++dots;
+  if (dots > 0) {
+    KeyPath base_path(r.source.begin(), r.source.end() - 1);
+    for (size_t i = 1; i < dots && !base_path.empty(); ++i) base_path.pop_back();
+    tp = base_path;
+  }
+  if (dots < target.size())
+    for (auto& part : base::Split(target.substr(dots), '.')) tp.push_back(part);
+  Ref t = Lookup(tp, depth + 1);
+  if (!t.present() || t.node.IsNull()) {
+    if (has_fallback) {
+      r.Set(ParseValue(Unquote(fallback)));
+    } else if (select) {
+      r.Set(YAML::Node(YAML::NodeType::Null));
+    } else {
+      Error(r, "interpolation '" + s + "' refers to '" + JoinPath(tp) + "', which does not exist");
+      r.Clear();
+    }
+    return r;
+  }
+  r.Set(t.node);
+  r.source = t.source;
+  return r;
+}
+
+std::vector<std::string> Doc::Keys(const Ref& r) const {
+  std::vector<std::string> out;
+  if (!r.present() || !r.node.IsMap()) return out;
+  for (auto it = r.node.begin(); it != r.node.end(); ++it)
+    out.push_back(it->first.IsScalar() ? it->first.Scalar() : "<non-scalar key>");
+  return out;
+}
+
+std::string Doc::Where(const Ref& r) const {
+  // A value set (or inside a subtree set) by an override is reported as that override.
+  for (size_t n = r.path.size(); n > 0; --n) {
+    auto it = overridden_.find(JoinPath(KeyPath(r.path.begin(), r.path.begin() + n)));
+    if (it != overridden_.end()) return "override '" + it->second + "'";
+  }
+  return file_ + ":" + (r.line > 0 ? std::to_string(r.line) : std::string("?"));
+}
+
+void Doc::Error(const Ref& r, std::string message) {
+  errors_.push_back({Where(r), JoinPath(r.path), std::move(message)});
+}
+
+void Doc::Error(const std::string& where, const std::string& path, std::string message) {
+  errors_.push_back({where, path, std::move(message)});
+}
+
+}  // namespace rlprof::config
