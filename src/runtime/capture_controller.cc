@@ -110,13 +110,14 @@ std::string CaptureController::RunScope(int64_t first) const {
   return "steps" + std::to_string(first) + "-" + (last ? std::to_string(*last) : "end");
 }
 
-void CaptureController::OpenCapture(int64_t now_ns, std::vector<WindowAction>& out) {
+void CaptureController::OpenCapture(int64_t first_step, int64_t now_ns,
+                                    std::vector<WindowAction>& out) {
   const bool parts = host_.tracker && host_.tracker->MultiCycle();
   ++host_.parts;
   capture_.open = true;
   capture_.part = parts ? host_.parts : 0;
   capture_.scope = parts ? host_.scope + ".part" + std::to_string(host_.parts) : host_.scope;
-  capture_.steps.assign(1, step_);
+  capture_.steps.assign(1, first_step);
   capture_.open_ns = now_ns;
   WindowAction a;
   a.type = WindowAction::Type::kOpen;
@@ -157,23 +158,25 @@ void CaptureController::OpenHost(std::string scope, std::string role, std::strin
   host_.steps.assign(1, step_);
   host_.open_ns = now_ns;
   if (!schedule) {
-    OpenCapture(now_ns, out);
+    OpenCapture(step_, now_ns, out);
     return;
   }
   host_.tracker.emplace(*schedule);
   host_.tracker->Start();
-  if (host_.tracker->recording()) OpenCapture(now_ns, out);
+  if (host_.tracker->recording()) OpenCapture(step_, now_ns, out);
 }
 
 // Applies one prof.step() of the host window's tracker: a saved cycle closes its capture
-// (reason kSchedule); a cycle that starts recording opens the next part.
-void CaptureController::AdvanceTracker(int64_t now_ns, std::vector<WindowAction>& out) {
+// (reason kSchedule); a cycle that starts recording opens the next part, which begins in
+// step `first_step` (the next step when a step-unit schedule advances at a step's end).
+void CaptureController::AdvanceTracker(int64_t first_step, int64_t now_ns,
+                                       std::vector<WindowAction>& out) {
   ScheduleTracker& t = *host_.tracker;
   const bool before = t.recording();
   const ScheduleEffects fx = t.Step();
   const bool after = t.recording();
   if (fx.Has(ScheduleEffect::kSave) || (before && !after)) CloseCapture(CloseReason::kSchedule, out);
-  if (after && !capture_.open) OpenCapture(now_ns, out);
+  if (after && !capture_.open) OpenCapture(first_step, now_ns, out);
 }
 
 void CaptureController::CloseHost(CloseReason reason, int64_t now_ns,
@@ -195,7 +198,7 @@ std::vector<WindowAction> CaptureController::EndStep(int64_t now_ns) {
   if (mode_ == CaptureMode::kEndToEnd && continuous_ && steps_.Contains(step_ + 1)) {
     // The run goes on: the window stays open; a step-unit schedule advances here.
     if (host_.tracker && host_.tracker->schedule().unit == SubStepKind::kStep)
-      AdvanceTracker(now_ns, out);
+      AdvanceTracker(step_ + 1, now_ns, out);
     return out;
   }
   CloseHost(CloseReason::kStepEnd, now_ns, out);
@@ -214,7 +217,7 @@ std::vector<WindowAction> CaptureController::OnStepBegin(int64_t step, int64_t n
   if (mode_ != CaptureMode::kEndToEnd || !steps_.Contains(step)) return out;
   if (host_.open) {  // continuing run
     host_.steps.push_back(step);
-    if (capture_.open) capture_.steps.push_back(step);
+    if (capture_.open && capture_.steps.back() != step) capture_.steps.push_back(step);
     return out;
   }
   std::optional<config::Schedule> sched = schedule_ ? schedule_ : token_;
@@ -273,7 +276,7 @@ std::vector<WindowAction> CaptureController::OnSubStep(SubStepKind kind, int64_t
       host_.tracker->schedule().unit != kind)
     return {};
   std::vector<WindowAction> out;
-  AdvanceTracker(now_ns, out);
+  AdvanceTracker(step_, now_ns, out);
   return out;
 }
 

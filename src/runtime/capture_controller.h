@@ -44,8 +44,9 @@
 //     full traces"). A token window [start, end) on decode iterations is the schedule
 //     skip_first = start, active = end - start (unbounded without end), repeat = 1.
 //   * Sub-step semantics: OnSubStep(kind) means "one unit of `kind` finished" (torch's
-//     prof.step()). Units of kStep advance at OnStepEnd inside a continuous window (an
-//     OnSubStep(kStep) is ignored).
+//     prof.step()). Units of kStep advance at OnStepEnd inside a continuous window, so a
+//     capture opened there starts with the next step (steps = {step + 1}); OnSubStep(kStep)
+//     is ignored. In a one-step window a kStep schedule only ever sees k = 0.
 //   * Backstop: OnTick closes a capture of a scheduled window that has been open longer than
 //     plan.backstop_s (reason kBackstop), so a rank that stops calling OnSubStep still
 //     closes. Unscheduled windows are never cut by time (RL steps of many minutes are
@@ -150,9 +151,9 @@ class CaptureController {
                 std::optional<config::Schedule> schedule, int64_t now_ns,
                 std::vector<WindowAction>& out);
   void CloseHost(CloseReason reason, int64_t now_ns, std::vector<WindowAction>& out);
-  void OpenCapture(int64_t now_ns, std::vector<WindowAction>& out);
+  void OpenCapture(int64_t first_step, int64_t now_ns, std::vector<WindowAction>& out);
   void CloseCapture(CloseReason reason, std::vector<WindowAction>& out);
-  void AdvanceTracker(int64_t now_ns, std::vector<WindowAction>& out);
+  void AdvanceTracker(int64_t first_step, int64_t now_ns, std::vector<WindowAction>& out);
   std::string RunScope(int64_t first_step) const;
 
   // From the plans.
