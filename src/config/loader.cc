@@ -12,6 +12,17 @@ namespace rlprof::config {
 
 namespace {
 
+// The key a role-level message points at: `<block>.<key>` as found in the file.
+Ref RoleKey(Doc& doc, const RolePlan& r, const std::string& key) {
+  std::string path = r.block_path;
+  if (size_t sp = path.find(' '); sp != std::string::npos) path.resize(sp);  // "x (actor)"
+  KeyPath kp = base::Split(path, '.');
+  if (!key.empty()) kp.push_back(key);
+  Ref ref = doc.Get(kp);
+  ref.path = kp;
+  return ref;
+}
+
 // Checks that need the whole plan (and the command-line facts in LoadOptions).
 void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
   for (const auto& r : plan.roles) {
@@ -19,7 +30,7 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
     if (opt.world_size > 0 && !r.ranks_are_replica_owners) {
       for (int64_t rank : r.ranks)
         if (!r.all_ranks && rank >= opt.world_size)
-          doc.Error(doc.file(), r.block_path + ".ranks",
+          doc.Error(RoleKey(doc, r, "ranks"),
                     "rank " + std::to_string(rank) + " does not exist: the world size is " +
                         std::to_string(opt.world_size) + " (ranks 0.." +
                         std::to_string(opt.world_size - 1) + ")");
@@ -41,7 +52,7 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
       if (!first) {
         first = r;
       } else if (r->mode != first->mode) {
-        doc.Error(doc.file(), r->block_path,
+        doc.Error(RoleKey(doc, *r, ""),
                   std::string("colocated roles disagree on discrete: ") + first->block_path +
                       " is " + CaptureModeName(first->mode) + " but " + r->block_path + " is " +
                       CaptureModeName(r->mode) +
@@ -122,12 +133,15 @@ base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& o
                     root["trainer"]["profile_steps"].IsDefined();
   int dialects = int(has_native) + int(has_gen3) + int(has_ms) + int(has_legacy && !has_gen3);
   if (dialects > 1)
+  {
+    std::vector<std::string> found;
+    if (has_native) found.push_back("rlprof");
+    if (has_gen3) found.push_back("global_profiler");
+    if (has_ms) found.push_back("profiler_config");
+    if (has_legacy && !has_gen3) found.push_back("trainer.profile_steps");
     return base::InvalidArgument(doc.file() + ": several profiler configs in one file (" +
-                                 std::string(has_native ? "rlprof " : "") +
-                                 (has_gen3 ? "global_profiler " : "") +
-                                 (has_ms ? "profiler_config " : "") +
-                                 (has_legacy && !has_gen3 ? "trainer.profile_steps" : "") +
-                                 "); keep one");
+                                 base::Join(found, ", ") + "); keep one");
+  }
   if (has_native) ParseNative(ctx);
   else if (has_gen3) ParseVerlGen3(ctx);
   else if (has_ms) ParseMindSpeed(ctx);

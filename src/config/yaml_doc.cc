@@ -269,8 +269,11 @@ std::vector<std::string> Doc::Keys(const Ref& r) const {
 
 std::string Doc::Where(const Ref& r) const {
   // A value set (or inside a subtree set) by an override is reported as that override.
-  for (size_t n = r.path.size(); n > 0; --n) {
-    auto it = overridden_.find(JoinPath(KeyPath(r.path.begin(), r.path.begin() + n)));
+  KeyPath clean = r.path;  // "steps[1]" belongs to "steps"
+  for (auto& part : clean)
+    if (size_t b = part.find('['); b != std::string::npos) part.resize(b);
+  for (size_t n = clean.size(); n > 0; --n) {
+    auto it = overridden_.find(JoinPath(KeyPath(clean.begin(), clean.begin() + n)));
     if (it != overridden_.end()) return "override '" + it->second + "'";
   }
   return file_ + ":" + (r.line > 0 ? std::to_string(r.line) : std::string("?"));
