@@ -118,6 +118,27 @@ TEST(CaptureControllerScheduleTest, DiscreteScheduleAppliesOnlyToStagesThatCount
   EXPECT_EQ(h.captures()[1].stage, "actor_update");
 }
 
+// The worked example of docs/capture-windows.md (reference §6 timeline on mini-batches).
+TEST(CaptureControllerScheduleTest, WorkedTimelineInAStageWindowGivesTwoParts) {
+  const config::ProcessPlan proc = WithSchedule(Discrete(), MakeSchedule(2, 1, 1, 2, 2));
+  Harness h(MakePlan(StepList({3})), proc);
+  h.StepBegin(3).StageBegin("actor_update", "actor", SubStepKind::kMiniBatch);
+  std::vector<bool> open_at;  // window_open() at k = 0 .. 11
+  open_at.push_back(h.ctl().window_open());
+  for (int k = 1; k <= 11; ++k) open_at.push_back(h.MiniBatches(1).ctl().window_open());
+  EXPECT_EQ(open_at, (std::vector<bool>{false, false, false, false, true, true, false, false,
+                                        true, true, false, false}));
+  h.StageEnd().StepEnd();
+  EXPECT_EQ(h.Summaries(), (Summaries{"actor_update.part1 [3] schedule",
+                                      "actor_update.part2 [3] schedule"}));
+  // The loop ending at k = 8 flushes part 2 with the stage end.
+  Harness cut(MakePlan(StepList({3})), proc);
+  cut.StepBegin(3).StageBegin("actor_update", "actor", SubStepKind::kMiniBatch).MiniBatches(8);
+  cut.StageEnd();
+  EXPECT_EQ(cut.Summaries(), (Summaries{"actor_update.part1 [3] schedule",
+                                        "actor_update.part2 [3] stage_end"}));
+}
+
 TEST(CaptureControllerScheduleTest, DiscreteStageDeclaringAnotherUnitIsCapturedInFull) {
   Harness h(MakePlan(StepList({1})), WithSchedule(Discrete(), MakeSchedule(3, 0, 0, 1, 1)));
   h.StepBegin(1).StageBegin("compute_values", "critic", SubStepKind::kDecode);
