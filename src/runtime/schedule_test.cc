@@ -1,5 +1,6 @@
 #include "src/runtime/schedule.h"
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,20 @@ TEST(ScheduleTest, ActionAtEqualsTorchScheduleFnForManyParameterCombinations) {
             ++combos;
           }
   EXPECT_EQ(combos, 4 * 4 * 3 * 4 * 4);
+}
+
+TEST(ScheduleTest, ActionAtEqualsTorchScheduleFnForRandomLargerParameters) {
+  std::mt19937_64 rng(6);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int64_t skip = static_cast<int64_t>(rng() % 30), wait = static_cast<int64_t>(rng() % 20),
+                  warmup = static_cast<int64_t>(rng() % 10),
+                  active = 1 + static_cast<int64_t>(rng() % 25),
+                  repeat = static_cast<int64_t>(rng() % 6);
+    const config::Schedule s = Sched(skip, wait, warmup, active, repeat);
+    for (int64_t k = 0; k < 400; ++k)
+      ASSERT_EQ(ActionAt(s, k), TorchScheduleFn(skip, wait, warmup, active, repeat, k))
+          << "trial " << trial << " k=" << k;
+  }
 }
 
 TEST(ScheduleTest, ActionAtMatchesTheWorkedTimelineOfTheReference) {
