@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "src/base/files.h"
+#include "src/format/event_schema.h"
 #include "src/format/raw.h"
 #include "src/format/raw_layout.h"
 
@@ -110,14 +111,9 @@ class Parser {
     auto is_defined = [&](uint32_t id) { return id == 0 || (id < defined.size() && defined[id]); };
     for (const Event& e : cap_->events) {
       if (!is_defined(e.name)) ++d.undefined_string_refs;
-      if (ArgIsString(e.category) && !is_defined(e.arg1)) ++d.undefined_string_refs;
+      if (ArgSpecFor(e.category).arg1_is_string && !is_defined(e.arg1)) ++d.undefined_string_refs;
       if (!tracks_.test(e.track)) ++d.undefined_track_refs;
     }
-  }
-
-  static bool ArgIsString(Category c) {
-    return c == Category::kStage || c == Category::kOperator || c == Category::kCommunication ||
-           c == Category::kMemcpy;
   }
 
  private:

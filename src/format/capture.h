@@ -1,0 +1,101 @@
+// Loading captures: a capture directory (manifest.json + events.rlp, see docs/formats.md) or
+// a bare events.rlp becomes a Capture with its events sorted by time; a tree of capture
+// directories (a run, a step, a whole save_path) becomes a list of them. Loading is lenient:
+// missing or ill-typed manifest keys, damaged chunks and unreadable sub-directories are
+// counted in `diagnostics`, never fatal, unless nothing at all could be read.
+//
+//   RLPROF_ASSIGN_OR_RETURN(Capture c, LoadCapture("runs/r1/step2/e2e/rank0-h-123"));
+//   for (const Event& e : c.raw.events) { … c.raw.str(e.name) … }
+//   RLPROF_ASSIGN_OR_RETURN(CaptureSet all, LoadCaptureTree("runs/r1"));
+//
+// Thread-safety: the functions are reentrant; a Capture is a plain value.
+#ifndef RLPROF_SRC_FORMAT_CAPTURE_H_
+#define RLPROF_SRC_FORMAT_CAPTURE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/base/status.h"
+#include "src/format/raw.h"
+
+namespace rlprof::format {
+
+// The fields of manifest.json that readers use; defaults when a key is missing.
+struct Manifest {
+  std::string format;
+  int64_t format_version = 0;
+  std::string rlprof_version;
+  std::string run_id;
+  std::string scope;
+  std::string mode;
+  std::vector<int64_t> steps;
+  std::string stage;
+  std::string role;
+  // identity
+  int64_t rank = -1;
+  int64_t local_rank = -1;
+  int64_t world_size = 0;
+  std::string host;
+  int64_t pid = 0;
+  std::vector<std::string> roles;
+  std::optional<int64_t> replica;
+  // clock
+  std::string clock_source;
+  double tsc_hz = 0;
+  int64_t monotonic_anchor_ns = 0;
+  int64_t realtime_anchor_ns = 0;
+  int64_t offset_to_rank0_ns = 0;
+  // window
+  int64_t window_open_ns = 0;
+  int64_t window_close_ns = 0;
+  std::string close_reason;
+  std::vector<std::string> contents;
+  // counts
+  int64_t event_count = 0;
+  int64_t dropped_events = 0;
+  int64_t threads = 0;
+  bool complete = false;
+  std::vector<std::string> errors;
+  std::string config_json;  // the resolved plan, as compact JSON text ("" if absent)
+};
+
+struct Capture {
+  std::string dir;  // the capture directory ("" when loaded from a bare events.rlp)
+  std::string events_path;
+  bool has_manifest = false;
+  Manifest manifest;  // identity fields filled from the events header when the manifest lacks them
+  RawCapture raw;     // events sorted by (ts, longer first)
+  // Problems found while loading the manifest ("manifest.json: identity.rank: expected an
+  // integer"), plus a one-line summary of raw.diagnostics when the events were damaged.
+  std::vector<std::string> diagnostics;
+
+  // "rank 0 [actor] host (pid 123)"
+  std::string Label() const;
+};
+
+struct CaptureSet {
+  std::vector<Capture> captures;     // ordered by (rank, directory)
+  std::vector<std::string> diagnostics;  // directories that could not be loaded, and why
+};
+
+// Parses manifest.json text leniently: ill-typed or missing keys keep defaults and are noted.
+Manifest ParseManifest(const std::string& json_text, std::vector<std::string>* diagnostics);
+
+// `path` is a capture directory or an events.rlp file. NotFound when the path does not exist
+// or holds neither file; InvalidArgument when events.rlp is not an rlprof file.
+base::StatusOr<Capture> LoadCapture(const std::string& path);
+
+// Every directory at or below `root` that contains manifest.json or events.rlp, sorted.
+std::vector<std::string> FindCaptureDirs(const std::string& root);
+
+// Loads every capture below `root`. NotFound when there is none.
+base::StatusOr<CaptureSet> LoadCaptureTree(const std::string& root);
+
+// Sorts events by time; at equal time the longer complete event first (parents before children).
+void SortEventsByTime(std::vector<Event>* events);
+
+}  // namespace rlprof::format
+
+#endif  // RLPROF_SRC_FORMAT_CAPTURE_H_

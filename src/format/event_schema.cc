@@ -1,0 +1,41 @@
+#include "src/format/event_schema.h"
+
+namespace rlprof::format {
+
+const char* CategoryName(Category c) {
+  static constexpr const char* kNames[kCategoryCount] = {
+      "user",   "step",   "stage",  "sub_step", "operator", "communication", "kernel",
+      "memcpy", "memset", "sync",   "memory",   "runtime",  "capture"};
+  auto i = static_cast<uint8_t>(c);
+  return i < kCategoryCount ? kNames[i] : "unknown";
+}
+
+const char* EventKindName(EventKind k) {
+  static constexpr const char* kNames[kEventKindCount] = {"invalid", "complete", "begin",
+                                                          "end",     "instant",  "counter"};
+  auto i = static_cast<uint8_t>(k);
+  return i < kEventKindCount ? kNames[i] : "unknown";
+}
+
+const char* TrackKindName(TrackKind k) {
+  static constexpr const char* kNames[kTrackKindCount] = {"thread", "device_stream", "counter",
+                                                          "async"};
+  auto i = static_cast<uint8_t>(k);
+  return i < kTrackKindCount ? kNames[i] : "unknown";
+}
+
+ArgSpec ArgSpecFor(Category c) {
+  switch (c) {
+    case Category::kStep: return {"step", nullptr, false};
+    case Category::kStage: return {nullptr, "role", true};
+    case Category::kSubStep: return {"index", nullptr, false};
+    case Category::kOperator: return {"seq", "shapes", true};
+    case Category::kCommunication: return {"bytes", "group", true};
+    case Category::kKernel:
+    case Category::kRuntime: return {"correlation", nullptr, false};
+    case Category::kMemcpy: return {"bytes", "direction", true};
+    default: return {};
+  }
+}
+
+}  // namespace rlprof::format

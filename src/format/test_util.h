@@ -1,0 +1,26 @@
+// Helpers shared by the format tests: a fresh temporary directory per test.
+#ifndef RLPROF_SRC_FORMAT_TEST_UTIL_H_
+#define RLPROF_SRC_FORMAT_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+namespace rlprof::format {
+
+// <tmp>/rlprof_<pid>/<suite>.<test>, emptied.
+inline std::string TestDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("rlprof_" + std::to_string(::getpid())) /
+                            (std::string(info->test_suite_name()) + "." + info->name());
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+}  // namespace rlprof::format
+
+#endif  // RLPROF_SRC_FORMAT_TEST_UTIL_H_

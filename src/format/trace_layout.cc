@@ -1,0 +1,126 @@
+#include "src/format/trace_layout.h"
+
+#include <limits>
+#include <map>
+#include <utility>
+
+namespace rlprof::format {
+namespace {
+
+constexpr int64_t kSyntheticPidBase = 1'000'000'000;  // devices and pid collisions
+constexpr int64_t kDeviceSortBase = 1'000'000;
+
+class Builder {
+ public:
+  explicit Builder(TraceLayout* out) : out_(out) {}
+
+  size_t HostProcess(const Capture& c) {
+    auto key = std::make_pair(c.manifest.host, c.manifest.pid);
+    auto it = hosts_.find(key);
+    if (it != hosts_.end()) return it->second;
+    ProcessLayout p;
+    p.pid = c.manifest.pid > 0 && !used_pids_.count(c.manifest.pid) ? c.manifest.pid : Synthetic();
+    used_pids_[p.pid] = true;
+    p.name = c.Label();
+    p.label = "CPU";
+    p.rank = c.manifest.rank;
+    p.sort_index = c.manifest.rank >= 0 ? c.manifest.rank : kDeviceSortBase - 1;
+    out_->processes.push_back(std::move(p));
+    return hosts_[key] = out_->processes.size() - 1;
+  }
+
+  size_t DeviceProcess(size_t host, int64_t device) {
+    auto key = std::make_pair(host, device);
+    auto it = devices_.find(key);
+    if (it != devices_.end()) return it->second;
+    const ProcessLayout& h = out_->processes[host];
+    ProcessLayout p;
+    p.pid = Synthetic();
+    p.device = true;
+    p.rank = h.rank;
+    p.label = "GPU " + std::to_string(device);
+    p.name = (h.rank >= 0 ? "rank " + std::to_string(h.rank) + " " : h.name + " ") + p.label;
+    p.sort_index = kDeviceSortBase + std::max<int64_t>(h.rank, 0) * 64 + device;
+    out_->processes.push_back(std::move(p));
+    return devices_[key] = out_->processes.size() - 1;
+  }
+
+ private:
+  int64_t Synthetic() {
+    while (used_pids_.count(next_synthetic_)) ++next_synthetic_;
+    used_pids_[next_synthetic_] = true;
+    return next_synthetic_++;
+  }
+
+  TraceLayout* out_;
+  std::map<std::pair<std::string, int64_t>, size_t> hosts_;
+  std::map<std::pair<size_t, int64_t>, size_t> devices_;
+  std::map<int64_t, bool> used_pids_;
+  int64_t next_synthetic_ = kSyntheticPidBase;
+};
+
+TrackLayout LayoutTrack(Builder* b, size_t host, const TrackEntry& t) {
+  TrackLayout l;
+  l.kind = t.kind;
+  l.sort_index = t.id;
+  l.name = t.name;
+  l.process = host;
+  switch (t.kind) {
+    case TrackKind::kDeviceStream: {
+      int64_t device = static_cast<int64_t>(t.os_id >> 32);
+      l.tid = static_cast<int64_t>(t.os_id & 0xFFFFFFFFu);
+      l.process = b->DeviceProcess(host, device);
+      if (l.name.empty()) l.name = "stream " + std::to_string(l.tid);
+      break;
+    }
+    case TrackKind::kCounter:
+      l.tid = 0;
+      if (l.name.empty()) l.name = "counter " + std::to_string(t.id);
+      break;
+    case TrackKind::kAsync:
+      l.tid = static_cast<int64_t>(t.os_id);
+      if (l.name.empty()) l.name = "async " + std::to_string(t.id);
+      break;
+    case TrackKind::kThread:
+    default:
+      l.tid = static_cast<int64_t>(t.os_id);
+      if (l.name.empty()) l.name = "thread " + std::to_string(t.os_id);
+      break;
+  }
+  return l;
+}
+
+}  // namespace
+
+TraceLayout BuildTraceLayout(std::span<const Capture> captures) {
+  TraceLayout out;
+  Builder b(&out);
+  int64_t base = std::numeric_limits<int64_t>::max();
+  for (const Capture& c : captures) {
+    CaptureLayout cl;
+    cl.host_process = b.HostProcess(c);
+    cl.offset_ns = c.manifest.offset_to_rank0_ns;
+    for (const TrackEntry& t : c.raw.tracks) cl.tracks[t.id] = LayoutTrack(&b, cl.host_process, t);
+    for (const Event& e : c.raw.events) {
+      if (!cl.tracks.count(e.track)) {
+        TrackEntry synthetic{e.track, TrackKind::kThread, e.track, 0, "track " + std::to_string(e.track)};
+        cl.tracks[e.track] = LayoutTrack(&b, cl.host_process, synthetic);
+        cl.tracks[e.track].defined = false;
+      }
+    }
+    for (const Event& e : c.raw.events) base = std::min(base, e.ts_ns + cl.offset_ns);
+    out.captures.push_back(std::move(cl));
+  }
+  out.base_ns = base == std::numeric_limits<int64_t>::max() ? 0 : base;
+  for (size_t i = 0; i < captures.size(); ++i) {
+    const Manifest& m = captures[i].manifest;
+    if (m.realtime_anchor_ns != 0) {
+      out.base_realtime_ns =
+          out.base_ns - out.captures[i].offset_ns - m.monotonic_anchor_ns + m.realtime_anchor_ns;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace rlprof::format
