@@ -33,8 +33,15 @@ double LevelFactor(const std::string& level) {
 }
 
 // Fraction of a window a schedule records.
-double ScheduleFraction(const Schedule& s) {
+double ScheduleFraction(const Schedule& s, const std::string& scope) {
   if (!s.enabled()) return 1.0;
+  // A schedule counts one kind of sub-step; it thins only the stage that runs them.
+  bool decode_stage = scope == "rollout_generate" || scope == "actor_generate";
+  bool update_stage = scope.find("_update") != std::string::npos;
+  bool applies = s.unit == SubStepKind::kStep ? (scope == "e2e" || scope.rfind("steps", 0) == 0)
+                 : s.unit == SubStepKind::kDecode ? decode_stage || scope == "e2e"
+                                                  : update_stage || scope == "e2e";
+  if (!applies) return 1.0;
   double cycle = static_cast<double>(s.wait + s.warmup + s.active);
   double frac = s.active / cycle;
   return std::min(1.0, frac);
@@ -220,7 +227,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
                           scope + "/rank<R>-<host>-<pid>/";
           double seconds = model.step_seconds * std::max<size_t>(1, w.steps.size());
           if (scope != "e2e" && scope.rfind("steps", 0) != 0) seconds = model.step_seconds * StageShare(scope);
-          seconds *= ScheduleFraction(g.proc.schedule);
+          seconds *= ScheduleFraction(g.proc.schedule, scope);
           double events = eps * seconds;
           if (plan.budget.max_events > 0) events = std::min<double>(events, plan.budget.max_events);
           row.events_per_capture = static_cast<uint64_t>(events);

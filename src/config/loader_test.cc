@@ -167,3 +167,22 @@ TEST(CapturesTest, SizeModelScalesWithContents) {
 
 }  // namespace
 }  // namespace rlprof::config
+
+namespace rlprof::config {
+namespace {
+
+TEST(LoaderTest, RolloutOnlyRankOfTheFusedWorkerCapturesOnlyRolloutStages) {
+  auto p = LoadPlan(std::string(RLPROF_SOURCE_DIR) + "/examples/configs/verl_agent_loop_rollout.yaml",
+                    {}, {});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ProcessPlan r8 = ResolveForProcess(*p, {"actor", "rollout", "ref"}, 8);
+  ASSERT_TRUE(r8.enabled);
+  EXPECT_EQ(r8.stages, (std::vector<std::string>{"rollout_generate"}));
+  EXPECT_TRUE(r8.token_end.has_value());
+  ProcessPlan r0 = ResolveForProcess(*p, {"actor", "rollout", "ref"}, 0);
+  EXPECT_TRUE(r0.stages.empty()) << "rank 0 is selected by every hosted role: every stage";
+  EXPECT_FALSE(ResolveForProcess(*p, {"actor", "rollout", "ref"}, 3).enabled);
+}
+
+}  // namespace
+}  // namespace rlprof::config

@@ -1,5 +1,7 @@
 #include "rlprof/config/plan.h"
 
+#include "src/config/schemas.h"
+
 #include <algorithm>
 #include <set>
 
@@ -213,6 +215,23 @@ ProcessPlan ResolveForProcess(const Plan& plan, const std::vector<std::string>& 
     p.roles.push_back(r->role);
     MergeInto(p, *r, first);
     first = false;
+  }
+  // When only some hosted roles select this rank (e.g. a rollout-only rank of the fused verl
+  // worker), capture only their stages: each selecting role contributes its allow-list, or its
+  // default stages; the ref's stages follow the actor. Unknown defaults keep "every stage".
+  if (p.enabled && p.roles.size() < blocks.size() && p.mode == CaptureMode::kDiscrete &&
+      plan.dialect != Dialect::kNative && plan.dialect != Dialect::kMindSpeedRl) {
+    std::set<std::string> stages;
+    bool every = false;
+    for (const auto& role : p.roles) {
+      const RolePlan* r = plan.FindRole(role);
+      std::vector<std::string> own = r->stages.empty() ? DefaultStagesOfRole(role, plan.dialect) : r->stages;
+      if (own.empty()) every = true;
+      stages.insert(own.begin(), own.end());
+      if (role == "actor" && r->stages.empty())
+        for (const auto& s : DefaultStagesOfRole("ref", plan.dialect)) stages.insert(s);
+    }
+    if (!every) p.stages.assign(stages.begin(), stages.end());
   }
   return p;
 }
