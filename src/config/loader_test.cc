@@ -180,7 +180,9 @@ TEST(LoaderTest, RolloutOnlyRankOfTheFusedWorkerCapturesOnlyRolloutStages) {
   EXPECT_EQ(r8.stages, (std::vector<std::string>{"rollout_generate"}));
   EXPECT_TRUE(r8.token_end.has_value());
   ProcessPlan r0 = ResolveForProcess(*p, {"actor", "rollout", "ref"}, 0);
-  EXPECT_TRUE(r0.stages.empty()) << "rank 0 is selected by every hosted role: every stage";
+  // Actor and rollout select rank 0; the ref's stage follows the actor.
+  EXPECT_EQ(r0.stages, (std::vector<std::string>{"actor_compute_log_prob", "actor_update",
+                                                  "ref_compute_log_prob", "rollout_generate"}));
   EXPECT_FALSE(ResolveForProcess(*p, {"actor", "rollout", "ref"}, 3).enabled);
 }
 
