@@ -1,0 +1,327 @@
+#include "src/format/perfetto_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "src/format/event_schema.h"
+#include "src/format/json_escape.h"
+#include "src/format/output_file.h"
+#include "src/format/perfetto_packets.h"
+#include "src/format/trace_layout.h"
+
+namespace rlprof::format {
+namespace {
+
+constexpr size_t kFlushBytes = 1 << 20;
+constexpr const char* kArgNames[] = {"step",  "role",        "index",     "seq",  "shapes", "bytes",
+                                     "group", "correlation", "direction", "arg0", "arg1"};
+
+uint64_t ArgIid(const char* name) {
+  for (size_t i = 0; i < std::size(kArgNames); ++i) {
+    if (std::strcmp(kArgNames[i], name) == 0) return i + 1;
+  }
+  return 0;
+}
+
+uint64_t Fnv(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Track uuids: a hash of what identifies the track, so that captures of one process that
+// share a thread share its track. Never 0 (the implicit global track).
+uint64_t Uuid(uint64_t kind, int64_t pid, uint64_t a = 0, uint64_t b = 0) {
+  uint64_t parts[4] = {kind, static_cast<uint64_t>(pid), a, b};
+  uint64_t h = Fnv(std::string_view(reinterpret_cast<const char*>(parts), sizeof parts));
+  return h == 0 ? 1 : h;
+}
+
+struct PendingEnd {
+  int64_t ts;
+  uint64_t order;  // begin order: at equal end times the later-begun (inner) slice ends first
+  uint64_t track_uuid;
+  bool operator<(const PendingEnd& o) const {  // priority_queue pops the "largest"
+    return ts != o.ts ? ts > o.ts : order < o.order;
+  }
+};
+
+class Writer {
+ public:
+  Writer(std::span<const Capture> captures, ByteSink* sink, ExportStats* stats)
+      : captures_(captures), layout_(BuildTraceLayout(captures)), sink_(sink), stats_(stats) {}
+
+  void Run() {
+    for (size_t i = 0; i < captures_.size(); ++i) CaptureEvents(i);
+    sink_->Write(out_);
+    out_.clear();
+  }
+
+ private:
+  void MaybeFlush() {
+    if (out_.size() >= kFlushBytes) {
+      sink_->Write(out_);
+      out_.clear();
+    }
+  }
+
+  uint64_t ProcessUuid(size_t process) {
+    const ProcessLayout& p = layout_.processes[process];
+    uint64_t uuid = Uuid(0, p.pid);
+    if (emitted_.insert(uuid).second) {
+      seq_->ProcessTrack(uuid, static_cast<int32_t>(p.pid), SanitizeUtf8(p.name));
+    }
+    return uuid;
+  }
+
+  uint64_t ThreadUuid(const TrackLayout& t) {
+    int64_t pid = layout_.processes[t.process].pid;
+    uint64_t uuid = Uuid(1, pid, static_cast<uint64_t>(t.tid));
+    if (!emitted_.count(uuid)) {
+      uint64_t parent = ProcessUuid(t.process);
+      emitted_.insert(uuid);
+      seq_->ThreadTrack(uuid, parent, static_cast<int32_t>(pid), static_cast<int32_t>(t.tid),
+                        SanitizeUtf8(t.name));
+    }
+    return uuid;
+  }
+
+  uint64_t NamedUuid(uint64_t kind, size_t process, const std::string& name, uint64_t lane) {
+    int64_t pid = layout_.processes[process].pid;
+    uint64_t uuid = Uuid(kind, pid, Fnv(name), lane);
+    if (!emitted_.count(uuid)) {
+      uint64_t parent = ProcessUuid(process);
+      emitted_.insert(uuid);
+      seq_->NamedTrack(uuid, parent, SanitizeUtf8(name), kind == 2);
+    }
+    return uuid;
+  }
+
+  // Pairs async begins with their ends and assigns each pair the first free lane of its
+  // track, so ranges on one lane never overlap. Result: event index → lane.
+  // Begins without an end stay open (shown as unfinished slices) and are counted.
+  std::unordered_map<size_t, uint64_t> AsyncLanes(const Capture& c) {
+    std::unordered_map<size_t, uint64_t> lane_of;
+    std::unordered_map<int64_t, size_t> open;  // range id → begin index
+    std::vector<std::pair<size_t, size_t>> pairs;
+    const auto& ev = c.raw.events;
+    for (size_t i = 0; i < ev.size(); ++i) {
+      if (ev[i].kind == EventKind::kBegin) {
+        open[ev[i].payload] = i;
+      } else if (ev[i].kind == EventKind::kEnd) {
+        auto it = open.find(ev[i].payload);
+        if (it == open.end()) continue;  // counted when emitted
+        pairs.push_back({it->second, i});
+        open.erase(it);
+      }
+    }
+    for (auto& [id, begin] : open) pairs.push_back({begin, SIZE_MAX});
+    stats_->unmatched_async += open.size();
+    std::sort(pairs.begin(), pairs.end());
+    std::unordered_map<uint16_t, std::vector<int64_t>> lane_ends;  // per track
+    for (auto [b, e] : pairs) {
+      auto& lanes = lane_ends[ev[b].track];
+      int64_t end = e == SIZE_MAX ? INT64_MAX : ev[e].ts_ns;
+      size_t lane = 0;
+      while (lane < lanes.size() && lanes[lane] > ev[b].ts_ns) ++lane;
+      if (lane == lanes.size()) lanes.push_back(end);
+      else lanes[lane] = end;
+      lane_of[b] = lane;
+      if (e != SIZE_MAX) lane_of[e] = lane;
+    }
+    return lane_of;
+  }
+
+  void FlushEnds(int64_t upto) {
+    while (!ends_.empty() && ends_.top().ts <= upto) {
+      PendingEnd p = ends_.top();
+      ends_.pop();
+      TrackEventPacket e;
+      e.ts = static_cast<uint64_t>(p.ts);
+      e.type = TrackEventType::kSliceEnd;
+      e.track_uuid = p.track_uuid;
+      e.sequence_flags = kSeqNeedsIncrementalState;
+      seq_->Event(e);
+    }
+    MaybeFlush();
+  }
+
+  void CaptureEvents(size_t ci) {
+    const Capture& c = captures_[ci];
+    const CaptureLayout& cl = layout_.captures[ci];
+    PerfettoPacketWriter seq(static_cast<uint32_t>(ci + 1), &out_);
+    seq_ = &seq;
+    std::vector<InternedString> cats, args;
+    for (int i = 0; i < kCategoryCount; ++i) {
+      cats.push_back({static_cast<uint64_t>(i + 1), CategoryName(static_cast<Category>(i))});
+    }
+    for (size_t i = 0; i < std::size(kArgNames); ++i) args.push_back({i + 1, kArgNames[i]});
+    seq.SequenceStart(cats, args);
+    const Manifest& m = c.manifest;
+    if (m.realtime_anchor_ns != 0 && m.monotonic_anchor_ns + cl.offset_ns >= 0) {
+      seq.ClockSnapshot(static_cast<uint64_t>(m.monotonic_anchor_ns + cl.offset_ns),
+                        static_cast<uint64_t>(m.realtime_anchor_ns));
+    }
+    ProcessUuid(cl.host_process);
+
+    std::vector<uint8_t> interned(c.raw.strings.size() + 1, 0);
+    std::string names_storage;
+    auto lanes = AsyncLanes(c);
+    std::unordered_map<uint16_t, std::vector<int64_t>> open;  // per track: open slice ends
+    std::vector<std::string> arg_text(2);
+    uint64_t order = 0;
+    for (size_t i = 0; i < c.raw.events.size(); ++i) {
+      const Event& ev = c.raw.events[i];
+      const TrackLayout& t = layout_.Track(ci, ev.track);
+      int64_t ts = ev.ts_ns + cl.offset_ns;
+      if (ts < 0 || (ev.kind == EventKind::kComplete && ev.payload < 0)) {
+        ++stats_->skipped_events;
+        continue;
+      }
+      FlushEnds(ts);
+      TrackEventPacket p;
+      p.ts = static_cast<uint64_t>(ts);
+      p.sequence_flags = kSeqNeedsIncrementalState;
+      if (static_cast<uint8_t>(ev.category) < kCategoryCount) {
+        p.category_iid = static_cast<uint8_t>(ev.category) + 1;
+      }
+      uint32_t name = ev.name;
+      InternedString new_name;
+      auto use_name = [&](uint32_t id) {
+        p.name_iid = uint64_t{id} + 1;
+        if (id < c.raw.strings.size() && !interned[id]) {
+          interned[id] = 1;
+          names_storage = SanitizeUtf8(c.raw.str(id));
+          new_name = {p.name_iid, names_storage};
+          p.new_names = {&new_name, 1};
+        } else if (id >= c.raw.strings.size()) {
+          p.name_iid = 0;  // undefined id: written inline as ""
+        }
+      };
+      DebugArg dargs[2];
+      size_t nargs = 0;
+      ArgSpec spec = ArgSpecFor(ev.category);
+      if (spec.arg0 != nullptr || ev.arg0 != 0) {
+        dargs[nargs++] = {ArgIid(spec.arg0 != nullptr ? spec.arg0 : "arg0"), false, ev.arg0, {}};
+      }
+      if (spec.arg1_is_string && ev.arg1 != 0) {
+        arg_text[1] = SanitizeUtf8(c.raw.str(ev.arg1));
+        dargs[nargs++] = {ArgIid(spec.arg1), true, 0, arg_text[1]};
+      } else if (!spec.arg1_is_string && ev.arg1 != 0) {
+        dargs[nargs++] = {ArgIid(spec.arg1 != nullptr ? spec.arg1 : "arg1"), false, ev.arg1, {}};
+      }
+      switch (ev.kind) {
+        case EventKind::kComplete: {
+          auto& stack = open[ev.track];
+          while (!stack.empty() && stack.back() <= ev.ts_ns) stack.pop_back();
+          int64_t end = ev.ts_ns + ev.payload;
+          if (!stack.empty() && end > stack.back()) {
+            end = stack.back();
+            ++stats_->clipped_slices;
+          }
+          stack.push_back(end);
+          p.type = TrackEventType::kSliceBegin;
+          p.track_uuid = ThreadUuid(t);
+          use_name(name);
+          p.args = {dargs, nargs};
+          ends_.push({end + cl.offset_ns, order++, p.track_uuid});
+          break;
+        }
+        case EventKind::kInstant:
+          p.type = TrackEventType::kInstant;
+          p.track_uuid = ThreadUuid(t);
+          use_name(name);
+          p.args = {dargs, nargs};
+          break;
+        case EventKind::kCounter: {
+          double v = ev.counter_value();
+          if (!std::isfinite(v)) {
+            ++stats_->skipped_events;
+            continue;
+          }
+          const std::string& series =
+              t.kind == TrackKind::kCounter || ev.name == 0 ? t.name : c.raw.str(ev.name);
+          p.type = TrackEventType::kCounter;
+          p.track_uuid = NamedUuid(2, t.process, series, 0);
+          p.category_iid = 0;
+          if (std::fabs(v) < 9.0e15 && v == std::trunc(v)) {
+            p.counter_int = static_cast<int64_t>(v);
+          } else {
+            p.counter_is_double = true;
+            p.counter_double = v;
+          }
+          break;
+        }
+        case EventKind::kBegin:
+        case EventKind::kEnd: {
+          auto lane = lanes.find(i);
+          if (lane == lanes.end()) {
+            ++stats_->unmatched_async;
+            continue;
+          }
+          p.track_uuid = NamedUuid(3, t.process, t.name, lane->second);
+          if (ev.kind == EventKind::kBegin) {
+            p.type = TrackEventType::kSliceBegin;
+            use_name(name);
+            p.args = {dargs, nargs};
+          } else {
+            p.type = TrackEventType::kSliceEnd;
+          }
+          break;
+        }
+        default:
+          ++stats_->skipped_events;
+          continue;
+      }
+      seq.Event(p);
+      ++stats_->events;
+    }
+    FlushEnds(INT64_MAX);
+    seq_ = nullptr;
+  }
+
+  std::span<const Capture> captures_;
+  TraceLayout layout_;
+  ByteSink* sink_;
+  ExportStats* stats_;
+  std::string out_;
+  PerfettoPacketWriter* seq_ = nullptr;
+  std::unordered_set<uint64_t> emitted_;
+  std::priority_queue<PendingEnd> ends_;
+};
+
+}  // namespace
+
+ExportStats WritePerfetto(std::span<const Capture> captures, ByteSink* sink) {
+  ExportStats stats;
+  Writer(captures, sink, &stats).Run();
+  if (stats.clipped_slices > 0) {
+    stats.diagnostics.push_back(std::to_string(stats.clipped_slices) +
+                                " slices clipped to nest inside their parent");
+  }
+  if (stats.skipped_events > 0) {
+    stats.diagnostics.push_back(std::to_string(stats.skipped_events) +
+                                " events not representable (negative time or duration, "
+                                "non-finite counter)");
+  }
+  if (stats.unmatched_async > 0) {
+    stats.diagnostics.push_back(std::to_string(stats.unmatched_async) +
+                                " unmatched async begin/end");
+  }
+  return stats;
+}
+
+base::StatusOr<ExportStats> WritePerfettoFile(std::span<const Capture> captures,
+                                              const std::string& path) {
+  RLPROF_ASSIGN_OR_RETURN(auto file, OutputFile::Open(path, OutputFile::GzipFor(path)));
+  ExportStats stats = WritePerfetto(captures, file.get());
+  RLPROF_RETURN_IF_ERROR(file->Close());
+  stats.bytes = file->bytes_on_disk();
+  return stats;
+}
+
+}  // namespace rlprof::format
