@@ -168,7 +168,7 @@ void CaptureController::OpenHost(std::string scope, std::string role, std::strin
 
 // Applies one prof.step() of the host window's tracker: a saved cycle closes its capture
 // (reason kSchedule); a cycle that starts recording opens the next part, which begins in
-// step `first_step` (the next step when a step-unit schedule advances at a step's end).
+// step `first_step`.
 void CaptureController::AdvanceTracker(int64_t first_step, int64_t now_ns,
                                        std::vector<WindowAction>& out) {
   ScheduleTracker& t = *host_.tracker;
@@ -195,12 +195,9 @@ std::vector<WindowAction> CaptureController::EndStep(int64_t now_ns) {
   if (!step_active_) return out;
   step_active_ = false;
   if (!host_.open) return out;
-  if (mode_ == CaptureMode::kEndToEnd && continuous_ && steps_.Contains(step_ + 1)) {
-    // The run goes on: the window stays open; a step-unit schedule advances here.
-    if (host_.tracker && host_.tracker->schedule().unit == SubStepKind::kStep)
-      AdvanceTracker(step_ + 1, now_ns, out);
-    return out;
-  }
+  // The run goes on: the window stays open (a step-unit schedule advances when the next
+  // step begins, so a capture it opens never names a step that did not run).
+  if (mode_ == CaptureMode::kEndToEnd && continuous_ && steps_.Contains(step_ + 1)) return out;
   CloseHost(CloseReason::kStepEnd, now_ns, out);
   return out;
 }
@@ -217,6 +214,8 @@ std::vector<WindowAction> CaptureController::OnStepBegin(int64_t step, int64_t n
   if (mode_ != CaptureMode::kEndToEnd || !steps_.Contains(step)) return out;
   if (host_.open) {  // continuing run
     host_.steps.push_back(step);
+    if (host_.tracker && host_.tracker->schedule().unit == SubStepKind::kStep)
+      AdvanceTracker(step, now_ns, out);
     if (capture_.open && capture_.steps.back() != step) capture_.steps.push_back(step);
     return out;
   }

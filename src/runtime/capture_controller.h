@@ -44,9 +44,10 @@
 //     full traces"). A token window [start, end) on decode iterations is the schedule
 //     skip_first = start, active = end - start (unbounded without end), repeat = 1.
 //   * Sub-step semantics: OnSubStep(kind) means "one unit of `kind` finished" (torch's
-//     prof.step()). Units of kStep advance at OnStepEnd inside a continuous window, so a
-//     capture opened there starts with the next step (steps = {step + 1}); OnSubStep(kStep)
-//     is ignored. In a one-step window a kStep schedule only ever sees k = 0.
+//     prof.step()). Units of kStep advance when the next step of a continuous run begins
+//     (k = steps of the run finished so far, as torch's step() at the end of an iteration;
+//     a capture opened then starts with that step); OnSubStep(kStep) is ignored. In a
+//     one-step window a kStep schedule only ever sees k = 0.
 //   * Backstop: OnTick closes a capture of a scheduled window that has been open longer than
 //     plan.backstop_s (reason kBackstop), so a rank that stops calling OnSubStep still
 //     closes. Unscheduled windows are never cut by time (RL steps of many minutes are

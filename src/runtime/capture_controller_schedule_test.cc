@@ -146,19 +146,41 @@ TEST(CaptureControllerScheduleTest, DiscreteStageDeclaringAnotherUnitIsCapturedI
   EXPECT_EQ(h.Summaries(), (Summaries{"compute_values [1] stage_end"}));
 }
 
-TEST(CaptureControllerScheduleTest, ContinuousWindowWithStepUnitAdvancesAtStepEnds) {
+TEST(CaptureControllerScheduleTest, ContinuousWindowWithStepUnitAdvancesAsStepsBegin) {
   // MindSpeed-like iteration schedule over a continuous run 1..4: skip_first=1, active=2.
   Harness h(MakePlan(StepList({1, 2, 3, 4}), true),
             WithSchedule(EndToEnd(), MakeSchedule(1, 0, 0, 2, 1, SubStepKind::kStep)));
-  h.StepBegin(1);
-  EXPECT_FALSE(h.ctl().window_open());
-  h.StepEnd();  // k = 1: RECORD starts with step 2
+  h.StepBegin(1).StepEnd();
+  EXPECT_FALSE(h.ctl().window_open());  // k = 0: skipped
+  EXPECT_TRUE(h.ctl().host_window_open());
+  h.StepBegin(2);  // k = 1: RECORD starts with step 2
   ASSERT_EQ(h.captures().size(), 1u);
   EXPECT_EQ(h.captures()[0].open_steps, (std::vector<int64_t>{2}));
-  h.Step(2).Step(3).Step(4);
+  h.StepEnd().Step(3);
+  EXPECT_TRUE(h.ctl().window_open());  // k = 2: RECORD_AND_SAVE
+  h.StepBegin(4);                       // k = 3: NONE, cycle saved
   EXPECT_EQ(h.Summaries(), (Summaries{"steps1-4 [2,3] schedule"}));
+  h.StepEnd();
+  EXPECT_FALSE(h.ctl().host_window_open());
   h.SubStep(SubStepKind::kStep, 3);  // ignored
   EXPECT_EQ(h.captures().size(), 1u);
+}
+
+TEST(CaptureControllerScheduleTest, ContinuousRunKeepsOneScheduleAcrossItsSteps) {
+  Harness h(MakePlan(StepList({1, 2}), true), WithSchedule(EndToEnd(), MakeSchedule(0, 0, 0, 3, 1)));
+  h.StepBegin(1).MiniBatches(1).StepEnd();  // k = 1
+  h.StepBegin(2).MiniBatches(1);            // k = 2: RECORD_AND_SAVE
+  EXPECT_TRUE(h.ctl().window_open());
+  h.MiniBatches(1);  // k = 3: saved
+  h.StepEnd();
+  EXPECT_EQ(h.Summaries(), (Summaries{"steps1-2 [1,2] schedule"}));
+}
+
+TEST(CaptureControllerScheduleTest, StepUnitCaptureNeverNamesAStepThatDidNotRun) {
+  Harness h(MakePlan(StepList({1, 2, 3}), true),
+            WithSchedule(EndToEnd(), MakeSchedule(1, 0, 0, 1, 1, SubStepKind::kStep)));
+  h.Step(1).Stop();  // step 2 never begins
+  EXPECT_TRUE(h.captures().empty());
 }
 
 TEST(CaptureControllerTokenWindowTest, DecodeWindowRecordsIterationsStartToEnd) {
