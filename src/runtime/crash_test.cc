@@ -1,0 +1,177 @@
+// Fault behaviour that needs a separate process: SIGKILL mid-window, SIGTERM, a disk error.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "src/format/raw.h"
+#include "src/runtime/runtime_test_util.h"
+#include "src/runtime/session.h"
+
+namespace rlprof::runtime {
+namespace {
+
+using testing_util::FindCaptures;
+using testing_util::FreshDir;
+using testing_util::MakePlan;
+using testing_util::ReadManifest;
+
+const char* NoEnv(const char*) { return nullptr; }
+
+SessionOptions ChildOptions(bool signals) {
+  SessionOptions o;
+  o.roles = std::vector<std::string>{"actor"};
+  o.run_id = "crash";
+  o.quiet = true;
+  o.install_signal_handlers = signals;
+  return o;
+}
+
+// Runs `child` in a forked process; it writes one byte to `ready_fd` when the parent may act.
+pid_t Spawn(const std::function<void(int ready_fd)>& child, int* ready_read_fd) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    child(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  *ready_read_fd = fds[0];
+  return pid;
+}
+
+bool WaitReady(int fd) {
+  char b;
+  const bool ok = read(fd, &b, 1) == 1;
+  close(fd);
+  return ok;
+}
+
+void SignalReady(int fd) {
+  const char b = 1;
+  [[maybe_unused]] ssize_t n = write(fd, &b, 1);
+}
+
+TEST(CrashTest, SigkillMidWindowLeavesAReadablePrefix) {
+  const std::string save = FreshDir("sigkill");
+  int ready = -1;
+  const pid_t pid = Spawn(
+      [&](int fd) {
+        config::Plan plan = MakePlan(save, {1});
+        plan.flush_interval_s = 0.02;
+        auto s = SessionImpl::Create(plan, ChildOptions(false), NoEnv);
+        s->BeginStep(1);
+        const auto start = std::chrono::steady_clock::now();
+        bool told = false;
+        for (uint64_t i = 0;; ++i) {
+          RLPROF_RANGE("busy");
+          if ((i & 1023) == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            // Several flush intervals have passed: tell the parent to kill us.
+            if (!told && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(200)) {
+              SignalReady(fd);
+              told = true;
+            }
+          }
+        }
+      },
+      &ready);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitReady(ready));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["complete"], false);  // the open-time manifest
+  EXPECT_TRUE(m["window"]["close_reason"].is_null());
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok()) << cap.status().message();
+  EXPECT_TRUE(cap->diagnostics.header_ok);
+  EXPECT_GT(cap->diagnostics.complete_chunks, 0u);
+  ASSERT_GT(cap->events.size(), 0u);
+  for (const auto& e : cap->events) {
+    EXPECT_EQ(cap->str(e.name), "busy");
+    EXPECT_GE(e.ts_ns, m["window"]["open_ns"].get<int64_t>());
+  }
+}
+
+TEST(CrashTest, SigtermFinalisesTheOpenCaptureThenTerminates) {
+  const std::string save = FreshDir("sigterm");
+  int ready = -1;
+  const pid_t pid = Spawn(
+      [&](int fd) {
+        auto s = SessionImpl::Create(MakePlan(save, {1}), ChildOptions(true), NoEnv);
+        s->BeginStep(1);
+        for (int i = 0; i < 1000; ++i) Mark("before term");
+        SignalReady(fd);
+        for (;;) pause();
+      },
+      &ready);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitReady(ready));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);  // the default action still ran
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["complete"], true);
+  EXPECT_EQ(m["window"]["close_reason"], "shutdown");
+  EXPECT_EQ(m["counts"]["events"], 1000);
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_TRUE(cap->diagnostics.clean()) << cap->diagnostics.ToString();
+  EXPECT_EQ(cap->events.size(), 1000u);
+}
+
+TEST(CrashTest, DiskErrorMidCaptureMarksTheCaptureIncomplete) {
+  const std::string save = FreshDir("diskerror");
+  int ready = -1;
+  const pid_t pid = Spawn(
+      [&](int fd) {
+        // Files may not grow past 64 KiB: events.rlp fails mid-capture, the manifest fits.
+        signal(SIGXFSZ, SIG_IGN);
+        rlimit lim{64 << 10, 64 << 10};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        auto s = SessionImpl::Create(MakePlan(save, {1}), ChildOptions(false), NoEnv);
+        s->BeginStep(1);
+        for (int i = 0; i < 200000; ++i) {
+          Counter("noise", std::sin(i * 0.7) * 1e6 + i);  // barely compressible
+          if ((i & 4095) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        s->EndStep();
+        s->Shutdown();
+        SignalReady(fd);
+      },
+      &ready);
+  ASSERT_GT(pid, 0);
+  WaitReady(ready);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // the program went on
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["complete"], false);
+  EXPECT_EQ(m["window"]["close_reason"], "step_end");
+  ASSERT_FALSE(m["errors"].empty());
+  EXPECT_LT(m["counts"]["events"].get<uint64_t>(), 200001u);
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok());  // what did reach the disk is readable
+}
+
+}  // namespace
+}  // namespace rlprof::runtime

@@ -1,0 +1,54 @@
+#include "src/runtime/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+namespace rlprof::runtime {
+
+std::string ManifestJson(const ManifestData& m) {
+  using json = nlohmann::ordered_json;
+  json j;
+  j["format"] = "rlprof-capture";
+  j["format_version"] = 1;
+  j["rlprof_version"] = "0.1.0";
+  j["run_id"] = m.run_id;
+  j["scope"] = m.scope;
+  j["mode"] = m.mode;
+  j["steps"] = m.steps;
+  j["stage"] = m.stage.empty() ? json(nullptr) : json(m.stage);
+  j["role"] = m.role.empty() ? json(nullptr) : json(m.role);
+  const Identity& id = m.identity;
+  j["identity"] = {{"rank", id.rank},
+                   {"local_rank", id.local_rank},
+                   {"world_size", id.world_size},
+                   {"host", id.host},
+                   {"pid", id.pid},
+                   {"roles", id.roles},
+                   {"replica", id.replica ? json(*id.replica) : json(nullptr)},
+                   {"source", id.source}};
+  j["clock"] = {{"source", ClockSourceName(m.clock_source)},
+                {"tsc_hz", m.clock_source == ClockSource::kTsc ? json(m.tsc_hz) : json(nullptr)},
+                {"monotonic_anchor_ns", m.monotonic_anchor_ns},
+                {"realtime_anchor_ns", m.realtime_anchor_ns},
+                {"offset_to_rank0_ns", 0},
+                {"offset_measured", false}};
+  json window = {{"open_ns", m.open_ns}};
+  window["close_ns"] = m.close_reason.empty() ? json(nullptr) : json(m.close_ns);
+  window["close_reason"] = m.close_reason.empty() ? json(nullptr) : json(m.close_reason);
+  j["window"] = window;
+  j["contents"] = m.contents;
+  j["counts"] = {{"events", m.events},
+                 {"dropped_events", m.dropped_buffer_full + m.dropped_budget},
+                 {"dropped_buffer_full", m.dropped_buffer_full},
+                 {"dropped_budget", m.dropped_budget},
+                 {"threads", m.threads}};
+  j["files"] = json::array({{{"name", "events.rlp"}, {"bytes", m.events_bytes}}});
+  j["complete"] = m.complete;
+  j["errors"] = m.errors;
+  if (!m.config_json.empty()) {
+    json cfg = json::parse(m.config_json, nullptr, /*allow_exceptions=*/false);
+    if (!cfg.is_discarded()) j["config"] = std::move(cfg);
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace rlprof::runtime

@@ -1,0 +1,47 @@
+// manifest.json of a capture directory (schema: docs/runtime.md and the shared contract in
+// docs/formats.md). Written once when a capture opens (complete: false, no close) so a killed
+// process leaves a describable directory, and rewritten atomically when it closes.
+//
+//   ManifestData m; m.run_id = "…"; m.scope = "e2e"; …
+//   base::WriteFileAtomic(dir + "/manifest.json", ManifestJson(m));
+//
+// Thread-safety: pure function.
+#ifndef RLPROF_SRC_RUNTIME_MANIFEST_H_
+#define RLPROF_SRC_RUNTIME_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rlprof/rlprof.hpp"
+#include "src/runtime/clock.h"
+
+namespace rlprof::runtime {
+
+struct ManifestData {
+  std::string run_id, scope, mode, stage, role;
+  std::vector<int64_t> steps;
+  Identity identity;
+  ClockSource clock_source = ClockSource::kMonotonic;
+  double tsc_hz = 0;
+  int64_t monotonic_anchor_ns = 0;
+  int64_t realtime_anchor_ns = 0;
+  int64_t open_ns = 0;
+  int64_t close_ns = 0;       // 0 while open
+  std::string close_reason;   // "" while open
+  std::vector<std::string> contents;
+  uint64_t events = 0;
+  uint64_t dropped_buffer_full = 0;
+  uint64_t dropped_budget = 0;
+  uint32_t threads = 0;
+  uint64_t events_bytes = 0;
+  bool complete = false;
+  std::vector<std::string> errors;
+  std::string config_json;  // the resolved plan, serialised JSON ("" = omitted)
+};
+
+std::string ManifestJson(const ManifestData& m);
+
+}  // namespace rlprof::runtime
+
+#endif  // RLPROF_SRC_RUNTIME_MANIFEST_H_

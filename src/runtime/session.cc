@@ -1,0 +1,313 @@
+#include "src/runtime/session.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "src/base/files.h"
+#include "src/config/plan_json.h"
+#include "src/runtime/signals.h"
+#include "src/runtime/thread_buffer.h"
+
+namespace rlprof::runtime {
+namespace {
+
+using format::Category;
+using format::EventKind;
+
+std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan& p) {
+  nlohmann::ordered_json j = config::PlanToJson(plan);
+  nlohmann::ordered_json proc;
+  proc["enabled"] = p.enabled;
+  proc["roles"] = p.roles;
+  proc["mode"] = config::CaptureModeName(p.mode);
+  proc["stages"] = p.stages;
+  proc["contents"] = p.contents.Names();
+  proc["level"] = p.level;
+  proc["schedule"] = config::ScheduleToJson(p.schedule);
+  proc["token_start"] = p.token_start ? nlohmann::ordered_json(*p.token_start) : nullptr;
+  proc["token_end"] = p.token_end ? nlohmann::ordered_json(*p.token_end) : nullptr;
+  proc["warnings"] = p.warnings;
+  j["process"] = std::move(proc);
+  return j.dump();
+}
+
+void Warn(const std::string& msg) { std::fprintf(stderr, "rlprof: warning: %s\n", msg.c_str()); }
+
+}  // namespace
+
+std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
+                                                 const SessionOptions& options,
+                                                 const EnvLookup& env) {
+  std::unique_ptr<SessionImpl> s(new SessionImpl);
+  s->plan_ = plan;
+  s->id_ = ResolveIdentity(options, env);
+  for (const std::string& w : s->id_.warnings) Warn(w);
+  s->run_id_ = MakeRunId(options.run_id, env);
+  s->run_dir_ = base::AbsolutePath(plan.save_path) + "/" + s->run_id_;
+  s->proc_ = config::ResolveForProcess(plan, s->id_.roles, s->id_.rank);
+  s->ctl_ = std::make_unique<CaptureController>(plan, s->proc_);
+  if (!s->proc_.enabled) return s;  // not selected: nothing to set up, markers stay off
+
+  Recorder& rec = Recorder::Get();
+  if (rec.session_live()) {
+    s->Disable("another rlprof session is already recording in this process; this one records nothing");
+    return s;
+  }
+  if (base::Status st = base::MakeDirs(s->run_dir_); !st.ok() || access(s->run_dir_.c_str(), W_OK) != 0) {
+    s->Disable("cannot write captures under " + s->run_dir_ + " (" +
+               (st.ok() ? std::string(std::strerror(errno)) : st.message()) +
+               "); profiling is disabled, the program continues");
+    return s;
+  }
+  const char* clock_env = env("RLPROF_CLOCK");
+  const bool allow_tsc =
+      options.allow_tsc && !(clock_env != nullptr && std::strcmp(clock_env, "monotonic") == 0);
+  s->clock_ = CalibrateClock(allow_tsc);
+
+  RecorderConfig rc;
+  rc.capacity = static_cast<uint32_t>(
+      std::clamp<uint64_t>(plan.buffer_events_per_thread, 1, uint64_t{1} << 26));
+  rc.policy = plan.buffer_policy;
+  rec.BeginSession(rc);
+  s->recorder_session_ = true;
+
+  WriterOptions wo;
+  wo.run_dir = s->run_dir_;
+  wo.run_id = s->run_id_;
+  wo.identity = s->id_;
+  wo.contents = s->proc_.contents.Names();
+  wo.config_json = ProcessPlanJson(plan, s->proc_);
+  wo.clock = s->clock_;
+  wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 0.1;
+  wo.budget = plan.budget;
+  wo.quiet = options.quiet;
+  SessionImpl* self = s.get();
+  wo.on_tick = [self] { self->OnTick(); };
+  wo.on_budget = [self](uint32_t gen) { self->OnBudget(gen); };
+  wo.on_fatal = [self](const std::string& m) { self->OnFatal(m); };
+  s->writer_ = std::make_unique<Writer>(std::move(wo));
+  if (base::Status st = s->writer_->Start(); !st.ok()) {
+    s->Disable("cannot start the writer thread: " + st.message());
+    return s;
+  }
+  s->enabled_ = true;
+  if (options.install_signal_handlers) RegisterSignalFlush(self);
+  return s;
+}
+
+SessionImpl::~SessionImpl() { Shutdown(); }
+
+void SessionImpl::Disable(const std::string& why) {
+  disabled_.store(true);
+  if (!warned_.exchange(true)) Warn(why);
+}
+
+void SessionImpl::RecordBoundary(uint32_t gen, Category cat, EventKind kind, uint32_t name,
+                                 uint64_t t0, uint64_t t1, uint32_t arg0, uint32_t arg1) {
+  if (gen == 0 || internal::OpenWindow() != gen) return;
+  Record e{};
+  e.ts_ns = static_cast<int64_t>(t0);
+  e.payload = kind == EventKind::kComplete ? static_cast<int64_t>(t1 - t0) : 0;
+  e.name = name;
+  e.kind = kind;
+  e.category = cat;
+  e.arg0 = arg0;
+  e.arg1 = arg1;
+  EmitRecord(gen, e);
+}
+
+uint32_t SessionImpl::recording_gen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return manual_gen_ != 0 ? manual_gen_ : ctl_gen_;
+}
+
+void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
+  for (const WindowAction& a : actions) {
+    switch (a.type) {
+      case WindowAction::Type::kOpen:
+        pending_open_ = {};
+        pending_open_.scope = a.scope;
+        pending_open_.mode = config::CaptureModeName(proc_.mode);
+        pending_open_.role = a.role;
+        pending_open_.stage = a.stage;
+        pending_open_.first_step = a.steps.empty() ? current_step_ : a.steps.front();
+        break;
+      case WindowAction::Type::kRecordOn: {
+        if (!enabled() || manual_gen_ != 0 || ctl_gen_ != 0) break;
+        const uint64_t t = internal::ReadTicks();  // before the flag: no event precedes it
+        const uint32_t gen = Recorder::Get().OpenWindow();
+        if (gen == 0) break;
+        pending_open_.gen = gen;
+        pending_open_.open_ticks = t;
+        writer_->Open(pending_open_);
+        ctl_gen_ = gen;
+        break;
+      }
+      case WindowAction::Type::kRecordOff:
+        ctl_close_ticks_ = internal::ReadTicks();
+        if (ctl_gen_ != 0) Recorder::Get().CloseWindow(ctl_gen_);
+        break;
+      case WindowAction::Type::kClose:
+        if (ctl_gen_ != 0)
+          writer_->Close({ctl_gen_, CloseReasonName(a.reason), a.steps, ctl_close_ticks_});
+        ctl_gen_ = 0;
+        break;
+    }
+  }
+}
+
+void SessionImpl::BeginStep(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  if (step_) {  // a step without EndStep: the controller ends it too
+    RecordBoundary(step_->gen, Category::kStep, EventKind::kComplete, step_->name, step_->t0,
+                   internal::ReadTicks(), static_cast<uint32_t>(step_->value), 0);
+    step_.reset();
+  }
+  current_step_ = step;
+  substeps_.clear();
+  Apply(ctl_->OnStepBegin(step, MonotonicNowNs()));
+  Span sp;
+  sp.gen = internal::OpenWindow();
+  sp.name = Recorder::Get().interner().InternString("step " + std::to_string(step));
+  sp.value = step;
+  sp.t0 = internal::ReadTicks();
+  step_ = sp;
+}
+
+void SessionImpl::EndStep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  if (step_) {
+    RecordBoundary(step_->gen, Category::kStep, EventKind::kComplete, step_->name, step_->t0,
+                   internal::ReadTicks(), static_cast<uint32_t>(step_->value), 0);
+    step_.reset();
+  }
+  Apply(ctl_->OnStepEnd(MonotonicNowNs()));
+}
+
+void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
+                             std::optional<config::SubStepKind> counts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  Apply(ctl_->OnStageBegin(role, stage, MonotonicNowNs(), counts));
+  Span sp;
+  sp.gen = internal::OpenWindow();
+  Interner& in = Recorder::Get().interner();
+  sp.name = in.InternString(stage);
+  sp.role = in.InternString(role);
+  sp.t0 = internal::ReadTicks();
+  stages_.push_back(sp);
+}
+
+void SessionImpl::EndStage() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || stages_.empty()) return;
+  const Span sp = stages_.back();
+  stages_.pop_back();
+  RecordBoundary(sp.gen, Category::kStage, EventKind::kComplete, sp.name, sp.t0,
+                 internal::ReadTicks(), 0, sp.role);
+  Apply(ctl_->OnStageEnd(MonotonicNowNs()));
+}
+
+void SessionImpl::SubStep(config::SubStepKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  const int64_t index = substeps_[kind]++;
+  const uint32_t gen = internal::OpenWindow();
+  if (gen != 0) {
+    const uint32_t name = Recorder::Get().interner().InternString(config::SubStepKindName(kind));
+    RecordBoundary(gen, Category::kSubStep, EventKind::kInstant, name, internal::ReadTicks(), 0,
+                   static_cast<uint32_t>(index), 0);
+  }
+  Apply(ctl_->OnSubStep(kind, MonotonicNowNs()));
+}
+
+bool SessionImpl::StartCapture(const std::string& scope) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || !enabled() || manual_gen_ != 0 || ctl_gen_ != 0) return false;
+  const uint64_t t = internal::ReadTicks();
+  const uint32_t gen = Recorder::Get().OpenWindow();
+  if (gen == 0) return false;
+  WindowOpen w;
+  w.gen = gen;
+  w.scope = scope.empty() ? "manual" : scope;
+  w.mode = "manual";
+  w.first_step = current_step_;
+  w.open_ticks = t;
+  writer_->Open(w);
+  manual_gen_ = gen;
+  return true;
+}
+
+void SessionImpl::CloseManualLocked(const char* reason) {
+  if (manual_gen_ == 0) return;
+  const uint64_t t = internal::ReadTicks();
+  Recorder::Get().CloseWindow(manual_gen_);
+  writer_->Close({manual_gen_, reason, {current_step_}, t});
+  manual_gen_ = 0;
+}
+
+void SessionImpl::StopCapture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CloseManualLocked("shutdown");
+}
+
+bool SessionImpl::Flush(double timeout_s) { return writer_ ? writer_->WaitIdle(timeout_s) : true; }
+
+std::vector<std::string> SessionImpl::Captures() const {
+  return writer_ ? writer_->Captures() : std::vector<std::string>{};
+}
+
+void SessionImpl::OnTick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || ctl_gen_ == 0) return;
+  Apply(ctl_->OnTick(MonotonicNowNs()));
+}
+
+void SessionImpl::OnBudget(uint32_t gen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  if (gen == manual_gen_) {
+    CloseManualLocked("budget");
+  } else if (gen == ctl_gen_) {
+    Apply(ctl_->OnBudgetExceeded(MonotonicNowNs()));
+  }
+}
+
+void SessionImpl::OnFatal(const std::string& message) {
+  Disable("cannot write a capture (" + message + "); profiling is disabled, the program continues");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return;
+  if (manual_gen_ != 0) CloseManualLocked("error");
+  if (ctl_gen_ != 0) Apply(ctl_->OnError(MonotonicNowNs()));
+}
+
+void SessionImpl::FlushFromSignal(int timeout_ms) {
+  if (writer_ == nullptr) return;
+  internal::g_hot.gen.store(0, std::memory_order_relaxed);
+  writer_->RequestSignalFlush();
+  writer_->WaitSignalFlush(timeout_ms);
+}
+
+void SessionImpl::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    if (ctl_ != nullptr) Apply(ctl_->OnStop(MonotonicNowNs()));
+    CloseManualLocked("shutdown");
+    stopped_ = true;
+  }
+  UnregisterSignalFlush(this);
+  if (writer_ != nullptr) writer_->Stop();  // without mu_: the writer may be calling back
+  if (recorder_session_) {
+    Recorder::Get().EndSession();
+    recorder_session_ = false;
+  }
+}
+
+}  // namespace rlprof::runtime

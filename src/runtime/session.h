@@ -1,0 +1,111 @@
+// SessionImpl: one profiled process's capture session. It resolves the process's plan,
+// feeds step / stage / sub-step boundaries to the CaptureController, applies its window
+// actions (Recorder windows + Writer captures), and records the boundary events themselves.
+// The public face is rlprof::Session (include/rlprof/rlprof.hpp).
+//
+//   auto s = SessionImpl::Create(plan, options, [](const char* k) { return getenv(k); });
+//   s->BeginStep(2); s->BeginStage("actor", "actor_update", std::nullopt); …
+//   s->EndStage(); s->EndStep(); s->Shutdown();
+//
+// Faults never reach the caller: an unusable save path, a second concurrent session or a
+// capture that cannot be created print one warning and disable the session.
+// Thread-safety: all methods are serialised by an internal mutex; the writer thread calls
+// back (tick, budget, fatal) through the same mutex.
+#ifndef RLPROF_SRC_RUNTIME_SESSION_H_
+#define RLPROF_SRC_RUNTIME_SESSION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rlprof/config/plan.h"
+#include "rlprof/format/event.h"
+#include "rlprof/rlprof.hpp"
+#include "src/runtime/capture_controller.h"
+#include "src/runtime/clock.h"
+#include "src/runtime/identity.h"
+#include "src/runtime/writer.h"
+
+namespace rlprof::runtime {
+
+class SessionImpl {
+ public:
+  static std::unique_ptr<SessionImpl> Create(const config::Plan& plan, const SessionOptions& options,
+                                             const EnvLookup& env);
+  ~SessionImpl();
+
+  bool enabled() const { return enabled_ && !disabled_.load(std::memory_order_relaxed); }
+  const Identity& identity() const { return id_; }
+  const std::string& run_id() const { return run_id_; }
+  const std::string& run_dir() const { return run_dir_; }
+  const config::ProcessPlan& process_plan() const { return proc_; }
+
+  void BeginStep(int64_t step);
+  void EndStep();
+  void BeginStage(const std::string& role, const std::string& stage,
+                  std::optional<config::SubStepKind> counts);
+  void EndStage();
+  void SubStep(config::SubStepKind kind);
+  bool StartCapture(const std::string& scope);
+  void StopCapture();
+  bool Flush(double timeout_s);
+  std::vector<std::string> Captures() const;
+  void Shutdown();
+
+  // For the signal handler: asks the writer to finalise open captures and waits (bounded).
+  void FlushFromSignal(int timeout_ms);
+  // The generation of the window being recorded (0 = none); for tests.
+  uint32_t recording_gen() const;
+
+ private:
+  SessionImpl() = default;
+  void Apply(const std::vector<WindowAction>& actions);  // mu_ held
+  void CloseManualLocked(const char* reason);
+  void Disable(const std::string& why);
+  void OnTick();
+  void OnBudget(uint32_t gen);
+  void OnFatal(const std::string& message);
+  void RecordBoundary(uint32_t gen, format::Category cat, format::EventKind kind, uint32_t name,
+                      uint64_t t0, uint64_t t1, uint32_t arg0, uint32_t arg1);
+
+  mutable std::mutex mu_;
+  config::Plan plan_;
+  config::ProcessPlan proc_;
+  Identity id_;
+  std::string run_id_, run_dir_;
+  bool enabled_ = false;
+  std::atomic<bool> disabled_{false};
+  std::atomic<bool> warned_{false};
+  bool stopped_ = false;
+  bool recorder_session_ = false;
+  ClockCalibration clock_;
+  std::unique_ptr<CaptureController> ctl_;
+  std::unique_ptr<Writer> writer_;
+
+  // Window state (mu_).
+  WindowOpen pending_open_;   // between kOpen and kRecordOn
+  uint32_t ctl_gen_ = 0;      // the controller's capture being recorded
+  uint64_t ctl_close_ticks_ = 0;
+  uint32_t manual_gen_ = 0;
+  // Boundary events in flight.
+  struct Span {
+    uint64_t t0 = 0;
+    uint32_t gen = 0;
+    uint32_t name = 0;
+    uint32_t role = 0;
+    int64_t value = 0;
+  };
+  std::optional<Span> step_;
+  int64_t current_step_ = 0;
+  std::vector<Span> stages_;
+  std::map<config::SubStepKind, int64_t> substeps_;
+};
+
+}  // namespace rlprof::runtime
+
+#endif  // RLPROF_SRC_RUNTIME_SESSION_H_

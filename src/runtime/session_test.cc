@@ -1,0 +1,321 @@
+#include "src/runtime/session.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "src/format/raw.h"
+#include "src/runtime/runtime_test_util.h"
+#include "src/runtime/thread_buffer.h"
+
+namespace rlprof::runtime {
+namespace {
+
+using testing_util::FindCaptures;
+using testing_util::FreshDir;
+using testing_util::MakePlan;
+using testing_util::ReadManifest;
+
+const char* NoEnv(const char*) { return nullptr; }
+
+SessionOptions Quiet(std::string run_id = "run") {
+  SessionOptions o;
+  o.roles = std::vector<std::string>{"actor"};
+  o.run_id = std::move(run_id);
+  o.quiet = true;
+  o.install_signal_handlers = false;
+  return o;
+}
+
+std::vector<std::string> EventNames(const format::RawCapture& cap, format::EventKind kind) {
+  std::vector<std::string> out;
+  for (const auto& e : cap.events)
+    if (e.kind == kind) out.push_back(cap.str(e.name));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(SessionTest, WritesOneCapturePerSelectedStepWithAFullManifest) {
+  const std::string save = FreshDir("e2e");
+  auto s = SessionImpl::Create(MakePlan(save, {2}), Quiet("r1"), NoEnv);
+  ASSERT_TRUE(s->enabled());
+  for (int64_t step = 1; step <= 3; ++step) {
+    s->BeginStep(step);
+    {
+      RLPROF_RANGE("forward");
+      Mark("tick");
+      Counter("loss", 0.5 * static_cast<double>(step));
+    }
+    s->EndStep();
+  }
+  s->Shutdown();
+  const std::vector<std::string> caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  const Identity& id = s->identity();
+  EXPECT_EQ(caps[0], save + "/r1/step2/e2e/rank0-" + id.host + "-" + std::to_string(id.pid));
+  EXPECT_EQ(s->Captures(), caps);
+
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["format"], "rlprof-capture");
+  EXPECT_EQ(m["format_version"], 1);
+  EXPECT_EQ(m["run_id"], "r1");
+  EXPECT_EQ(m["scope"], "e2e");
+  EXPECT_EQ(m["mode"], "e2e");
+  EXPECT_EQ(m["steps"], nlohmann::json::array({2}));
+  EXPECT_EQ(m["identity"]["rank"], 0);
+  EXPECT_EQ(m["identity"]["world_size"], 1);
+  EXPECT_EQ(m["identity"]["pid"], id.pid);
+  EXPECT_EQ(m["identity"]["roles"], nlohmann::json::array({"actor"}));
+  EXPECT_EQ(m["window"]["close_reason"], "step_end");
+  EXPECT_EQ(m["complete"], true);
+  EXPECT_TRUE(m["errors"].empty());
+  EXPECT_EQ(m["counts"]["dropped_events"], 0);
+  EXPECT_EQ(m["counts"]["threads"], 1);
+  EXPECT_EQ(m["contents"], nlohmann::json::array({"cpu"}));
+  EXPECT_TRUE(m["config"].contains("process"));
+  EXPECT_EQ(m["config"]["process"]["roles"], nlohmann::json::array({"actor"}));
+  const int64_t open_ns = m["window"]["open_ns"], close_ns = m["window"]["close_ns"];
+  EXPECT_LT(open_ns, close_ns);
+
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok()) << cap.status().message();
+  EXPECT_TRUE(cap->diagnostics.clean()) << cap->diagnostics.ToString();
+  EXPECT_EQ(m["counts"]["events"], cap->events.size());
+  EXPECT_EQ(m["files"][0]["bytes"], std::filesystem::file_size(caps[0] + "/events.rlp"));
+  // Exactly step 2's events: one range, one mark, one counter sample, the step itself.
+  ASSERT_EQ(cap->events.size(), 4u);
+  EXPECT_EQ(EventNames(*cap, format::EventKind::kComplete),
+            (std::vector<std::string>{"forward", "step 2"}));
+  EXPECT_EQ(EventNames(*cap, format::EventKind::kInstant), (std::vector<std::string>{"tick"}));
+  for (const auto& e : cap->events) {
+    EXPECT_GE(e.ts_ns, open_ns);
+    EXPECT_LE(e.end_ns(), close_ns);
+    if (e.kind == format::EventKind::kCounter) {
+      EXPECT_EQ(e.counter_value(), 1.0);
+      bool counter_track = false;
+      for (const auto& t : cap->tracks)
+        if (t.id == e.track && t.kind == format::TrackKind::kCounter && t.name == "loss")
+          counter_track = true;
+      EXPECT_TRUE(counter_track);
+    }
+    if (e.category == format::Category::kStep) {
+      EXPECT_EQ(e.arg0, 2u);
+    }
+  }
+}
+
+TEST(SessionTest, DiscreteModeWritesOneCapturePerSelectedStageWithItsRole) {
+  const std::string save = FreshDir("discrete");
+  config::Plan plan = MakePlan(save, {1}, config::CaptureMode::kDiscrete);
+  plan.roles[0].stages = {"actor_update"};
+  auto s = SessionImpl::Create(plan, Quiet("r"), NoEnv);
+  s->BeginStep(1);
+  s->BeginStage("actor", "actor_compute_log_prob", std::nullopt);
+  Mark("not captured");
+  s->EndStage();
+  s->BeginStage("actor", "actor_update", std::nullopt);
+  Mark("captured");
+  s->EndStage();
+  s->EndStep();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_NE(caps[0].find("/r/step1/actor_update/rank0-"), std::string::npos) << caps[0];
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["scope"], "actor_update");
+  EXPECT_EQ(m["mode"], "discrete");
+  EXPECT_EQ(m["stage"], "actor_update");
+  EXPECT_EQ(m["role"], "actor");
+  EXPECT_EQ(m["window"]["close_reason"], "stage_end");
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ(EventNames(*cap, format::EventKind::kInstant), (std::vector<std::string>{"captured"}));
+  ASSERT_EQ(EventNames(*cap, format::EventKind::kComplete),
+            (std::vector<std::string>{"actor_update"}));
+  for (const auto& e : cap->events)
+    if (e.category == format::Category::kStage) {
+      EXPECT_EQ(cap->str(e.arg1), "actor");
+    }
+}
+
+TEST(SessionTest, NeverOverwritesAnExistingCaptureDirectory) {
+  const std::string save = FreshDir("overwrite");
+  for (int i = 0; i < 3; ++i) {
+    auto s = SessionImpl::Create(MakePlan(save, {1}), Quiet("same"), NoEnv);
+    s->BeginStep(1);
+    Mark("m");
+    s->EndStep();
+    s->Shutdown();
+  }
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 3u);
+  EXPECT_EQ(caps[1], caps[0] + "-1");
+  EXPECT_EQ(caps[2], caps[0] + "-2");
+  for (const auto& c : caps) EXPECT_EQ(ReadManifest(c)["counts"]["events"], 2);  // mark + step
+}
+
+TEST(SessionTest, UnwritableSavePathWarnsOnceAndDisablesProfiling) {
+  const std::string blocker = FreshDir("unwritable") + "/file";
+  ASSERT_TRUE(base::WriteFileAtomic(blocker, "x").ok());
+  ::testing::internal::CaptureStderr();
+  auto s = SessionImpl::Create(MakePlan(blocker + "/sub", {1, 2}), Quiet(), NoEnv);
+  for (int64_t step = 1; step <= 2; ++step) {
+    s->BeginStep(step);
+    EXPECT_FALSE(Recording());
+    RLPROF_RANGE("nothing");
+    s->EndStep();
+  }
+  EXPECT_FALSE(s->StartCapture("manual"));
+  s->Shutdown();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(s->enabled());
+  size_t warnings = 0;
+  for (size_t p = err.find("rlprof: warning"); p != std::string::npos;
+       p = err.find("rlprof: warning", p + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << err;
+  EXPECT_NE(err.find("profiling is disabled"), std::string::npos) << err;
+}
+
+TEST(SessionTest, ProcessNotSelectedByThePlanRecordsNothing) {
+  const std::string save = FreshDir("unselected");
+  SessionOptions o = Quiet();
+  o.roles = std::vector<std::string>{"critic"};
+  auto s = SessionImpl::Create(MakePlan(save, {1}), o, NoEnv);
+  EXPECT_FALSE(s->enabled());
+  s->BeginStep(1);
+  EXPECT_FALSE(Recording());
+  s->EndStep();
+  s->Shutdown();
+  EXPECT_TRUE(FindCaptures(save).empty());
+}
+
+TEST(SessionTest, DropPolicyCountsExactlyInTheManifest) {
+  const std::string save = FreshDir("drop");
+  config::Plan plan = MakePlan(save, {});
+  plan.steps.list = {99};
+  plan.buffer_events_per_thread = 64;
+  plan.buffer_policy = config::BufferPolicy::kDrop;
+  auto s = SessionImpl::Create(plan, Quiet(), NoEnv);
+  ASSERT_TRUE(s->StartCapture("manual"));
+  for (int i = 0; i < 1000; ++i) Mark("m");
+  s->StopCapture();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["counts"]["events"], 64);
+  EXPECT_EQ(m["counts"]["dropped_events"], 936);
+  EXPECT_EQ(m["counts"]["dropped_buffer_full"], 936);
+  EXPECT_EQ(m["mode"], "manual");
+}
+
+TEST(SessionTest, FlushPolicyAccountsForEveryEvent) {
+  const std::string save = FreshDir("flush");
+  config::Plan plan = MakePlan(save, {99});
+  plan.buffer_events_per_thread = 64;
+  plan.buffer_policy = config::BufferPolicy::kFlush;
+  auto s = SessionImpl::Create(plan, Quiet(), NoEnv);
+  ASSERT_TRUE(s->StartCapture("manual"));
+  for (int i = 0; i < 5000; ++i) Mark("m");
+  s->StopCapture();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  const uint64_t events = m["counts"]["events"], dropped = m["counts"]["dropped_events"];
+  EXPECT_EQ(events + dropped, 5000u);
+  EXPECT_GE(events, 64u * 3);  // at least the pre-faulted chunks
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ(cap->events.size(), events);
+}
+
+TEST(SessionTest, EventBudgetClosesTheWindowEarly) {
+  const std::string save = FreshDir("budget");
+  config::Plan plan = MakePlan(save, {1});
+  plan.budget.max_events = 100;
+  auto s = SessionImpl::Create(plan, Quiet(), NoEnv);
+  s->BeginStep(1);
+  for (int i = 0; i < 1000; ++i) Mark("m");
+  // The writer notices within a flush interval and stops recording.
+  for (int i = 0; i < 200 && Recording(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(Recording());
+  s->EndStep();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["counts"]["events"], 100);
+  EXPECT_EQ(m["counts"]["dropped_budget"], 900);
+  EXPECT_EQ(m["window"]["close_reason"], "budget");
+}
+
+TEST(SessionTest, ManySessionsAndThreadsRecordWhileWindowsOpenAndClose) {
+  const std::string save = FreshDir("concurrency");
+  config::Plan plan = MakePlan(save, {});
+  plan.steps.kind = config::StepSelection::Kind::kAll;
+  plan.buffer_events_per_thread = 1024;
+  plan.flush_interval_s = 0.01;
+  auto s = SessionImpl::Create(plan, Quiet(), NoEnv);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 6; ++t)
+    workers.emplace_back([&, t] {
+      SetThreadName("worker " + std::to_string(t));
+      while (!stop.load(std::memory_order_relaxed)) {
+        RLPROF_RANGE("work");
+        Mark("m");
+        const uint64_t id = RangeStart("async");
+        Counter("c", 1.0);
+        RangeEnd(id);
+      }
+    });
+  // Short-lived threads too: their buffers are handed back on exit.
+  for (int64_t step = 1; step <= 20; ++step) {
+    s->BeginStep(step);
+    std::thread([] {
+      for (int i = 0; i < 100; ++i) Mark("short-lived");
+    }).join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    s->EndStep();
+  }
+  stop = true;
+  for (auto& w : workers) w.join();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 20u);
+  for (const auto& c : caps) {
+    nlohmann::json m = ReadManifest(c);
+    EXPECT_TRUE(m["complete"].get<bool>());
+    auto cap = format::ReadRaw(c + "/events.rlp");
+    ASSERT_TRUE(cap.ok());
+    EXPECT_TRUE(cap->diagnostics.clean()) << cap->diagnostics.ToString();
+    EXPECT_EQ(m["counts"]["events"], cap->events.size());
+    const int64_t open_ns = m["window"]["open_ns"], close_ns = m["window"]["close_ns"];
+    size_t short_lived = 0;
+    for (const auto& e : cap->events) {
+      EXPECT_GE(e.ts_ns, open_ns);  // events of a window begin inside it
+      EXPECT_LE(e.ts_ns, close_ns);
+      if (cap->str(e.name) == "short-lived") ++short_lived;
+    }
+    // Recorded in full although the thread exited before the window closed.
+    EXPECT_EQ(short_lived, 100u);
+  }
+}
+
+TEST(SessionTest, SecondConcurrentSessionIsDisabledWithOneWarning) {
+  const std::string save = FreshDir("second");
+  auto a = SessionImpl::Create(MakePlan(save, {1}), Quiet("a"), NoEnv);
+  ::testing::internal::CaptureStderr();
+  auto b = SessionImpl::Create(MakePlan(save, {1}), Quiet("b"), NoEnv);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(a->enabled());
+  EXPECT_FALSE(b->enabled());
+  EXPECT_NE(err.find("another rlprof session"), std::string::npos);
+  b->Shutdown();
+  a->Shutdown();
+}
+
+}  // namespace
+}  // namespace rlprof::runtime

@@ -1,0 +1,437 @@
+#include "src/runtime/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "src/base/files.h"
+#include "src/base/strings.h"
+#include "src/format/raw.h"
+#include "src/runtime/manifest.h"
+#include "src/runtime/thread_buffer.h"
+
+namespace rlprof::runtime {
+
+struct Writer::Capture {
+  WindowOpen info;
+  std::string dir;
+  std::unique_ptr<format::RawWriter> raw;
+  TickConverter conv;
+  ClockSample anchor;
+  int64_t open_ns = 0;
+  uint32_t strings_emitted = 0;
+  std::vector<bool> track_emitted;
+  std::set<uint16_t> threads;
+  std::vector<format::Event> batch;
+  uint64_t events = 0;
+  uint64_t dropped_full = 0;
+  uint64_t dropped_budget = 0;
+  uint64_t lost_on_error = 0;
+  uint64_t unflushed = 0;
+  int64_t last_flush_ns = 0;
+  bool over_budget = false;
+  bool budget_reported = false;
+  bool failed = false;
+  uint64_t close_ticks = 0;  // set when closing: later records are late
+  std::vector<std::string> errors;
+};
+
+Writer::Writer(WriterOptions options) : opt_(std::move(options)) {}
+
+Writer::~Writer() {
+  Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+  for (int fd : ack_pipe_)
+    if (fd >= 0) close(fd);
+}
+
+base::Status Writer::Start() {
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return base::Internal(std::string("eventfd: ") + std::strerror(errno));
+  if (pipe2(ack_pipe_, O_NONBLOCK | O_CLOEXEC) != 0)
+    return base::Internal(std::string("pipe: ") + std::strerror(errno));
+  Recorder::Get().set_wake_fd(wake_fd_);
+  running_ = true;
+  thread_ = std::thread([this] { Loop(); });
+  return base::Status::Ok();
+}
+
+namespace {
+void WakeFd(int fd) {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(fd, &one, sizeof one);
+}
+}  // namespace
+
+void Writer::Open(const WindowOpen& w) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({Command::Type::kOpen, w, {}});
+    ++submitted_;
+  }
+  WakeFd(wake_fd_);
+}
+
+void Writer::Close(const WindowClose& w) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({Command::Type::kClose, {}, w});
+    ++submitted_;
+  }
+  WakeFd(wake_fd_);
+}
+
+bool Writer::WaitIdle(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!running_) return true;
+  return idle_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                           [this] { return processed_ >= submitted_ || !running_; });
+}
+
+void Writer::Stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({Command::Type::kStop, {}, {}});
+    ++submitted_;
+  }
+  WakeFd(wake_fd_);
+  thread_.join();
+  Recorder::Get().set_wake_fd(-1);
+}
+
+void Writer::RequestSignalFlush() {
+  signal_flush_.store(true, std::memory_order_relaxed);
+  if (wake_fd_ >= 0) WakeFd(wake_fd_);
+}
+
+bool Writer::WaitSignalFlush(int timeout_ms) {
+  if (!running_.load(std::memory_order_relaxed) || ack_pipe_[0] < 0) return false;
+  pollfd p{ack_pipe_[0], POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) <= 0) return false;
+  char b;
+  return read(ack_pipe_[0], &b, 1) == 1;
+}
+
+std::vector<std::string> Writer::Captures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return captures_;
+}
+
+WriterStats Writer::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Writer::Loop() {
+  // Signals are for the application's threads; the handler waits on this one.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (;;) {
+    const int timeout_ms =
+        open_.empty() ? 500 : std::max(1, static_cast<int>(opt_.flush_interval_s * 1000));
+    pollfd p{wake_fd_, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) > 0) {
+      uint64_t v;
+      [[maybe_unused]] ssize_t n = read(wake_fd_, &v, sizeof v);
+    }
+    std::deque<Command> cmds;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cmds.swap(queue_);
+    }
+    bool stop = false;
+    for (Command& c : cmds) {
+      if (c.type == Command::Type::kStop) stop = true;
+      else Process(c);
+    }
+    Drain();
+    FlushAll(false);
+    if (stop || signal_flush_.exchange(false, std::memory_order_relaxed)) {
+      std::vector<uint32_t> gens;
+      for (auto& [gen, cap] : open_) gens.push_back(gen);
+      for (uint32_t gen : gens) FinishCapture(gen, "shutdown", nullptr, 0);
+      if (!stop) {
+        const char b = 1;
+        [[maybe_unused]] ssize_t n = write(ack_pipe_[1], &b, 1);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      processed_ += cmds.size();
+      if (stop) running_ = false;
+    }
+    idle_cv_.notify_all();
+    if (stop) return;
+    Recorder::Get().RefillPool();
+    std::vector<uint32_t> budget_hits;
+    for (auto& [gen, cap] : open_)
+      if (cap->over_budget && !cap->budget_reported) {
+        cap->budget_reported = true;
+        budget_hits.push_back(gen);
+      }
+    for (uint32_t gen : budget_hits) {
+      if (opt_.on_budget) opt_.on_budget(gen);
+      else FinishCapture(gen, "budget", nullptr, 0);
+    }
+    if (!open_.empty() && opt_.on_tick) opt_.on_tick();
+  }
+}
+
+void Writer::Process(Command& c) {
+  if (c.type == Command::Type::kOpen) {
+    OpenCapture(c.open);
+  } else if (c.type == Command::Type::kClose) {
+    if (open_.count(c.close.gen))
+      FinishCapture(c.close.gen, c.close.reason, &c.close.steps, c.close.close_ticks);
+  }
+}
+
+void Writer::OpenCapture(const WindowOpen& w) {
+  known_gen_ = std::max(known_gen_, w.gen);
+  const Identity& id = opt_.identity;
+  const std::string parent = opt_.run_dir + "/step" + std::to_string(w.first_step) + "/" +
+                             base::SanitizeForPath(w.scope);
+  const std::string leaf = "rank" + std::to_string(id.rank) + "-" + base::SanitizeForPath(id.host) +
+                           "-" + std::to_string(id.pid);
+  auto fatal = [&](const std::string& msg) {
+    Recorder::Get().CloseWindow(w.gen);
+    if (opt_.on_fatal) opt_.on_fatal(msg);
+  };
+  if (base::Status s = base::MakeDirs(parent); !s.ok()) return fatal(s.message());
+  std::string dir;
+  for (int k = 0; k < 10000; ++k) {
+    std::string cand = parent + "/" + leaf + (k == 0 ? "" : "-" + std::to_string(k));
+    if (mkdir(cand.c_str(), 0777) == 0) {
+      dir = cand;
+      break;
+    }
+    if (errno != EEXIST) return fatal(cand + ": " + std::strerror(errno));
+  }
+  if (dir.empty()) return fatal(parent + ": too many captures with the same name");
+  auto cap = std::make_unique<Capture>();
+  cap->info = w;
+  cap->dir = dir;
+  cap->anchor = SampleClock(opt_.clock.converter.source);
+  cap->conv = Refine(opt_.clock, cap->anchor);
+  cap->open_ns = cap->conv.ToNs(w.open_ticks);
+  cap->last_flush_ns = cap->anchor.monotonic_ns;
+  auto raw = format::RawWriter::Create(
+      dir + "/events.rlp", {.rank = id.rank, .pid = static_cast<uint32_t>(id.pid), .host = id.host});
+  if (!raw.ok()) return fatal(raw.status().message());
+  cap->raw = std::move(raw).value();
+  WriteManifest(*cap);
+  open_[w.gen] = std::move(cap);
+}
+
+void Writer::DrainChunk(Chunk* c) {
+  auto it = open_.find(c->gen);
+  Capture* cap = it == open_.end() ? nullptr : it->second.get();
+  const uint32_t n = c->count.load(std::memory_order_acquire);
+  const uint32_t d = c->dropped.load(std::memory_order_relaxed);
+  if (d > c->dropped_seen) {
+    if (cap != nullptr) cap->dropped_full += d - c->dropped_seen;
+    c->dropped_seen = d;
+  }
+  if (n <= c->consumed) return;
+  if (cap == nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.late_events += n - c->consumed;
+    c->consumed = n;
+    return;
+  }
+  const Record* recs = c->records();
+  const uint64_t max_events = opt_.budget.max_events;
+  uint64_t late = 0;
+  for (uint32_t i = c->consumed; i < n; ++i) {
+    if (cap->close_ticks != 0 && static_cast<uint64_t>(recs[i].ts_ns) > cap->close_ticks) {
+      ++late;  // began after the window closed (its producer saw the flag just before)
+      continue;
+    }
+    if (cap->over_budget ||
+        (max_events != 0 && cap->events + cap->batch.size() >= max_events)) {
+      if (!cap->over_budget) {
+        cap->over_budget = true;
+        Recorder::Get().CloseWindow(c->gen);
+      }
+      ++cap->dropped_budget;
+      continue;
+    }
+    format::Event e = recs[i];
+    e.ts_ns = cap->conv.ToNs(static_cast<uint64_t>(e.ts_ns));
+    if (e.kind == format::EventKind::kComplete) e.payload = cap->conv.DurationNs(e.payload);
+    if (e.kind == format::EventKind::kCounter) {
+      auto ct = counter_tracks_.find(e.name);
+      if (ct == counter_tracks_.end()) {
+        const std::string name = Recorder::Get().interner().Lookup(e.name);
+        ct = counter_tracks_.emplace(e.name, Recorder::Get().AddTrack(format::TrackKind::kCounter, 0, name))
+                 .first;
+      }
+      e.track = ct->second;
+    }
+    cap->batch.push_back(e);
+  }
+  c->consumed = n;
+  if (late != 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.late_events += late;
+  }
+}
+
+void Writer::Drain() {
+  Recorder& rec = Recorder::Get();
+  std::vector<Chunk*> deferred;
+  for (Chunk* c = rec.TakeHandoffs(); c != nullptr;) {
+    Chunk* next = c->next;
+    if (c->gen > known_gen_) {
+      deferred.push_back(c);  // its window's Open command is still in the queue
+    } else {
+      DrainChunk(c);
+      rec.Recycle(c);
+    }
+    c = next;
+  }
+  rec.ForEachCurrentChunk([&](Chunk* c) {
+    if (c->gen <= known_gen_) DrainChunk(c);
+  });
+  for (Chunk* c : deferred) rec.ReturnHandoff(c);
+  WriteBatches();
+}
+
+void Writer::CaptureError(Capture& c, const std::string& what) {
+  if (!c.failed)
+    std::fprintf(stderr, "rlprof: warning: capture %s is incomplete: %s\n", c.dir.c_str(),
+                 what.c_str());
+  c.failed = true;
+  c.errors.push_back(what);
+}
+
+void Writer::WriteBatches() {
+  Recorder& rec = Recorder::Get();
+  for (auto& [gen, cap_ptr] : open_) {
+    Capture& cap = *cap_ptr;
+    if (cap.batch.empty()) continue;
+    if (cap.failed) {
+      cap.lost_on_error += cap.batch.size();
+      cap.batch.clear();
+      continue;
+    }
+    std::vector<format::StringEntry> strings;
+    cap.strings_emitted = rec.interner().CopySince(cap.strings_emitted, &strings);
+    std::vector<format::TrackEntry> tracks;
+    for (const format::Event& e : cap.batch) {
+      if (e.track >= cap.track_emitted.size()) cap.track_emitted.resize(e.track + 1u, false);
+      if (cap.track_emitted[e.track]) continue;
+      cap.track_emitted[e.track] = true;
+      format::TrackEntry t = rec.TrackInfo(e.track);
+      if (t.kind == format::TrackKind::kThread && e.track != 0) cap.threads.insert(e.track);
+      if (e.track != 0) tracks.push_back(std::move(t));
+    }
+    base::Status s = strings.empty() ? base::Status::Ok() : cap.raw->AddStrings(strings);
+    if (s.ok() && !tracks.empty()) s = cap.raw->AddTracks(tracks);
+    if (s.ok()) s = cap.raw->AddEvents(cap.batch);
+    if (!s.ok()) {
+      CaptureError(cap, s.message());
+      cap.lost_on_error += cap.batch.size();
+    } else {
+      cap.events += cap.batch.size();
+      cap.unflushed += cap.batch.size();
+    }
+    cap.batch.clear();
+    if (opt_.budget.max_bytes != 0 && cap.raw->bytes_written() >= opt_.budget.max_bytes &&
+        !cap.over_budget) {
+      cap.over_budget = true;
+      rec.CloseWindow(gen);
+    }
+  }
+}
+
+void Writer::FlushAll(bool force) {
+  const int64_t now = MonotonicNowNs();
+  const auto interval = static_cast<int64_t>(opt_.flush_interval_s * 1e9);
+  for (auto& [gen, cap] : open_) {
+    if (cap->failed || cap->unflushed == 0) continue;
+    if (!force && now - cap->last_flush_ns < interval &&
+        cap->unflushed * sizeof(format::Event) < opt_.flush_bytes)
+      continue;
+    if (base::Status s = cap->raw->Flush(); !s.ok()) CaptureError(*cap, s.message());
+    cap->unflushed = 0;
+    cap->last_flush_ns = now;
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.flushes;
+  }
+}
+
+void Writer::FinishCapture(uint32_t gen, const std::string& reason,
+                           const std::vector<int64_t>* steps, uint64_t close_ticks) {
+  Recorder::Get().CloseWindow(gen);
+  if (auto c = open_.find(gen); c != open_.end() && close_ticks != 0) c->second->close_ticks = close_ticks;
+  Drain();
+  auto it = open_.find(gen);
+  if (it == open_.end()) return;
+  std::unique_ptr<Capture> cap = std::move(it->second);
+  open_.erase(it);
+  if (!cap->failed)
+    if (base::Status s = cap->raw->Close(); !s.ok()) CaptureError(*cap, s.message());
+  ManifestData m = BaseManifest(*cap);
+  if (steps != nullptr && !steps->empty()) m.steps = *steps;
+  m.close_ns = close_ticks != 0 ? cap->conv.ToNs(close_ticks) : MonotonicNowNs();
+  m.close_reason = cap->over_budget && reason != "shutdown" ? "budget" : reason;
+  m.events = cap->events;
+  m.dropped_buffer_full = cap->dropped_full;
+  m.dropped_budget = cap->dropped_budget;
+  m.threads = static_cast<uint32_t>(cap->threads.size());
+  m.events_bytes = cap->raw ? cap->raw->bytes_written() : 0;
+  m.complete = !cap->failed;
+  m.errors = cap->errors;
+  if (cap->lost_on_error != 0)
+    m.errors.push_back(std::to_string(cap->lost_on_error) + " events lost after the error");
+  if (base::Status s = base::WriteFileAtomic(cap->dir + "/manifest.json", ManifestJson(m)); !s.ok())
+    std::fprintf(stderr, "rlprof: warning: %s\n", s.message().c_str());
+  if (!opt_.quiet)
+    std::fprintf(stderr, "rlprof: capture %s (%s events%s)\n", cap->dir.c_str(),
+                 base::FormatCount(cap->events).c_str(),
+                 m.complete ? "" : ", INCOMPLETE");
+  std::lock_guard<std::mutex> lock(mu_);
+  captures_.push_back(cap->dir);
+  ++stats_.captures;
+}
+
+ManifestData Writer::BaseManifest(const Capture& c) const {
+  ManifestData m;
+  m.run_id = opt_.run_id;
+  m.scope = c.info.scope;
+  m.mode = c.info.mode;
+  m.stage = c.info.stage;
+  m.role = c.info.role;
+  m.steps = {c.info.first_step};
+  m.identity = opt_.identity;
+  m.clock_source = c.conv.source;
+  m.tsc_hz = c.conv.tick_hz();
+  m.monotonic_anchor_ns = c.anchor.monotonic_ns;
+  m.realtime_anchor_ns = c.anchor.realtime_ns;
+  m.open_ns = c.open_ns;
+  m.contents = opt_.contents;
+  m.complete = false;
+  m.config_json = opt_.config_json;
+  return m;
+}
+
+void Writer::WriteManifest(Capture& c) {
+  if (base::Status s = base::WriteFileAtomic(c.dir + "/manifest.json", ManifestJson(BaseManifest(c)));
+      !s.ok())
+    CaptureError(c, s.message());
+}
+
+}  // namespace rlprof::runtime

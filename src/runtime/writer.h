@@ -1,0 +1,148 @@
+// The background writer thread: drains the per-thread buffers of the open capture window,
+// converts ticks to ns, and writes each capture directory (events.rlp + manifest.json).
+// The training thread only enqueues commands; it never waits for disk or compression.
+//
+//   Writer w(options);                       // options: run dir, identity, clock, budget…
+//   w.Start();
+//   w.Open({.gen = gen, .scope = "e2e", .first_step = 2, .open_ticks = ReadTicks()});
+//   …                                        // every flush_interval_s the open capture's new
+//   w.Close({.gen = gen, .reason = "step_end", .steps = {2}});   // events reach the disk
+//   w.WaitIdle(30);  w.Stop();
+//
+// Crash safety: the capture directory and a manifest with complete: false are written when
+// the window opens, and events are flushed as complete chunks at least every flush interval
+// (or flush_bytes), so a SIGKILL leaves a readable prefix. RequestSignalFlush() (async-signal-
+// safe) makes the thread close and finalise every open capture; WaitSignalFlush() waits for it.
+//
+// Thread-safety: Open/Close/WaitIdle/Stop/Captures may be called from any thread;
+// RequestSignalFlush and WaitSignalFlush from a signal handler.
+#ifndef RLPROF_SRC_RUNTIME_WRITER_H_
+#define RLPROF_SRC_RUNTIME_WRITER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rlprof/config/plan.h"
+#include "rlprof/rlprof.hpp"
+#include "src/base/status.h"
+#include "src/runtime/clock.h"
+
+namespace rlprof::runtime {
+
+struct Chunk;
+struct ManifestData;
+
+struct WindowOpen {
+  uint32_t gen = 0;
+  std::string scope;
+  std::string mode;  // "e2e" | "discrete" | "manual"
+  std::string role, stage;
+  int64_t first_step = 0;  // the capture directory is step<first_step>/<scope>/
+  uint64_t open_ticks = 0;
+};
+
+struct WindowClose {
+  uint32_t gen = 0;
+  std::string reason;  // close_reason of the manifest
+  std::vector<int64_t> steps;
+  uint64_t close_ticks = 0;
+};
+
+struct WriterOptions {
+  std::string run_dir;  // absolute <save_path>/<run_id>
+  std::string run_id;
+  Identity identity;
+  std::vector<std::string> contents;
+  std::string config_json;
+  ClockCalibration clock;
+  double flush_interval_s = 0.1;
+  uint64_t flush_bytes = 4u << 20;
+  config::Budget budget;
+  bool quiet = false;
+  // Called from the writer thread with no writer lock held.
+  std::function<void()> on_tick;                                  // each wake-up while a capture is open
+  std::function<void(uint32_t gen)> on_budget;                    // the capture reached its budget
+  std::function<void(const std::string& message)> on_fatal;       // a capture could not be created
+};
+
+struct WriterStats {
+  uint64_t captures = 0;
+  uint64_t late_events = 0;  // published after their window was finalised (discarded)
+  uint64_t flushes = 0;
+};
+
+class Writer {
+ public:
+  explicit Writer(WriterOptions options);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  base::Status Start();
+  void Open(const WindowOpen& w);
+  void Close(const WindowClose& w);
+  // Waits until every command so far has been carried out; false on timeout.
+  bool WaitIdle(double timeout_s);
+  // Finalises every open capture (reason shutdown) and joins the thread.
+  void Stop();
+
+  void RequestSignalFlush();              // async-signal-safe
+  bool WaitSignalFlush(int timeout_ms);   // async-signal-safe
+
+  std::vector<std::string> Captures() const;
+  WriterStats stats() const;
+
+ private:
+  struct Capture;
+  struct Command {
+    enum class Type { kOpen, kClose, kStop } type;
+    WindowOpen open;
+    WindowClose close;
+  };
+
+  void Loop();
+  void Process(Command& c);
+  void OpenCapture(const WindowOpen& w);
+  void FinishCapture(uint32_t gen, const std::string& reason, const std::vector<int64_t>* steps,
+                     uint64_t close_ticks);
+  void Drain();
+  void DrainChunk(Chunk* c);
+  void WriteBatches();
+  ManifestData BaseManifest(const Capture& c) const;
+  void WriteManifest(Capture& c);
+  void CaptureError(Capture& c, const std::string& what);
+  void FlushAll(bool force);
+
+  WriterOptions opt_;
+  std::thread thread_;
+  int wake_fd_ = -1;
+  int ack_pipe_[2] = {-1, -1};
+  std::atomic<bool> signal_flush_{false};
+  std::atomic<bool> running_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  std::deque<Command> queue_;
+  uint64_t submitted_ = 0, processed_ = 0;
+  std::vector<std::string> captures_;
+  WriterStats stats_;
+
+  // Writer-thread state.
+  std::map<uint32_t, std::unique_ptr<Capture>> open_;
+  std::unordered_map<uint32_t, uint16_t> counter_tracks_;  // name id → counter track
+  uint32_t known_gen_ = 0;  // newest window whose Open was processed
+};
+
+}  // namespace rlprof::runtime
+
+#endif  // RLPROF_SRC_RUNTIME_WRITER_H_
