@@ -1,6 +1,7 @@
 #include "src/runtime/capture_controller.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace rlprof::runtime {
@@ -15,6 +16,14 @@ using config::SubStepKind;
 constexpr int64_t kUnboundedActive = int64_t{1} << 60;
 // Deeper stage nesting than this is counted, not stored (a runaway caller cannot grow memory).
 constexpr size_t kMaxStageDepth = 1024;
+
+// backstop_s in ns; <= 0 or NaN disables it, absurdly large values saturate.
+int64_t BackstopNs(double seconds) {
+  const double ns = seconds * 1e9;
+  if (!(ns > 0)) return 0;
+  if (ns >= 9.0e18) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(ns);
+}
 
 std::string JoinSteps(const std::vector<int64_t>& steps) {
   std::string s = "[";
@@ -64,7 +73,7 @@ CaptureController::CaptureController(const config::Plan& plan, const config::Pro
       mode_(proc.mode),
       steps_(plan.steps),
       continuous_(plan.continuous_steps && proc.mode == CaptureMode::kEndToEnd),
-      backstop_ns_(plan.backstop_s > 0 ? static_cast<int64_t>(plan.backstop_s * 1e9) : 0),
+      backstop_ns_(BackstopNs(plan.backstop_s)),
       stage_allow_(proc.stages) {
   if (proc.schedule.enabled()) schedule_ = proc.schedule;
   if (proc.token_start || proc.token_end) {

@@ -1,5 +1,6 @@
 // CaptureController with schedules, token windows, the time backstop and budgets, plus
 // randomized sequences that must never unbalance the open/close protocol.
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -263,6 +264,16 @@ TEST(CaptureControllerBackstopTest, ZeroBackstopDisablesIt) {
   Harness h(plan, WithSchedule(EndToEnd(), MakeSchedule(0, 0, 0, 5, 1)));
   h.StepBegin(1).TickAt(h.now() + 3'600'000'000'000);
   EXPECT_TRUE(h.ctl().window_open());
+}
+
+TEST(CaptureControllerBackstopTest, NanOrHugeBackstopNeverCloses) {
+  for (double backstop : {std::numeric_limits<double>::quiet_NaN(), 1e300, -5.0}) {
+    config::Plan plan = MakePlan(StepList({1}));
+    plan.backstop_s = backstop;
+    Harness h(plan, WithSchedule(EndToEnd(), MakeSchedule(0, 0, 0, 5, 1)));
+    h.StepBegin(1).TickAt(std::numeric_limits<int64_t>::max());
+    EXPECT_TRUE(h.ctl().window_open()) << backstop;
+  }
 }
 
 TEST(CaptureControllerBudgetTest, BudgetClosesTheCaptureAndTheRestOfTheStep) {

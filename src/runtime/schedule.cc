@@ -1,6 +1,7 @@
 #include "src/runtime/schedule.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace rlprof::runtime {
 
@@ -25,6 +26,16 @@ const char* ScheduleEffectName(ScheduleEffect e) {
   return "?";
 }
 
+namespace {
+// wait + warmup + active, saturated: absurd configs must not overflow (validation bounds them).
+int64_t CycleLength(int64_t wait, int64_t warmup, int64_t active) {
+  int64_t len = 0;
+  if (__builtin_add_overflow(wait, warmup, &len) || __builtin_add_overflow(len, active, &len))
+    return std::numeric_limits<int64_t>::max();
+  return len;
+}
+}  // namespace
+
 ScheduleAction ActionAt(const config::Schedule& s, int64_t k) {
   if (!s.enabled()) return ScheduleAction::kRecord;
   const int64_t skip_first = std::max<int64_t>(s.skip_first, 0);
@@ -34,7 +45,7 @@ ScheduleAction ActionAt(const config::Schedule& s, int64_t k) {
   k = std::max<int64_t>(k, 0);
   if (k < skip_first) return ScheduleAction::kNone;
   const int64_t kp = k - skip_first;
-  const int64_t len = wait + warmup + s.active;
+  const int64_t len = CycleLength(wait, warmup, s.active);
   // torch tests `k' / L >= repeat` in real division; for an integer repeat this is
   // floor(k' / L) >= repeat, which avoids the overflow of repeat * L.
   if (repeat > 0 && kp / len >= repeat) return ScheduleAction::kNone;
@@ -135,8 +146,8 @@ bool ScheduleTracker::recording() const { return started_ && IsRecord(action_); 
 
 bool ScheduleTracker::exhausted() const {
   if (!schedule_.enabled() || schedule_.repeat <= 0) return false;
-  const int64_t len = std::max<int64_t>(schedule_.wait, 0) +
-                      std::max<int64_t>(schedule_.warmup, 0) + schedule_.active;
+  const int64_t len = CycleLength(std::max<int64_t>(schedule_.wait, 0),
+                                  std::max<int64_t>(schedule_.warmup, 0), schedule_.active);
   const int64_t kp = k_ - std::max<int64_t>(schedule_.skip_first, 0);
   return kp >= 0 && kp / len >= schedule_.repeat;
 }

@@ -1,5 +1,6 @@
 #include "src/runtime/schedule.h"
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -88,6 +89,20 @@ TEST(ScheduleTest, ActionAtNamesActionsLikeTorch) {
   EXPECT_STREQ(ScheduleActionName(A::kWarmup), "WARMUP");
   EXPECT_STREQ(ScheduleActionName(A::kRecord), "RECORD");
   EXPECT_STREQ(ScheduleActionName(A::kRecordAndSave), "RECORD_AND_SAVE");
+}
+
+TEST(ScheduleTest, AbsurdParametersDoNotOverflow) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  // warmup + active overflows int64: the cycle length saturates at kMax.
+  const config::Schedule s = Sched(0, 0, kMax / 2 + 1, kMax / 2 + 1, 0);
+  EXPECT_EQ(ActionAt(s, 0), A::kWarmup);
+  EXPECT_EQ(ActionAt(s, kMax / 2 + 1), A::kRecord);
+  EXPECT_EQ(ActionAt(s, kMax - 1), A::kRecordAndSave);
+  EXPECT_EQ(ActionAt(Sched(kMax, 0, 0, 1, 1), kMax - 1), A::kNone);
+  const config::Schedule negative = Sched(-5, -1, -1, 2, -3);  // treated as 0 (validation rejects)
+  EXPECT_EQ(ActionAt(negative, 0), A::kRecord);
+  EXPECT_EQ(ActionAt(negative, 1), A::kRecordAndSave);
+  EXPECT_EQ(ActionAt(negative, -7), A::kRecord);
 }
 
 TEST(ScheduleTest, DisabledScheduleRecordsEveryStep) {
