@@ -198,6 +198,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
       int64_t nranks = g.all ? (opt.world_size > 0 ? opt.world_size : -1)
                              : static_cast<int64_t>(g.ranks.size());
       std::string ranks = g.all && opt.world_size <= 0 ? "all" : RankListToString(g.ranks);
+      size_t rows_before = sum.rows.size();
       for (const Window& w : windows) {
         bool continuous_run = w.steps.size() > 1;
         std::vector<std::string> row_scopes =
@@ -239,6 +240,21 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
         }
       }
       (void)first_role;
+      // nsys writes one report per capture range; verl's default repeat-shutdown count is
+      // 6 × len(steps), right only by luck. Say what the exact count is.
+      if (plan.tool == Tool::kNsys && !symbolic_all) {
+        size_t ranges = sum.rows.size() - rows_before;
+        size_t verl_default = 6 * steps.size();
+        std::string tail;
+        if (ranges != verl_default)
+          tail = " (verl's default " + std::to_string(verl_default) +
+                 (ranges < verl_default ? " never finalises the last report)"
+                                        : " drops the ranges past it)");
+        sum.notes.push_back("nsys: " + std::to_string(ranges) + " capture ranges per profiled " +
+                            wk.name + " process (ranks " + ranks +
+                            "): set worker_nsight_options.capture-range-end: repeat-shutdown:" +
+                            std::to_string(ranges) + tail);
+      }
     }
   }
   sum.total_captures = 0;
