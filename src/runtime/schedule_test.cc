@@ -25,7 +25,9 @@ config::Schedule Sched(int64_t skip_first, int64_t wait, int64_t warmup, int64_t
 }
 
 // An independent, literal transcription of torch.profiler.schedule's schedule_fn (reference
-// §6), with the repeat test done in real (floating-point) division as torch does.
+// §6; checked line by line against torch/profiler/profiler.py of pytorch/pytorch@0015978c),
+// with the repeat test done in real (floating-point) division as torch does. The transition
+// tables below are torch's `profile.action_map` from the same file.
 A TorchScheduleFn(int64_t skip_first, int64_t wait, int64_t warmup, int64_t active,
                   int64_t repeat, int64_t step) {
   if (step < skip_first) return A::kNone;
