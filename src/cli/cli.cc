@@ -31,6 +31,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   auto add = [&](Command c) { commands[c.app] = std::move(c.run); };
   add(AddVersionCommand(app));
   add(AddPlanCommand(app));
+  add(AddExportCommand(app));
 
   try {
     app.parse(argc, argv);

@@ -185,10 +185,14 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return base::NotFound(path + ": no such file or directory");
   Capture c;
-  if (fs::is_directory(path, ec)) {
-    c.dir = path;
-    c.events_path = (fs::path(path) / kEventsName).string();
-    std::string manifest_path = (fs::path(path) / kManifestName).string();
+  // An events.rlp inside a capture directory loads with its directory's manifest.
+  fs::path parent = fs::path(path).parent_path();
+  bool in_capture_dir = !fs::is_directory(path, ec) && fs::path(path).filename() == kEventsName &&
+                        fs::exists((parent.empty() ? fs::path(".") : parent) / kManifestName, ec);
+  if (fs::is_directory(path, ec) || in_capture_dir) {
+    c.dir = in_capture_dir ? (parent.empty() ? std::string(".") : parent.string()) : path;
+    c.events_path = (fs::path(c.dir) / kEventsName).string();
+    std::string manifest_path = (fs::path(c.dir) / kManifestName).string();
     bool has_events = fs::exists(c.events_path, ec);
     c.has_manifest = fs::exists(manifest_path, ec);
     if (!has_events && !c.has_manifest) {
@@ -199,10 +203,10 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
       if (text.ok()) c.manifest = ParseManifest(*text, &c.diagnostics);
       else c.diagnostics.push_back(text.status().message());
     } else {
-      c.diagnostics.push_back(path + ": manifest.json missing; identity taken from events.rlp");
+      c.diagnostics.push_back(c.dir + ": manifest.json missing; identity taken from events.rlp");
     }
     if (!has_events) {
-      c.diagnostics.push_back(path + ": events.rlp missing; the capture has no events");
+      c.diagnostics.push_back(c.dir + ": events.rlp missing; the capture has no events");
       return c;
     }
   } else {

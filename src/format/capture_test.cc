@@ -34,12 +34,26 @@ TEST(CaptureTest, LoadsADirectoryWithManifestAndSortedEvents) {
   EXPECT_EQ(c->Label(), "rank 0 [actor] node-a (pid 4100)");
 }
 
-TEST(CaptureTest, LoadsABareEventsFile) {
+TEST(CaptureTest, AnEventsFileInACaptureDirectoryUsesItsManifest) {
   std::string dir = TestDir();
-  ASSERT_TRUE(WriteSampleCaptureDir(dir, SampleCaptures()[1]).ok());
+  Capture src = SampleCaptures()[1];
+  src.manifest.run_id = "from-manifest";
+  ASSERT_TRUE(WriteSampleCaptureDir(dir, src).ok());
   auto c = LoadCapture(dir + "/events.rlp");
   ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->has_manifest);
+  EXPECT_EQ(c->dir, dir);
+  EXPECT_EQ(c->manifest.run_id, "from-manifest");
+}
+
+TEST(CaptureTest, LoadsABareEventsFile) {
+  std::string dir = TestDir();
+  ASSERT_TRUE(WriteSampleCaptureDir(dir + "/cap", SampleCaptures()[1]).ok());
+  std::filesystem::copy_file(dir + "/cap/events.rlp", dir + "/rank1.rlp");
+  auto c = LoadCapture(dir + "/rank1.rlp");
+  ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->has_manifest);
+  EXPECT_TRUE(c->diagnostics.empty());
   EXPECT_EQ(c->manifest.rank, 1);  // from the events header
   EXPECT_EQ(c->manifest.host, "node-b");
   EXPECT_EQ(c->raw.events.size(), 3u);

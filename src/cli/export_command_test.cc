@@ -1,0 +1,126 @@
+// `rlprof export`: a tiny capture written with RawWriter + a manifest, exported three ways.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/cli/cli.h"
+#include "src/format/raw.h"
+
+namespace rlprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using format::Event;
+
+int RunArgs(std::vector<std::string> args, std::string* out, std::string* err) {
+  args.insert(args.begin(), "rlprof");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream o, e;
+  int rc = RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+class ExportCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = (fs::temp_directory_path() / ("rlprof_cli_export_" + std::to_string(::getpid())) /
+             ::testing::UnitTest::GetInstance()->current_test_info()->name())
+                .string();
+    fs::remove_all(root_);
+    capture_ = root_ + "/run1/step2/e2e/rank0-h-77";
+    fs::create_directories(capture_);
+    std::ofstream(capture_ + "/manifest.json")
+        << R"({"format": "rlprof-capture", "format_version": 1, "run_id": "run1",
+               "scope": "e2e", "identity": {"rank": 0, "host": "h", "pid": 77},
+               "complete": true})";
+    auto w = format::RawWriter::Create(capture_ + "/events.rlp", {0, 77, "h"});
+    ASSERT_TRUE(w.ok());
+    std::vector<format::StringEntry> strings = {{1, "rl/step"}, {2, "actor_update"}, {3, "actor"}};
+    ASSERT_TRUE((*w)->AddStrings(strings).ok());
+    format::TrackEntry t{1, format::TrackKind::kThread, 77, 77, "main"};
+    ASSERT_TRUE((*w)->AddTracks({&t, 1}).ok());
+    Event step{1000, 9000, 1, 1, format::EventKind::kComplete, format::Category::kStep, 2, 0};
+    Event stage{2000, 5000, 2, 1, format::EventKind::kComplete, format::Category::kStage, 0, 3};
+    Event mark{3000, 0, 1, 1, format::EventKind::kInstant, format::Category::kUser, 0, 0};
+    std::vector<Event> events = {step, stage, mark};
+    ASSERT_TRUE((*w)->AddEvents(events).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  std::string root_;
+  std::string capture_;
+};
+
+TEST_F(ExportCommandTest, ExportsACaptureDirectoryInAllThreeFormats) {
+  for (std::string name : {"t.json", "t.json.gz", "t.pftrace", "t.db"}) {
+    std::string out, err, path = root_ + "/" + name;
+    ASSERT_EQ(RunArgs({"export", capture_, "-o", path}, &out, &err), kExitOk) << err;
+    EXPECT_TRUE(fs::exists(path)) << name;
+    EXPECT_NE(out.find("3 events from 1 capture"), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(path + ".tmp." + std::to_string(::getpid())));
+  }
+  std::ifstream in(root_ + "/t.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"name\":\"actor_update\""), std::string::npos);
+  EXPECT_NE(text.find("\"role\":\"actor\""), std::string::npos);
+}
+
+TEST_F(ExportCommandTest, ExplicitFormatOverridesTheExtensionAndJsonOutputReportsCounts) {
+  std::string out, err, path = root_ + "/trace.bin";
+  ASSERT_EQ(RunArgs({"export", capture_ + "/events.rlp", "--format", "pftrace", "-o", path, "--json"},
+                    &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_NE(out.find("\"format\": \"pftrace\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"events\": 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"captures\": 1"), std::string::npos) << out;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(in.get(), 0x0A);  // Trace.packet
+}
+
+TEST_F(ExportCommandTest, ABareEventsFileIsExportedWithADiagnostic) {
+  fs::copy_file(capture_ + "/events.rlp", root_ + "/alone.rlp");
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"export", root_ + "/alone.rlp", "-o", root_ + "/alone.json"}, &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_NE(out.find("3 events"), std::string::npos) << out;
+  EXPECT_EQ(out.find("diagnostic:"), std::string::npos) << out;  // a bare file is fine
+}
+
+TEST_F(ExportCommandTest, ExportsATreeOfCaptures) {
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"export", root_ + "/run1", "-o", root_ + "/all.db"}, &out, &err), kExitOk)
+      << err;
+  EXPECT_NE(out.find("from 1 capture"), std::string::npos) << out;
+}
+
+TEST_F(ExportCommandTest, MissingInputIsExitTwoWithThePath) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"export", root_ + "/nope", "-o", root_ + "/t.json"}, &out, &err),
+            kExitBadInput);
+  EXPECT_NE(err.find(root_ + "/nope"), std::string::npos) << err;
+}
+
+TEST_F(ExportCommandTest, UnwritableOutputIsExitFour) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"export", capture_, "-o", root_ + "/no/such/dir/t.json"}, &out, &err),
+            kExitOutputError);
+  EXPECT_NE(err.find("t.json"), std::string::npos) << err;
+}
+
+TEST_F(ExportCommandTest, UnknownExtensionWithoutFormatIsAUsageError) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"export", capture_, "-o", root_ + "/t.txt"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("--format"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace rlprof::cli
