@@ -4,11 +4,13 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <bitset>
 #include <memory>
 #include <unordered_map>
 
-#include "src/base/files.h"
 #include "src/format/event_schema.h"
 #include "src/format/raw.h"
 #include "src/format/raw_layout.h"
@@ -158,17 +160,17 @@ class Parser {
     size_t n = r.size() / sizeof(Event);
     if (r.size() % sizeof(Event) != 0) ++cap_->diagnostics.bad_records;
     auto& ev = cap_->events;
-    ev.reserve(ev.size() + n);
-    for (size_t i = 0; i < n; ++i) {
-      Event e;
-      std::memcpy(&e, r.data() + i * sizeof(Event), sizeof(Event));
+    size_t first = ev.size();
+    ev.resize(first + n);
+    std::memcpy(ev.data() + first, r.data(), n * sizeof(Event));
+    // Drop records of unknown kind in place (rare: damage inside a valid chunk, or a writer bug).
+    auto valid = [](const Event& e) {
       auto k = static_cast<uint8_t>(e.kind);
-      if (k == 0 || k > static_cast<uint8_t>(EventKind::kCounter)) {
-        ++cap_->diagnostics.bad_records;
-        continue;
-      }
-      ev.push_back(e);
-    }
+      return k != 0 && k <= static_cast<uint8_t>(EventKind::kCounter);
+    };
+    auto end = std::stable_partition(ev.begin() + static_cast<ptrdiff_t>(first), ev.end(), valid);
+    cap_->diagnostics.bad_records += static_cast<uint64_t>(ev.end() - end);
+    ev.erase(end, ev.end());
   }
 
   void Bad() { ++cap_->diagnostics.bad_records; }
@@ -268,7 +270,22 @@ StatusOr<RawCapture> ReadRawBytes(std::string_view b, const std::string& name) {
 }
 
 StatusOr<RawCapture> ReadRaw(const std::string& path) {
-  RLPROF_ASSIGN_OR_RETURN(std::string bytes, base::ReadFile(path));
+  // One read of the whole file (faster than stream copies for captures of hundreds of MB).
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (f == nullptr) {
+    if (errno == ENOENT) return base::NotFound(path + ": no such file");
+    return base::IoError(path + ": cannot open: " + std::strerror(errno));
+  }
+  std::string bytes;
+  char buf[1 << 16];
+  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
+    long size = std::ftell(f.get());
+    if (size > 0) bytes.reserve(static_cast<size_t>(size));
+    std::rewind(f.get());
+  }
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, n);
+  if (std::ferror(f.get())) return base::IoError(path + ": read error");
   return ReadRawBytes(bytes, path);
 }
 

@@ -302,7 +302,7 @@ base::StatusOr<ExportStats> WriteSqliteFile(std::span<const Capture> captures,
       st = base::IoError(path + ": cannot write: " +
                          (raw != nullptr ? sqlite3_errmsg(raw) : "out of memory"));
     } else {
-      st = db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;");
+      st = db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;");
       if (st.ok()) st = Exporter(&db, captures, &stats).Run();
     }
   }
