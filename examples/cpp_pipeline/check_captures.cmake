@@ -1,0 +1,41 @@
+# ctest driver of the cpp_pipeline example: runs it with a save path under the build tree and
+# checks that exactly the selected steps (2 and 4) were captured, with complete manifests.
+#   cmake -DEXE=… -DCONFIG=… -DOUT=… -P check_captures.cmake
+file(REMOVE_RECURSE "${OUT}")
+execute_process(
+  COMMAND "${EXE}" --config "${CONFIG}" --override "rlprof.save_path=${OUT}" --run-id ctest
+          --steps 5 --workers 3 --size 64
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cpp_pipeline failed (${rc}):\n${out}\n${err}")
+endif()
+file(GLOB_RECURSE manifests "${OUT}/ctest/*/manifest.json")
+list(LENGTH manifests n)
+if(NOT n EQUAL 2)
+  message(FATAL_ERROR "expected 2 captures, found ${n}: ${manifests}\n${err}")
+endif()
+foreach(step 2 4)
+  file(GLOB m "${OUT}/ctest/step${step}/e2e/rank0-*/manifest.json")
+  if(NOT m)
+    message(FATAL_ERROR "no capture for step ${step}: ${manifests}")
+  endif()
+  file(READ "${m}" json)
+  string(JSON complete GET "${json}" complete)
+  string(JSON events GET "${json}" counts events)
+  string(JSON threads GET "${json}" counts threads)
+  string(JSON reason GET "${json}" window close_reason)
+  if(NOT complete OR events LESS 50 OR threads LESS 3 OR NOT reason STREQUAL "step_end")
+    message(FATAL_ERROR "bad manifest for step ${step}: complete=${complete} events=${events} "
+                        "threads=${threads} reason=${reason}")
+  endif()
+  get_filename_component(dir "${m}" DIRECTORY)
+  if(NOT EXISTS "${dir}/events.rlp")
+    message(FATAL_ERROR "missing ${dir}/events.rlp")
+  endif()
+endforeach()
+foreach(step 1 3 5)
+  if(EXISTS "${OUT}/ctest/step${step}")
+    message(FATAL_ERROR "step ${step} was captured but is not selected")
+  endif()
+endforeach()
+message(STATUS "cpp_pipeline: 2 captures as configured\n${err}")
