@@ -173,5 +173,39 @@ TEST(CrashTest, DiskErrorMidCaptureMarksTheCaptureIncomplete) {
   ASSERT_TRUE(cap.ok());  // what did reach the disk is readable
 }
 
+TEST(CrashTest, ForkedChildOfARecordingProcessRecordsNothingAndExitsCleanly) {
+  const std::string save = FreshDir("fork");
+  auto s = SessionImpl::Create(MakePlan(save, {1, 2}), ChildOptions(false), NoEnv);
+  s->BeginStep(1);
+  Mark("parent before fork");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Like a DataLoader worker: markers and session calls are harmless no-ops.
+    const bool recording = Recording();
+    Mark("child");
+    { RLPROF_RANGE("child range"); }
+    s->EndStep();
+    s->BeginStep(2);
+    s->EndStep();
+    s.reset();  // no join of the parent's writer thread, no deadlock
+    _exit(recording ? 3 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  Mark("parent after fork");
+  s->EndStep();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  std::vector<std::string> names;
+  for (const auto& e : cap->events) names.push_back(cap->str(e.name));
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"parent after fork", "parent before fork", "step 1"}));
+}
+
 }  // namespace
 }  // namespace rlprof::runtime

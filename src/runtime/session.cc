@@ -43,6 +43,7 @@ std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
                                                  const SessionOptions& options,
                                                  const EnvLookup& env) {
   std::unique_ptr<SessionImpl> s(new SessionImpl);
+  s->creator_pid_ = getpid();
   s->plan_ = plan;
   s->id_ = ResolveIdentity(options, env);
   for (const std::string& w : s->id_.warnings) Warn(w);
@@ -99,7 +100,17 @@ std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
   return s;
 }
 
-SessionImpl::~SessionImpl() { Shutdown(); }
+SessionImpl::~SessionImpl() {
+  if (forked()) {
+    // The writer thread and the Recorder's state belong to the parent: leave them alone.
+    (void)writer_.release();
+    (void)ctl_.release();
+    return;
+  }
+  Shutdown();
+}
+
+bool SessionImpl::forked() const { return getpid() != creator_pid_; }
 
 void SessionImpl::Disable(const std::string& why) {
   disabled_.store(true);
@@ -161,6 +172,7 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
 }
 
 void SessionImpl::BeginStep(int64_t step) {
+  if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   if (step_) {  // a step without EndStep: the controller ends it too
@@ -180,6 +192,7 @@ void SessionImpl::BeginStep(int64_t step) {
 }
 
 void SessionImpl::EndStep() {
+  if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   if (step_) {
@@ -192,6 +205,7 @@ void SessionImpl::EndStep() {
 
 void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
                              std::optional<config::SubStepKind> counts) {
+  if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   Apply(ctl_->OnStageBegin(role, stage, MonotonicNowNs(), counts));
@@ -205,6 +219,7 @@ void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
 }
 
 void SessionImpl::EndStage() {
+  if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || stages_.empty()) return;
   const Span sp = stages_.back();
@@ -215,6 +230,7 @@ void SessionImpl::EndStage() {
 }
 
 void SessionImpl::SubStep(config::SubStepKind kind) {
+  if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   const int64_t index = substeps_[kind]++;
@@ -228,6 +244,7 @@ void SessionImpl::SubStep(config::SubStepKind kind) {
 }
 
 bool SessionImpl::StartCapture(const std::string& scope) {
+  if (forked()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || !enabled() || manual_gen_ != 0 || ctl_gen_ != 0) return false;
   const uint64_t t = internal::ReadTicks();
@@ -253,11 +270,14 @@ void SessionImpl::CloseManualLocked(const char* reason) {
 }
 
 void SessionImpl::StopCapture() {
+  if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   CloseManualLocked("shutdown");
 }
 
-bool SessionImpl::Flush(double timeout_s) { return writer_ ? writer_->WaitIdle(timeout_s) : true; }
+bool SessionImpl::Flush(double timeout_s) {
+  return writer_ && !forked() ? writer_->WaitIdle(timeout_s) : true;
+}
 
 std::vector<std::string> SessionImpl::Captures() const {
   return writer_ ? writer_->Captures() : std::vector<std::string>{};
@@ -288,13 +308,14 @@ void SessionImpl::OnFatal(const std::string& message) {
 }
 
 void SessionImpl::FlushFromSignal(int timeout_ms) {
-  if (writer_ == nullptr) return;
+  if (writer_ == nullptr || forked()) return;
   internal::g_hot.gen.store(0, std::memory_order_relaxed);
   writer_->RequestSignalFlush();
   writer_->WaitSignalFlush(timeout_ms);
 }
 
 void SessionImpl::Shutdown() {
+  if (forked()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;

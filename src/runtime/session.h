@@ -73,7 +73,12 @@ class SessionImpl {
   void RecordBoundary(uint32_t gen, format::Category cat, format::EventKind kind, uint32_t name,
                       uint64_t t0, uint64_t t1, uint32_t arg0, uint32_t arg1);
 
+  // True in a child forked from the creating process (e.g. a DataLoader worker): it has no
+  // writer thread and must not touch locks another thread may have held at the fork.
+  bool forked() const;
+
   mutable std::mutex mu_;
+  int64_t creator_pid_ = 0;
   config::Plan plan_;
   config::ProcessPlan proc_;
   Identity id_;

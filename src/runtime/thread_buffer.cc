@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <new>
 
 namespace rlprof::internal {
@@ -102,6 +103,12 @@ Recorder& Recorder::Get() {
 }
 
 uint64_t Recorder::BeginSession(const RecorderConfig& config) {
+  // A forked child (DataLoader workers…) inherits the open-window flag but not the writer
+  // thread: its markers must stay off.
+  static std::once_flag atfork;
+  std::call_once(atfork, [] {
+    pthread_atfork(nullptr, nullptr, [] { internal::g_hot.gen.store(0, std::memory_order_relaxed); });
+  });
   interner_.Reset();
   uint64_t id;
   {
