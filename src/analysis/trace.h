@@ -1,0 +1,141 @@
+// The analysis trace model: one rank's trace, columnar, int64 nanoseconds, interned strings.
+// Every reader (rlprof captures, Kineto / torch.profiler JSON, legacy torch JSON, Ascend
+// trace_view.json) produces a Trace; every analysis (classification, windows, the atomic
+// partition, views, operator statistics, compare, cluster) consumes Traces.
+//
+//   Trace t;
+//   uint32_t th = t.AddTrack({TrackType::kThread, /*pid=*/1, /*tid=*/7, -1, -1, "main", "rank0"});
+//   t.AddSlice(/*ts=*/1000, /*dur=*/500, t.Intern("aten::mm"), t.Intern("cpu_op"), th);
+//   t.Finalize();   // sorts slices by (track, ts, -dur) and fills `parent`
+//
+// Thread-safety: a Trace is built by one thread, then read-only (share freely).
+#ifndef RLPROF_SRC_ANALYSIS_TRACE_H_
+#define RLPROF_SRC_ANALYSIS_TRACE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace rlprof::analysis {
+
+enum class TrackType : uint8_t {
+  kThread = 0,        // host thread (pid, tid)
+  kDeviceStream = 1,  // GPU / NPU stream (device, stream)
+  kCounter = 2,       // counter series
+  kAsync = 3,         // async ranges not bound to one thread
+};
+
+struct Track {
+  TrackType type = TrackType::kThread;
+  int64_t pid = 0;
+  int64_t tid = 0;
+  int32_t device = -1;
+  int64_t stream = -1;
+  std::string name;          // thread / stream name
+  std::string process_name;  // process label
+};
+
+// What a slice is, as far as the reader can tell (the classifier refines it).
+enum class SliceKind : uint8_t {
+  kRange = 0,    // a complete range (dur ≥ 0)
+  kInstant = 1,  // a mark (dur = 0)
+};
+
+// Named counts of everything a reader or analysis had to skip, repair or guess. Shown in
+// every output; never silently dropped.
+struct Diagnostics {
+  std::map<std::string, uint64_t> counts;
+  void Add(const std::string& name, uint64_t n = 1) { counts[name] += n; }
+  uint64_t Get(const std::string& name) const {
+    auto it = counts.find(name);
+    return it == counts.end() ? 0 : it->second;
+  }
+  void Merge(const Diagnostics& o) {
+    for (const auto& [k, v] : o.counts) counts[k] += v;
+  }
+};
+
+class StringTable {
+ public:
+  StringTable() { Intern(""); }
+  uint32_t Intern(std::string_view s);
+  const std::string& Get(uint32_t id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
+// A step or stage marker found in the trace (before windows are computed).
+struct Marker {
+  int64_t step = 0;       // RL step (or ProfilerStep#k), 0 if unknown
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t track = 0;
+  std::string role;       // stage markers: role, if known
+  std::string name;       // stage name, or "ProfilerStep#k" / "step"
+};
+
+struct CounterSample {
+  uint32_t track = 0;
+  int64_t ts_ns = 0;
+  double value = 0;
+};
+
+struct Trace {
+  // Identity.
+  std::string source;  // file or capture directory
+  std::string format;  // "rlprof" | "kineto" | "torch-legacy" | "ascend"
+  int64_t rank = -1;
+  int64_t world_size = -1;
+  std::string host;
+  int64_t pid = -1;
+
+  StringTable strings;
+  std::vector<Track> tracks;
+
+  // Slices, one row per event (columns of equal length).
+  std::vector<int64_t> ts;            // ns
+  std::vector<int64_t> dur;           // ns (0 for instants)
+  std::vector<uint32_t> name;         // string id
+  std::vector<uint32_t> category;     // string id of the category as written ("" if none)
+  std::vector<uint32_t> track;        // index into tracks
+  std::vector<SliceKind> kind;
+  std::vector<int64_t> correlation;   // launch ↔ kernel correlation id, -1 if none
+  std::vector<uint32_t> shapes;       // string id of input shapes ("" if none)
+  std::vector<int64_t> bytes;         // bytes moved (collectives, copies), -1 if unknown
+  std::vector<uint32_t> group;        // string id of the process group ("" if none)
+  std::vector<int32_t> parent;        // enclosing slice on the same track, -1 (Finalize)
+
+  std::vector<Marker> steps;          // step markers
+  std::vector<Marker> stages;         // stage markers (RL stages)
+  std::vector<CounterSample> counters;
+
+  Diagnostics diagnostics;
+
+  uint32_t Intern(std::string_view s) { return strings.Intern(s); }
+  const std::string& str(uint32_t id) const { return strings.Get(id); }
+  uint32_t AddTrack(Track t);
+  // Finds or adds the track with this (type, pid, tid) / (type, device, stream).
+  uint32_t ThreadTrack(int64_t pid, int64_t tid);
+  uint32_t StreamTrack(int32_t device, int64_t stream);
+  // Appends a slice; returns its row.
+  size_t AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t category_id,
+                  uint32_t track_id, SliceKind k = SliceKind::kRange);
+  size_t size() const { return ts.size(); }
+  // Sorts slices by (track, ts, -dur), fills `parent` by nesting per track, sorts markers.
+  // Counts overlapping-but-not-nested slices on one track as "improper_nesting".
+  void Finalize();
+
+ private:
+  std::map<std::tuple<int, int64_t, int64_t>, uint32_t> track_index_;
+};
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_TRACE_H_
