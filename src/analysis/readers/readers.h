@@ -1,0 +1,46 @@
+// Readers: turn trace files into the analysis Trace model (src/analysis/trace.h).
+//
+// Formats, detected from the content (gzip is transparent):
+//   - rlprof captures: a capture directory (manifest.json + events.rlp) or a bare events.rlp;
+//   - Kineto / torch.profiler Chrome trace JSON (an object with "traceEvents");
+//   - legacy torch JSON written without Kineto (a top-level array, pid "CPU functions");
+//   - Ascend trace_view.json (a top-level array with string timestamps).
+//
+//   RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, FindTraceInputs({"runs/"}));
+//   for (const auto& in : inputs) {
+//     RLPROF_ASSIGN_OR_RETURN(Trace t, ReadTrace(in));
+//     … t.diagnostics lists everything that was skipped or repaired …
+//   }
+//
+// Reading is lenient: truncated files, bad values and unknown phases become named counts in
+// Trace::diagnostics. Only an unreadable file, or one holding no recognisable trace, is an
+// error Status. The returned Trace is finalized (Trace::Finalize has run).
+//
+// Thread-safety: the functions are reentrant; read different files on different threads freely.
+#ifndef RLPROF_SRC_ANALYSIS_READERS_READERS_H_
+#define RLPROF_SRC_ANALYSIS_READERS_READERS_H_
+
+#include <string>
+#include <vector>
+
+#include "src/analysis/trace.h"
+#include "src/base/status.h"
+
+namespace rlprof::analysis {
+
+struct ReadOptions {
+  bool keep_instants = true;  // false: instant events (ph i/I, kInstant) are not added as slices
+};
+
+// Auto-detects the format (rlprof capture dir / events.rlp, Kineto JSON object, legacy torch
+// JSON array, Ascend trace_view.json), .gz transparent.
+base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts = {});
+
+// Expands directories: every capture dir (has manifest.json) and every *.json / *.json.gz /
+// *.pt.trace.json(.gz) trace file below; sorted. Plain files are passed through; a path that
+// does not exist is NotFound.
+base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::string>& paths);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_READERS_READERS_H_
