@@ -302,3 +302,43 @@ TEST(RawFormatTest, UnwritablePathIsAnIoError) {
 
 }  // namespace
 }  // namespace rlprof::format
+
+namespace rlprof::format {
+namespace {
+
+// Deterministic random damage (bytes overwritten, inserted, removed; lengths forged): the
+// reader must never crash, and must never return more events than were written.
+TEST(RawFormatTest, RandomDamageNeverCrashesTheReader) {
+  std::vector<Event> events;
+  std::string bytes = WriteSmallMultiChunkFile(&events);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    std::string bad = bytes;
+    int edits = 1 + static_cast<int>(next() % 4);
+    for (int k = 0; k < edits && !bad.empty(); ++k) {
+      size_t pos = next() % bad.size();
+      switch (next() % 4) {
+        case 0: bad[pos] = static_cast<char>(next()); break;
+        case 1: bad.insert(pos, 1, static_cast<char>(next())); break;
+        case 2: bad.erase(pos, 1 + next() % 16); break;
+        default: {  // forge a 32-bit field (a length, an id) with a large value
+          uint32_t v = static_cast<uint32_t>(next());
+          if (pos + 4 <= bad.size()) std::memcpy(bad.data() + pos, &v, 4);
+        }
+      }
+    }
+    auto cap = ReadRawBytes(bad, "fuzz");
+    if (cap.ok()) {
+      EXPECT_LE(cap->events.size(), events.size()) << round;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rlprof::format
