@@ -59,6 +59,7 @@ size_t Trace::AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t
   shapes.push_back(0);
   bytes.push_back(-1);
   group.push_back(0);
+  collective.push_back(0);
   parent.push_back(-1);
   return ts.size() - 1;
 }
@@ -92,6 +93,7 @@ void Trace::Finalize() {
   Permute(shapes, order);
   Permute(bytes, order);
   Permute(group, order);
+  Permute(collective, order);
   parent.assign(n, -1);
   // Nesting per track with a stack of open slices.
   std::vector<int32_t> stack;

@@ -95,6 +95,10 @@ struct Trace {
   int64_t world_size = -1;
   std::string host;
   int64_t pid = -1;
+  // Capture bounds (ns) when the source records them (rlprof manifest window); -1 unknown.
+  // Steps whose window reaches outside them are flagged partial.
+  int64_t capture_start_ns = -1;
+  int64_t capture_end_ns = -1;
 
   StringTable strings;
   std::vector<Track> tracks;
@@ -110,6 +114,7 @@ struct Trace {
   std::vector<uint32_t> shapes;       // string id of input shapes ("" if none)
   std::vector<int64_t> bytes;         // bytes moved (collectives, copies), -1 if unknown
   std::vector<uint32_t> group;        // string id of the process group ("" if none)
+  std::vector<uint32_t> collective;   // string id of the collective name arg ("recv", "" if none)
   std::vector<int32_t> parent;        // enclosing slice on the same track, -1 (Finalize)
 
   std::vector<Marker> steps;          // step markers
