@@ -35,6 +35,10 @@ std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan&
   return j.dump();
 }
 
+// 128 MiB per chunk: a larger buffer.events_per_thread is clamped (a pool holds one chunk per
+// recording thread plus spares).
+constexpr uint64_t kMaxRecordsPerChunk = uint64_t{1} << 22;
+
 void Warn(const std::string& msg) { std::fprintf(stderr, "rlprof: warning: %s\n", msg.c_str()); }
 
 }  // namespace
@@ -71,7 +75,7 @@ std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
 
   RecorderConfig rc;
   rc.capacity = static_cast<uint32_t>(
-      std::clamp<uint64_t>(plan.buffer_events_per_thread, 1, uint64_t{1} << 26));
+      std::clamp<uint64_t>(plan.buffer_events_per_thread, 1, kMaxRecordsPerChunk));
   rc.policy = plan.buffer_policy;
   rec.BeginSession(rc);
   s->recorder_session_ = true;

@@ -251,6 +251,85 @@ TEST(SessionTest, EventBudgetClosesTheWindowEarly) {
   EXPECT_EQ(m["window"]["close_reason"], "budget");
 }
 
+TEST(SessionTest, ByteBudgetClosesTheWindowEarly) {
+  const std::string save = FreshDir("budget-bytes");
+  config::Plan plan = MakePlan(save, {1});
+  plan.budget.max_bytes = 16 << 10;
+  auto s = SessionImpl::Create(plan, Quiet(), NoEnv);
+  s->BeginStep(1);
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 200000 && Recording(); ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift: incompressible counter values
+    Counter("noise", static_cast<double>(x));
+    if ((i & 1023) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  s->EndStep();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["window"]["close_reason"], "budget");
+  EXPECT_LT(m["counts"]["events"].get<uint64_t>(), 200000u);
+  EXPECT_GE(m["files"][0]["bytes"].get<uint64_t>(), 16u << 10);
+}
+
+TEST(SessionTest, ScheduledStageWindowWritesOnePartPerActiveCycle) {
+  const std::string save = FreshDir("parts");
+  config::Plan plan = MakePlan(save, {1}, config::CaptureMode::kDiscrete);
+  plan.roles[0].stages = {"actor_update"};
+  plan.roles[0].schedule = {.wait = 1, .active = 2, .repeat = 2, .unit = config::SubStepKind::kMiniBatch};
+  auto s = SessionImpl::Create(plan, Quiet("p"), NoEnv);
+  s->BeginStep(1);
+  s->BeginStage("actor", "actor_update", config::SubStepKind::kMiniBatch);
+  for (int mb = 0; mb < 8; ++mb) {
+    Mark(InternName("mb " + std::to_string(mb)));
+    s->SubStep(config::SubStepKind::kMiniBatch);
+  }
+  s->EndStage();
+  s->EndStep();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 2u);
+  const std::vector<std::vector<std::string>> want = {{"mb 1", "mb 2"}, {"mb 4", "mb 5"}};
+  for (int part = 0; part < 2; ++part) {
+    EXPECT_NE(caps[part].find("/p/step1/actor_update.part" + std::to_string(part + 1) + "/"),
+              std::string::npos)
+        << caps[part];
+    nlohmann::json m = ReadManifest(caps[part]);
+    EXPECT_EQ(m["window"]["close_reason"], "schedule");
+    auto cap = format::ReadRaw(caps[part] + "/events.rlp");
+    ASSERT_TRUE(cap.ok());
+    std::vector<std::string> marks;
+    for (const auto& e : cap->events)
+      if (e.kind == format::EventKind::kInstant && e.category == format::Category::kUser)
+        marks.push_back(cap->str(e.name));
+    std::sort(marks.begin(), marks.end());
+    EXPECT_EQ(marks, want[part]);
+  }
+}
+
+TEST(SessionTest, BackstopClosesAScheduledWindowThatStopsAdvancing) {
+  const std::string save = FreshDir("backstop");
+  config::Plan plan = MakePlan(save, {1}, config::CaptureMode::kDiscrete);
+  plan.backstop_s = 0.05;
+  plan.flush_interval_s = 0.01;
+  plan.roles[0].schedule = {.active = 100, .repeat = 1, .unit = config::SubStepKind::kDecode};
+  auto s = SessionImpl::Create(plan, Quiet("b"), NoEnv);
+  s->BeginStep(1);
+  s->BeginStage("rollout", "rollout_generate", config::SubStepKind::kDecode);
+  EXPECT_TRUE(Recording());
+  Mark("decoding");
+  // An idle rank: no more sub-steps. The writer's ticks reach the backstop.
+  for (int i = 0; i < 500 && Recording(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_FALSE(Recording());
+  s->EndStage();
+  s->EndStep();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_EQ(ReadManifest(caps[0])["window"]["close_reason"], "backstop");
+}
+
 TEST(SessionTest, ManySessionsAndThreadsRecordWhileWindowsOpenAndClose) {
   const std::string save = FreshDir("concurrency");
   config::Plan plan = MakePlan(save, {});

@@ -42,7 +42,7 @@ struct Writer::Capture {
   bool over_budget = false;
   bool budget_reported = false;
   bool failed = false;
-  uint64_t close_ticks = 0;  // set when closing: later records are late
+  int64_t max_end_ns = INT64_MIN;  // latest event end written
   std::vector<std::string> errors;
 };
 
@@ -253,12 +253,7 @@ void Writer::DrainChunk(Chunk* c) {
   }
   const Record* recs = c->records();
   const uint64_t max_events = opt_.budget.max_events;
-  uint64_t late = 0;
   for (uint32_t i = c->consumed; i < n; ++i) {
-    if (cap->close_ticks != 0 && static_cast<uint64_t>(recs[i].ts_ns) > cap->close_ticks) {
-      ++late;  // began after the window closed (its producer saw the flag just before)
-      continue;
-    }
     if (cap->over_budget ||
         (max_events != 0 && cap->events + cap->batch.size() >= max_events)) {
       if (!cap->over_budget) {
@@ -280,13 +275,10 @@ void Writer::DrainChunk(Chunk* c) {
       }
       e.track = ct->second;
     }
+    cap->max_end_ns = std::max(cap->max_end_ns, e.end_ns());
     cap->batch.push_back(e);
   }
   c->consumed = n;
-  if (late != 0) {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.late_events += late;
-  }
 }
 
 void Writer::Drain() {
@@ -349,10 +341,19 @@ void Writer::WriteBatches() {
       cap.unflushed += cap.batch.size();
     }
     cap.batch.clear();
-    if (opt_.budget.max_bytes != 0 && cap.raw->bytes_written() >= opt_.budget.max_bytes &&
-        !cap.over_budget) {
-      cap.over_budget = true;
-      rec.CloseWindow(gen);
+    const uint64_t max_bytes = opt_.budget.max_bytes;
+    if (max_bytes != 0 && !cap.over_budget && !cap.failed) {
+      // The file grows by compressed chunks; once the records could reach the budget even
+      // uncompressed, flush so that bytes_written() is exact before deciding.
+      if (cap.raw->bytes_written() + cap.unflushed * sizeof(format::Event) >= max_bytes) {
+        if (base::Status fs = cap.raw->Flush(); !fs.ok()) CaptureError(cap, fs.message());
+        cap.unflushed = 0;
+        cap.last_flush_ns = MonotonicNowNs();
+      }
+      if (cap.raw->bytes_written() >= max_bytes) {
+        cap.over_budget = true;
+        rec.CloseWindow(gen);
+      }
     }
   }
 }
@@ -376,7 +377,6 @@ void Writer::FlushAll(bool force) {
 void Writer::FinishCapture(uint32_t gen, const std::string& reason,
                            const std::vector<int64_t>* steps, uint64_t close_ticks) {
   Recorder::Get().CloseWindow(gen);
-  if (auto c = open_.find(gen); c != open_.end() && close_ticks != 0) c->second->close_ticks = close_ticks;
   Drain();
   auto it = open_.find(gen);
   if (it == open_.end()) return;
@@ -387,6 +387,9 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   ManifestData m = BaseManifest(*cap);
   if (steps != nullptr && !steps->empty()) m.steps = *steps;
   m.close_ns = close_ticks != 0 ? cap->conv.ToNs(close_ticks) : MonotonicNowNs();
+  // A producer that saw the window open just before it closed may stamp its event a few ns
+  // after the close reading: the window covers every event it holds.
+  m.close_ns = std::max(m.close_ns, cap->max_end_ns);
   m.close_reason = cap->over_budget && reason != "shutdown" ? "budget" : reason;
   m.events = cap->events;
   m.dropped_buffer_full = cap->dropped_full;
