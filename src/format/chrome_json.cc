@@ -165,6 +165,8 @@ class Writer {
     offset_ = layout_.captures[ci].offset_ns;
     std::unordered_map<uint16_t, std::vector<int64_t>> open;  // per track: ends of open slices
     std::unordered_map<int64_t, uint32_t> async_names;        // range id → begin's name
+    LaunchFlows flows(c);
+    std::unordered_map<uint32_t, uint8_t> flow_done;  // correlation → ends written (bits)
     for (const Event& e : c.raw.events) {
       const TrackLayout& t = layout_.Track(ci, e.track);
       switch (e.kind) {
@@ -237,8 +239,31 @@ class Writer {
       Args(c, e);
       Close();
       ++stats_->events;
+      if (FlowEnd end = flows.Role(e); end != FlowEnd::kNone) {
+        uint8_t bit = end == FlowEnd::kSource ? 1 : 2;
+        if (!(flow_done[e.arg0] & bit)) {
+          flow_done[e.arg0] |= bit;
+          Flow(ci, e, t, end == FlowEnd::kSource);
+        }
+      }
     }
     stats_->unmatched_async += async_names.size();
+  }
+
+  // Kineto-style `ac2g` flow event bound to the slice just written (trace-formats.md §1.5).
+  void Flow(size_t ci, const Event& e, const TrackLayout& t, bool source) {
+    Open(source ? 's' : 'f');
+    Key("id");
+    AppendUint(&buf_, (uint64_t{ci} << 32) | e.arg0);
+    Key("pid");
+    AppendInt(&buf_, layout_.processes[t.process].pid);
+    Key("tid");
+    AppendInt(&buf_, t.tid);
+    Key("ts");
+    AppendMicros(&buf_, e.ts_ns + offset_ - layout_.base_ns);
+    buf_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\"";
+    if (!source) buf_ += ",\"bp\":\"e\"";
+    Close();
   }
 
   void OtherData() {

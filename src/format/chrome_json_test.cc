@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "src/base/files.h"
@@ -97,12 +98,20 @@ TEST(ChromeJsonTest, MapsEveryEventKindOfTheSample) {
     if (e["ph"] == "C") {
       EXPECT_EQ(e["name"], "gpu_mem_allocated");
     }
+    if (e["ph"] == "f") {
+      EXPECT_EQ(e["bp"], "e");
+      EXPECT_EQ(e["id"], 52);
+      EXPECT_EQ(e["tid"], 7);  // on the kernel's stream, at the kernel's start
+      EXPECT_EQ(Ns(e["ts"]), 41'000);
+    }
     if (e["ph"] == "e") {
       EXPECT_EQ(e["name"], "weight_sync");  // named after its begin
       EXPECT_EQ(e["id"], "0x4d");
     }
   }
   EXPECT_EQ(phases["X"], 12);
+  EXPECT_EQ(phases["s"], 1);  // cudaLaunchKernel → sm90_gemm_kernel (correlation 52)
+  EXPECT_EQ(phases["f"], 1);
   EXPECT_EQ(phases["i"], 1);
   EXPECT_EQ(phases["C"], 2);
   EXPECT_EQ(phases["b"], 1);
@@ -174,8 +183,20 @@ TEST(ChromeJsonGoldenTest, SampleCapturesMatchTheGoldenFile) {
   }
   auto expected = base::ReadFile(golden);
   ASSERT_TRUE(expected.ok()) << golden << " missing: run with RLPROF_UPDATE_GOLDEN=1";
-  EXPECT_EQ(sink.data, *expected) << "export differs from " << golden
-                                  << "; if intended, regenerate with RLPROF_UPDATE_GOLDEN=1";
+  if (sink.data == *expected) return;
+  // Show the first differing line rather than two whole files.
+  std::istringstream got(sink.data), want(*expected);
+  std::string g, w;
+  int line = 0;
+  while (true) {
+    ++line;
+    bool more_g = static_cast<bool>(std::getline(got, g));
+    bool more_w = static_cast<bool>(std::getline(want, w));
+    if (g != w || more_g != more_w) break;
+  }
+  ADD_FAILURE() << "export differs from " << golden << " at line " << line << "\n  got:      "
+                << g << "\n  expected: " << w
+                << "\nIf the change is intended, regenerate with RLPROF_UPDATE_GOLDEN=1.";
 }
 
 }  // namespace

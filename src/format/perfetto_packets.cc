@@ -18,7 +18,7 @@ constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdP
 // TrackEvent
 constexpr uint32_t kTeCategoryIids = 3, kTeDebugAnnotations = 4, kTeType = 9, kTeNameIid = 10,
                    kTeTrackUuid = 11, kTeName = 23, kTeCounterValue = 30,
-                   kTeDoubleCounterValue = 44;
+                   kTeDoubleCounterValue = 44, kTeFlowIds = 47, kTeTerminatingFlowIds = 48;
 // InternedData
 constexpr uint32_t kIdCategories = 1, kIdNames = 2, kIdArgNames = 3;
 // DebugAnnotation
@@ -135,6 +135,7 @@ void PerfettoPacketWriter::Event(const TrackEventPacket& e) {
     else w_.Varint(kDaUint, a.uint_value);
     w_.EndNested(da);
   }
+  if (e.flow_id != 0) w_.Fixed64(e.flow_terminating ? kTeTerminatingFlowIds : kTeFlowIds, e.flow_id);
   if (e.type == TrackEventType::kCounter) {
     if (e.counter_is_double) w_.Double(kTeDoubleCounterValue, e.counter_double);
     else w_.Int(kTeCounterValue, e.counter_int);

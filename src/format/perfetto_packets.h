@@ -47,6 +47,8 @@ struct TrackEventPacket {
   uint64_t name_iid = 0;
   uint64_t category_iid = 0;   // 0: none
   std::span<const DebugArg> args;
+  uint64_t flow_id = 0;          // 0: none; flow_ids (source) or terminating_flow_ids (sink)
+  bool flow_terminating = false;
   bool counter_is_double = false;
   int64_t counter_int = 0;
   double counter_double = 0;

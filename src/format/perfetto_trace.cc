@@ -171,6 +171,8 @@ class Writer {
     std::vector<uint8_t> interned(c.raw.strings.size() + 1, 0);
     std::string names_storage;
     auto lanes = AsyncLanes(c);
+    LaunchFlows flows(c);
+    std::unordered_map<uint32_t, uint8_t> flow_done;  // correlation → ends written (bits)
     std::unordered_map<uint16_t, std::vector<int64_t>> open;  // per track: open slice ends
     std::vector<std::string> arg_text(2);
     uint64_t order = 0;
@@ -228,6 +230,14 @@ class Writer {
           p.track_uuid = ThreadUuid(t);
           use_name(name);
           p.args = {dargs, nargs};
+          if (FlowEnd fe = flows.Role(ev); fe != FlowEnd::kNone) {
+            uint8_t bit = fe == FlowEnd::kSource ? 1 : 2;
+            if (!(flow_done[ev.arg0] & bit)) {
+              flow_done[ev.arg0] |= bit;
+              p.flow_id = Uuid(4, static_cast<int64_t>(ci), ev.arg0);
+              p.flow_terminating = fe == FlowEnd::kSink;
+            }
+          }
           ends_.push({end + cl.offset_ns, order++, p.track_uuid});
           break;
         }

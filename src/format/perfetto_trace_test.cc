@@ -95,6 +95,7 @@ struct TEvent {
   std::string name;
   std::string category;
   std::map<std::string, std::string> args;
+  uint64_t flow = 0, terminating_flow = 0;
   std::optional<int64_t> counter_int;
   std::optional<double> counter_double;
 };
@@ -185,6 +186,8 @@ Model DecodeTrace(std::string_view bytes) {
         if (auto* s = Get(da, 6)) e.args[key] = std::string(s->bytes);
         if (auto* u = Get(da, 3)) e.args[key] = std::to_string(u->v);
       }
+      if (auto* f = Get(te, 47)) e.flow = f->v;
+      if (auto* f = Get(te, 48)) e.terminating_flow = f->v;
       if (auto* f = Get(te, 30)) e.counter_int = static_cast<int64_t>(f->v);
       if (auto* f = Get(te, 44)) {
         double d;
@@ -336,6 +339,17 @@ TEST(PerfettoTraceTest, SampleDecodesToTheSameSlicesCountersAndAsyncRanges) {
   }
   EXPECT_TRUE(saw_clipped);
   EXPECT_TRUE(saw_async);
+  // The launch (cudaLaunchKernel, correlation 52) and its kernel share one flow id.
+  uint64_t source = 0, target = 0;
+  for (const auto& e : m.events) {
+    if (e.name == "cudaLaunchKernel") source = e.flow;
+    if (e.name == "sm90_gemm_kernel" && e.seq == 1) target = e.terminating_flow;
+    if (e.name == "sm90_gemm_kernel" && e.seq == 2) {
+      EXPECT_EQ(e.terminating_flow, 0u);  // rank 1 has no launch for its kernel
+    }
+  }
+  EXPECT_NE(source, 0u);
+  EXPECT_EQ(source, target);
 }
 
 TEST(PerfettoTraceTest, HostileNamesRoundTripAsValidUtf8) {

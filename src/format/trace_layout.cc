@@ -123,4 +123,23 @@ TraceLayout BuildTraceLayout(std::span<const Capture> captures) {
   return out;
 }
 
+LaunchFlows::LaunchFlows(const Capture& c) {
+  std::unordered_map<uint32_t, uint8_t> seen;  // bit 1: runtime, bit 2: kernel
+  for (const Event& e : c.raw.events) {
+    if (e.kind != EventKind::kComplete || e.arg0 == 0) continue;
+    if (e.category == Category::kRuntime) seen[e.arg0] |= 1;
+    if (e.category == Category::kKernel) seen[e.arg0] |= 2;
+  }
+  for (auto [corr, bits] : seen) {
+    if (bits == 3) linked_[corr] = true;
+  }
+}
+
+FlowEnd LaunchFlows::Role(const Event& e) const {
+  if (e.kind != EventKind::kComplete || e.arg0 == 0 || !linked_.count(e.arg0)) return FlowEnd::kNone;
+  if (e.category == Category::kRuntime) return FlowEnd::kSource;
+  if (e.category == Category::kKernel) return FlowEnd::kSink;
+  return FlowEnd::kNone;
+}
+
 }  // namespace rlprof::format

@@ -63,6 +63,20 @@ struct TraceLayout {
 // Every track id used by an event gets a TrackLayout, defined or not.
 TraceLayout BuildTraceLayout(std::span<const Capture> captures);
 
+// Launch flows (CPU runtime call → device kernel, Kineto's `ac2g`): the correlation ids that
+// occur on both a complete kRuntime event and a complete kKernel event of the capture.
+enum class FlowEnd { kNone, kSource, kSink };
+class LaunchFlows {
+ public:
+  explicit LaunchFlows(const Capture& c);
+  // Whether `e` starts (runtime call) or ends (kernel) a flow; its correlation is e.arg0.
+  FlowEnd Role(const Event& e) const;
+  size_t size() const { return linked_.size(); }
+
+ private:
+  std::unordered_map<uint32_t, bool> linked_;  // correlation → has both ends
+};
+
 }  // namespace rlprof::format
 
 #endif  // RLPROF_SRC_FORMAT_TRACE_LAYOUT_H_
