@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,15 @@ int Fail(int code, std::string message) {
 }
 
 rlprof::Session* Default() { return rlprof::DefaultSession(); }
+
+std::optional<rlprof::config::SubStepKind> KindOf(int kind) {
+  switch (kind) {
+    case RLPROF_SUB_STEP_DECODE: return rlprof::config::SubStepKind::kDecode;
+    case RLPROF_SUB_STEP_MICRO_BATCH: return rlprof::config::SubStepKind::kMicroBatch;
+    case RLPROF_SUB_STEP_MINI_BATCH: return rlprof::config::SubStepKind::kMiniBatch;
+    default: return std::nullopt;
+  }
+}
 
 }  // namespace
 
@@ -121,11 +131,22 @@ int rlprof_step_end(void) {
 }
 
 int rlprof_stage_begin(const char* role, const char* stage) {
+  return rlprof_stage_begin_ex(role, stage, 0);
+}
+
+int rlprof_stage_begin_ex(const char* role, const char* stage, int counts_kind) {
   if (role == nullptr || stage == nullptr)
     return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: role or stage is null");
+  std::optional<rlprof::config::SubStepKind> counts;
+  if (counts_kind != 0) {
+    counts = KindOf(counts_kind);
+    if (!counts)
+      return Fail(RLPROF_ERROR_INVALID_ARGUMENT,
+                  "rlprof: unknown sub-step kind " + std::to_string(counts_kind));
+  }
   rlprof::Session* s = Default();
   if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->BeginStage(role, stage);
+  s->BeginStage(role, stage, counts);
   return RLPROF_OK;
 }
 
@@ -137,17 +158,11 @@ int rlprof_stage_end(void) {
 }
 
 int rlprof_sub_step(int kind) {
-  rlprof::config::SubStepKind k;
-  switch (kind) {
-    case RLPROF_SUB_STEP_DECODE: k = rlprof::config::SubStepKind::kDecode; break;
-    case RLPROF_SUB_STEP_MICRO_BATCH: k = rlprof::config::SubStepKind::kMicroBatch; break;
-    case RLPROF_SUB_STEP_MINI_BATCH: k = rlprof::config::SubStepKind::kMiniBatch; break;
-    default:
-      return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: unknown sub-step kind " + std::to_string(kind));
-  }
+  const std::optional<rlprof::config::SubStepKind> k = KindOf(kind);
+  if (!k) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: unknown sub-step kind " + std::to_string(kind));
   rlprof::Session* s = Default();
   if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->SubStep(k);
+  s->SubStep(*k);
   return RLPROF_OK;
 }
 

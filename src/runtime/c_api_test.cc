@@ -24,6 +24,8 @@ TEST(CApiTest, CallsBeforeInitReturnStateErrors) {
   rlprof_mark("x");
   EXPECT_EQ(rlprof_init_from_config(nullptr, nullptr, 0, nullptr), RLPROF_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(rlprof_sub_step(42), RLPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(rlprof_stage_begin_ex("actor", "x", 42), RLPROF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(rlprof_stage_begin(nullptr, "x"), RLPROF_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(CApiTest, BadConfigReturnsConfigErrorWithMessage) {
