@@ -233,6 +233,9 @@ class Session {
   bool Flush(double timeout_s = 30.0);
   // Absolute directories of the captures finalised so far.
   std::vector<std::string> Captures() const;
+  // Records this process's measured clock offset to rank 0 (added to local timestamps to put
+  // them on rank 0's timeline) in the manifests written from now on (`offset_measured: true`).
+  void SetClockOffsetToRank0(int64_t offset_ns);
   // Closes any open window (reason shutdown), writes everything, stops the writer thread.
   void Shutdown();
 

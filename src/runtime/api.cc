@@ -80,6 +80,7 @@ bool Session::StartCapture(const std::string& scope) { return impl_->StartCaptur
 void Session::StopCapture() { impl_->StopCapture(); }
 bool Session::Flush(double timeout_s) { return impl_->Flush(timeout_s); }
 std::vector<std::string> Session::Captures() const { return impl_->Captures(); }
+void Session::SetClockOffsetToRank0(int64_t offset_ns) { impl_->SetClockOffsetToRank0(offset_ns); }
 void Session::Shutdown() {
   if (impl_) impl_->Shutdown();
 }

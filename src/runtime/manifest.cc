@@ -14,8 +14,10 @@ std::string ManifestJson(const ManifestData& m) {
   j["scope"] = m.scope;
   j["mode"] = m.mode;
   j["steps"] = m.steps;
-  j["stage"] = m.stage.empty() ? json(nullptr) : json(m.stage);
-  j["role"] = m.role.empty() ? json(nullptr) : json(m.role);
+  // Keys without a value are left out (readers tolerate missing keys; a null would be a
+  // value of the wrong type for them).
+  if (!m.stage.empty()) j["stage"] = m.stage;
+  if (!m.role.empty()) j["role"] = m.role;
   const Identity& id = m.identity;
   j["identity"] = {{"rank", id.rank},
                    {"local_rank", id.local_rank},
@@ -26,14 +28,16 @@ std::string ManifestJson(const ManifestData& m) {
                    {"replica", id.replica ? json(*id.replica) : json(nullptr)},
                    {"source", id.source}};
   j["clock"] = {{"source", ClockSourceName(m.clock_source)},
-                {"tsc_hz", m.clock_source == ClockSource::kTsc ? json(m.tsc_hz) : json(nullptr)},
                 {"monotonic_anchor_ns", m.monotonic_anchor_ns},
                 {"realtime_anchor_ns", m.realtime_anchor_ns},
-                {"offset_to_rank0_ns", 0},
-                {"offset_measured", false}};
+                {"offset_to_rank0_ns", m.offset_to_rank0_ns},
+                {"offset_measured", m.offset_measured}};
+  if (m.clock_source == ClockSource::kTsc) j["clock"]["tsc_hz"] = m.tsc_hz;
   json window = {{"open_ns", m.open_ns}};
-  window["close_ns"] = m.close_reason.empty() ? json(nullptr) : json(m.close_ns);
-  window["close_reason"] = m.close_reason.empty() ? json(nullptr) : json(m.close_reason);
+  if (!m.close_reason.empty()) {  // absent while the window is open
+    window["close_ns"] = m.close_ns;
+    window["close_reason"] = m.close_reason;
+  }
   j["window"] = window;
   j["contents"] = m.contents;
   j["counts"] = {{"events", m.events},

@@ -26,6 +26,8 @@ struct ManifestData {
   double tsc_hz = 0;
   int64_t monotonic_anchor_ns = 0;
   int64_t realtime_anchor_ns = 0;
+  int64_t offset_to_rank0_ns = 0;  // measured by the Python package (torch.distributed)
+  bool offset_measured = false;
   int64_t open_ns = 0;
   int64_t close_ns = 0;       // 0 while open
   std::string close_reason;   // "" while open

@@ -55,6 +55,9 @@ class SessionImpl {
   void StopCapture();
   bool Flush(double timeout_s);
   std::vector<std::string> Captures() const;
+  void SetClockOffsetToRank0(int64_t offset_ns) {
+    if (writer_) writer_->SetClockOffsetToRank0(offset_ns);
+  }
   void Shutdown();
 
   // For the signal handler: asks the writer to finalise open captures and waits (bounded).

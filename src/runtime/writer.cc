@@ -422,6 +422,8 @@ ManifestData Writer::BaseManifest(const Capture& c) const {
   m.identity = opt_.identity;
   m.clock_source = c.conv.source;
   m.tsc_hz = c.conv.tick_hz();
+  m.offset_measured = offset_measured_.load(std::memory_order_acquire);
+  m.offset_to_rank0_ns = offset_to_rank0_ns_.load(std::memory_order_relaxed);
   m.monotonic_anchor_ns = c.anchor.monotonic_ns;
   m.realtime_anchor_ns = c.anchor.realtime_ns;
   m.open_ns = c.open_ns;

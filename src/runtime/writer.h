@@ -101,6 +101,11 @@ class Writer {
 
   std::vector<std::string> Captures() const;
   WriterStats stats() const;
+  // The measured offset to rank 0 for the manifests written from now on.
+  void SetClockOffsetToRank0(int64_t offset_ns) {
+    offset_to_rank0_ns_.store(offset_ns, std::memory_order_relaxed);
+    offset_measured_.store(true, std::memory_order_release);
+  }
 
  private:
   struct Capture;
@@ -129,6 +134,8 @@ class Writer {
   int ack_pipe_[2] = {-1, -1};
   std::atomic<bool> signal_flush_{false};
   std::atomic<bool> running_{false};
+  std::atomic<int64_t> offset_to_rank0_ns_{0};
+  std::atomic<bool> offset_measured_{false};
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;

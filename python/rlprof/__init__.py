@@ -1,0 +1,48 @@
+"""rlprof: a profiler for distributed RL post-training (verl, MindSpeed-RL, plain PyTorch).
+
+    import rlprof
+    prof = rlprof.Profiler("grpo_verl.yaml", role="actor")   # verl / MindSpeed-RL / native YAML
+    for step in range(1, 9):
+        with prof.step(step):
+            with rlprof.annotate("rollout_generate", role="rollout"):
+                for t in range(max_new_tokens):
+                    prof.sub_step("decode")
+                    ...
+            actor_update(batch)          # decorated with @rlprof.annotate("actor_update", role="actor")
+    prof.shutdown()
+    print(prof.captures())
+
+The capture windows (steps, ranks, roles, stages, schedules) come from the config; outside a
+window every call here is a cheap no-op. See docs/python.md.
+"""
+from rlprof._rlprof import (  # noqa: F401  (re-exported)
+    HAVE_TORCH_OPS,
+    counter,
+    mark,
+    range_end,
+    range_start,
+    recording,
+    set_thread_name,
+)
+from rlprof.profiler import (  # noqa: F401
+    Profiler,
+    annotate,
+    current,
+    sub_step,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Profiler",
+    "annotate",
+    "current",
+    "sub_step",
+    "range_start",
+    "range_end",
+    "mark",
+    "counter",
+    "recording",
+    "set_thread_name",
+    "HAVE_TORCH_OPS",
+]

@@ -1,0 +1,1 @@
+"""Adapters that let frameworks drive rlprof through their own profiler interfaces."""

@@ -1,0 +1,22 @@
+// Shared declarations of the rlprof._rlprof extension's translation units (python/src/).
+// Thread-safety: see each function.
+#ifndef RLPROF_PYTHON_SRC_BINDINGS_H_
+#define RLPROF_PYTHON_SRC_BINDINGS_H_
+
+#include <pybind11/pybind11.h>
+
+namespace rlprof::python {
+
+void BindSession(pybind11::module_& m);
+void BindMarkers(pybind11::module_& m);
+
+// Enables torch operator capture while `want` (a no-op when the extension was built without
+// libtorch). Thread-safe.
+void SyncTorchOps(bool want, bool shapes);
+// Samples process memory (RSS; the torch CPU allocator has no counters) into the open window
+// as kMemory counters. A no-op outside windows. Thread-safe.
+void EmitMemoryCounters();
+
+}  // namespace rlprof::python
+
+#endif  // RLPROF_PYTHON_SRC_BINDINGS_H_

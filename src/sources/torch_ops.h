@@ -1,0 +1,68 @@
+// PyTorch operator capture: a global at::RecordFunction callback that records every aten op,
+// autograd function and user `record_function` scope that runs while an rlprof capture window
+// is open (docs/python.md). Operators become kOperator events (arg0 = autograd sequence
+// number, arg1 = input shapes when asked); collectives (`c10d::*`, `gloo:*`, `nccl:*`,
+// `record_param_comms`) become kCommunication events (arg0 = input bytes when inputs are
+// recorded).
+//
+//   rlprof::sources::TorchOps& ops = rlprof::sources::TorchOps::Get();
+//   ops.Sync(/*want=*/rlprof::Recording() && plan.contents.ops, /*shapes=*/plan.contents.shapes);
+//   ... torch code ...             // recorded into the open window's per-thread buffers
+//   ops.Sync(false, false);        // the callback is disabled: torch pays nothing for it
+//
+// Cost: outside windows the callback is disabled (torch's RecordFunction then does no work
+// for it); call Sync() after every session call that may open or close a window. While
+// enabled, each op costs the callback's enter/exit (two clock reads, one small allocation,
+// one 32-byte record) plus shape formatting when shapes are on. A window that closes while
+// the callback is still enabled (budget, backstop) is safe: the callback re-checks the open
+// window on every op and records nothing.
+//
+// Thread-safety: Sync/Uninstall are serialised by an internal mutex; the callbacks run on
+// every torch thread (autograd, gloo workers) and touch only thread-local state.
+#ifndef RLPROF_SRC_SOURCES_TORCH_OPS_H_
+#define RLPROF_SRC_SOURCES_TORCH_OPS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+
+namespace rlprof::sources {
+
+// True for operator / scope names that are collectives or point-to-point communication.
+bool IsCommunicationOp(std::string_view name);
+
+struct TorchOpsStats {
+  uint64_t ops = 0;             // operators recorded
+  uint64_t communication = 0;   // collectives recorded
+  bool installed = false;       // the callback is registered with torch
+  bool enabled = false;         // and currently enabled
+  bool shapes = false;
+};
+
+class TorchOps {
+ public:
+  static TorchOps& Get();
+
+  // Enables the callback when `want` (registering it the first time, or again when `shapes`
+  // changes), disables it otherwise. Cheap when nothing changes.
+  void Sync(bool want, bool shapes);
+  // Removes the callback from torch (e.g. at shutdown).
+  void Uninstall();
+  TorchOpsStats stats() const;
+
+  // Counters bumped by the callbacks.
+  std::atomic<uint64_t> ops_recorded{0};
+  std::atomic<uint64_t> comm_recorded{0};
+
+ private:
+  TorchOps() = default;
+  mutable std::mutex mu_;
+  uint64_t handle_ = 0;  // at::CallbackHandle; 0 = not registered
+  bool enabled_ = false;
+  bool shapes_ = false;
+};
+
+}  // namespace rlprof::sources
+
+#endif  // RLPROF_SRC_SOURCES_TORCH_OPS_H_
