@@ -61,6 +61,8 @@ TEST(SessionTest, WritesOneCapturePerSelectedStepWithAFullManifest) {
   EXPECT_EQ(m["run_id"], "r1");
   EXPECT_EQ(m["scope"], "e2e");
   EXPECT_EQ(m["mode"], "e2e");
+  EXPECT_FALSE(m.contains("stage"));  // no value: left out, not null
+  EXPECT_FALSE(m.contains("role"));
   EXPECT_EQ(m["steps"], nlohmann::json::array({2}));
   EXPECT_EQ(m["identity"]["rank"], 0);
   EXPECT_EQ(m["identity"]["world_size"], 1);
@@ -383,6 +385,10 @@ TEST(SessionTest, ManySessionsAndThreadsRecordWhileWindowsOpenAndClose) {
     }
     // Recorded in full although the thread exited before the window closed.
     EXPECT_EQ(short_lived, 100u);
+    size_t named_workers = 0;
+    for (const auto& t : cap->tracks)
+      if (t.kind == format::TrackKind::kThread && t.name.rfind("worker ", 0) == 0) ++named_workers;
+    EXPECT_GE(named_workers, 1u);  // SetThreadName reaches the track table
   }
 }
 
