@@ -1,0 +1,176 @@
+#include "src/analysis/analyse.h"
+
+#include <algorithm>
+
+#include "src/analysis/analyse_internal.h"
+
+namespace rlprof::analysis {
+
+namespace {
+
+// Σ receive durations clipped to [s, e) (clip) or whole when the start is inside (by_start).
+int64_t RecvSum(const std::vector<WorkInterval>& recv, int64_t s, int64_t e, AssignMode mode) {
+  int64_t sum = 0;
+  for (const auto& r : recv) {
+    if (mode == AssignMode::kByStart) {
+      if (r.start >= s && r.start < e) sum += r.end - r.start;
+    } else {
+      sum += std::max<int64_t>(0, std::min(e, r.end) - std::max(s, r.start));
+    }
+  }
+  return sum;
+}
+
+int64_t FirstComputeOrComm(const Timeline& tl, int64_t s, int64_t e) {
+  const auto& runs = tl.runs();
+  auto it = std::upper_bound(runs.begin(), runs.end(), s,
+                             [](int64_t v, const Run& r) { return v < r.end; });
+  for (; it != runs.end() && it->start < e; ++it)
+    if (it->mask & (kBitCompute | kBitComm)) return std::max(s, it->start);
+  return -1;
+}
+
+void CheckInvariants(const Atoms& a, int64_t window, int64_t c_len, int64_t m_len, bool clip,
+                     Diagnostics* d) {
+  const int64_t atoms[] = {a.compute_only, a.comm_only, a.overlap, a.memory_only, a.other_only, a.idle};
+  for (int64_t v : atoms) {
+    if (v < 0) d->Add("invariant_atom_negative");
+    if (clip && v > window) d->Add("invariant_atom_exceeds_window");
+  }
+  if (clip && a.sum() != window) d->Add("invariant_atoms_sum_not_window");
+  if (a.compute() != c_len) d->Add("invariant_compute_not_union");
+  if (a.comm() != m_len) d->Add("invariant_comm_not_union");
+}
+
+MergedSet SetOf(const std::vector<WorkInterval>& work, uint8_t bit) {
+  std::vector<std::pair<int64_t, int64_t>> v;
+  for (const auto& w : work)
+    if (w.bit == bit && w.end > w.start) v.push_back({w.start, w.end});
+  return MergedSet::Build(std::move(v));
+}
+
+}  // namespace
+
+TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const AnalysisOptions& opts) {
+  TraceAnalysis a;
+  a.source = t.source;
+  a.format = t.format;
+  a.rank = t.rank;
+  a.diagnostics = t.diagnostics;
+  Diagnostics& diag = a.diagnostics;
+
+  Classification c = cls.Classify(t, &diag);
+  for (size_t i = 0; i < t.size(); ++i) {
+    auto& ct = a.classes[static_cast<int>(c.of[i])];
+    ++ct.count;
+    ct.total += t.dur[i];
+  }
+  std::vector<WorkInterval> work = CollectWork(t, c, &a.cpu_only, &diag);
+  std::vector<int64_t> launch = LaunchTimes(t);
+  std::vector<StepWindow> windows = BuildStepWindows(t, work, launch, &diag);
+  const Timeline tl = Timeline::Build(work);
+  const MergedSet cset = SetOf(work, kBitCompute), mset = SetOf(work, kBitComm);
+  std::vector<WorkInterval> recv;
+  for (const auto& w : work)
+    if (w.recv && w.bit == kBitComm) recv.push_back(w);
+
+  // Work sorted by start, for by_start assignment and kernel counts.
+  std::vector<WorkInterval> by_start = work;
+  std::sort(by_start.begin(), by_start.end(),
+            [](const WorkInterval& x, const WorkInterval& y) { return x.start < y.start; });
+  auto starts_in = [&](int64_t s, int64_t e) {
+    auto lo = std::lower_bound(by_start.begin(), by_start.end(), s,
+                               [](const WorkInterval& w, int64_t v) { return w.start < v; });
+    auto hi = std::lower_bound(lo, by_start.end(), e,
+                               [](const WorkInterval& w, int64_t v) { return w.start < v; });
+    return std::make_pair(lo, hi);
+  };
+
+  for (const auto& w : windows) {
+    StepResult r;
+    r.window = w;
+    const int64_t len = w.end - w.start;
+    auto [lo, hi] = starts_in(w.start, w.end);
+    r.kernels = hi - lo;
+    if (opts.assign == AssignMode::kByStart) {
+      std::vector<WorkInterval> mine(lo, hi);
+      int64_t end = w.end;
+      for (const auto& x : mine) end = std::max(end, x.end);
+      Timeline own = Timeline::Build(mine);
+      r.hist = own.Histogram(w.start, end);
+      r.atoms = r.hist.atoms();
+      r.overflow = r.atoms.sum() - len;
+      MergedSet oc = SetOf(mine, kBitCompute), om = SetOf(mine, kBitComm);
+      CheckInvariants(r.atoms, len, oc.Length(), om.Length(), false, &diag);
+      r.preparing = FirstComputeOrComm(own, w.start, end);
+    } else {
+      r.hist = tl.Histogram(w.start, w.end);
+      r.atoms = r.hist.atoms();
+      CheckInvariants(r.atoms, len, cset.Length(w.start, w.end), mset.Length(w.start, w.end), true,
+                      &diag);
+      r.preparing = FirstComputeOrComm(tl, w.start, w.end);
+    }
+    if (r.preparing >= 0) r.preparing -= w.host_start;
+    r.recv_sum = RecvSum(recv, w.start, w.end, opts.assign);
+    a.steps.push_back(std::move(r));
+  }
+  // Work outside every step window (windows are disjoint and sorted).
+  if (!windows.empty() && !windows.front().whole_trace) {
+    uint64_t outside = 0;
+    for (const auto& x : work) {
+      auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
+                                 [](int64_t v, const StepWindow& w) { return v < w.end; });
+      if (it == windows.end() || it->start >= x.end) ++outside;
+    }
+    if (outside) diag.Add("work_outside_step_windows", outside);
+  }
+
+  // Stages, and the "(none)" remainder of each step.
+  std::vector<StageWindow> stage_windows = BuildStageWindows(t, windows, work, launch);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> covered(windows.size());
+  for (const auto& sw : stage_windows) {
+    StageResult r;
+    r.step = sw.step;
+    r.role = sw.role;
+    r.name = sw.name;
+    r.start = sw.start;
+    r.end = sw.end;
+    r.duration = sw.end - sw.start;
+    MaskHistogram h = tl.Histogram(sw.start, sw.end);
+    r.atoms = h.atoms();
+    CheckInvariants(r.atoms, r.duration, cset.Length(sw.start, sw.end), mset.Length(sw.start, sw.end),
+                    true, &diag);
+    r.recv_sum = RecvSum(recv, sw.start, sw.end, AssignMode::kClip);
+    covered[sw.step_index].push_back({sw.start, sw.end});
+    a.stages.push_back(std::move(r));
+  }
+  for (size_t k = 0; k < windows.size(); ++k) {
+    const auto& w = windows[k];
+    MergedSet u = MergedSet::Build(covered[k]);
+    std::vector<std::pair<int64_t, int64_t>> rest = Subtract({{w.start, w.end}}, u.intervals());
+    StageResult r;
+    r.step = w.step;
+    r.name = "(none)";
+    r.start = w.start;
+    r.end = w.end;
+    MaskHistogram sum;
+    for (const auto& [s, e] : rest) {
+      MaskHistogram h = tl.Histogram(s, e);
+      for (int m = 0; m < kMaskCount; ++m) sum.time[m] += h.time[m];
+      r.duration += e - s;
+      r.recv_sum += RecvSum(recv, s, e, AssignMode::kClip);
+    }
+    r.atoms = sum.atoms();
+    if (r.duration > 0 || covered[k].empty()) a.stages.push_back(std::move(r));
+  }
+  std::stable_sort(a.stages.begin(), a.stages.end(), [](const StageResult& x, const StageResult& y) {
+    return x.step != y.step ? x.step < y.step : x.start < y.start;
+  });
+
+  internal::ComputeHtaViews(t, work, windows, launch, opts, &a);
+  internal::ComputeTraceLens(work, &a);
+  internal::ComputeOpStats(t, c, &a);
+  return a;
+}
+
+}  // namespace rlprof::analysis

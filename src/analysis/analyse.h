@@ -1,0 +1,109 @@
+// One rank's analysis: classification → windows → atomic partition → every view's numbers,
+// operator statistics and diagnostics (docs/definitions.md). Inputs are Traces from
+// src/analysis/readers; outputs feed src/analysis/tables.h (CSV / SQLite / JSON / terminal).
+//
+//   Classifier cls = Classifier::Default();
+//   TraceAnalysis a = AnalyseTrace(trace, cls, AnalysisOptions{});
+//   for (const StepResult& s : a.steps) use(s.atoms.compute(), s.atoms.comm_only, …);
+//
+// Never fails on bad data: what had to be skipped or repaired is counted in a.diagnostics
+// (including every violated invariant, "invariant_*").
+// Thread-safety: AnalyseTrace is reentrant; results are plain values.
+#ifndef RLPROF_SRC_ANALYSIS_ANALYSE_H_
+#define RLPROF_SRC_ANALYSIS_ANALYSE_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/analysis/classify.h"
+#include "src/analysis/partition.h"
+#include "src/analysis/trace.h"
+#include "src/analysis/windows.h"
+
+namespace rlprof::analysis {
+
+enum class AssignMode { kClip, kByStart };
+enum class CompatMode { kNative, kHta };
+
+struct AnalysisOptions {
+  AssignMode assign = AssignMode::kClip;
+  // kHta: the HTA view rounds µs (end = floor(ts + dur), ts = ceil(ts)) and drops the last
+  // ProfilerStep when there are ≥ 2 (HTA's include_last_profiler_step=False).
+  CompatMode compat = CompatMode::kNative;
+  int64_t consecutive_kernel_delay_ns = 30000;  // HTA idle breakdown threshold (30 µs)
+};
+
+struct StepResult {
+  StepWindow window;
+  MaskHistogram hist;  // over W (clip) or over W ∪ assigned intervals (by_start)
+  Atoms atoms;
+  int64_t recv_sum = 0;    // Σ p2p receive durations (clipped to W in clip mode)
+  int64_t preparing = -1;  // first compute/communication start − h0; -1 if none
+  int64_t kernels = 0;     // device work intervals touching the step
+  int64_t overflow = 0;    // by_start: Σ atoms − ‖W‖ (0 in clip mode)
+};
+
+struct StageResult {
+  int64_t step = 0;
+  std::string role;
+  std::string name;  // "(none)" for step time outside every stage
+  int64_t start = 0, end = 0;
+  int64_t duration = 0;  // ‖stage window‖ (for "(none)": uncovered step time)
+  Atoms atoms;
+  int64_t recv_sum = 0;
+};
+
+struct HtaBreakdown {
+  int64_t kernel_time = 0, idle = 0, compute = 0, non_compute = 0;  // ns
+  int64_t comm = 0, overlap = 0;  // for comp_comm_overlap_pctg (NaN when comm == 0)
+};
+
+struct IdleBreakdownRow {
+  std::string stream;
+  int64_t host_wait = 0, kernel_wait = 0, other = 0;
+};
+
+struct TraceLensTimeline {
+  int64_t total = 0, computation = 0, exposed_comm = 0, exposed_memcpy = 0, busy = 0, idle = 0,
+          total_comm = 0, total_memcpy = 0;
+};
+
+struct OpStat {
+  std::string name;
+  std::string shapes;  // "" in the by-name table
+  int64_t count = 0, total = 0, self = 0, min = 0, max = 0, p50 = 0, p99 = 0;
+  double mean = 0;
+};
+
+struct ClassTotal {
+  int64_t count = 0;
+  int64_t total = 0;  // Σ durations (not a union)
+};
+
+struct TraceAnalysis {
+  std::string source, format;
+  int64_t rank = -1;
+  bool cpu_only = false;  // no device work: the partition runs over host threads
+  std::vector<StepResult> steps;
+  std::vector<StageResult> stages;
+  HtaBreakdown hta;
+  std::vector<IdleBreakdownRow> idle_breakdown;
+  TraceLensTimeline tracelens;
+  std::vector<OpStat> host_ops, host_ops_by_shape, kernels;
+  std::array<ClassTotal, kWorkClassCount> classes{};
+  Diagnostics diagnostics;  // reader's + analysis's
+};
+
+TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const AnalysisOptions& opts);
+
+// Work intervals of a trace (device tracks; host threads when there is no device work).
+// Exposed for tests and benchmarks. Same-stream overlaps are clipped to the next start and
+// counted as "overlapping_same_stream_kernels".
+std::vector<WorkInterval> CollectWork(const Trace& t, const Classification& c, bool* cpu_only,
+                                      Diagnostics* diag);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_ANALYSE_H_

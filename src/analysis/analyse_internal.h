@@ -1,0 +1,22 @@
+// Internal pieces of AnalyseTrace, split by responsibility (not a public API).
+#ifndef RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
+#define RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
+
+#include <vector>
+
+#include "src/analysis/analyse.h"
+
+namespace rlprof::analysis::internal {
+
+// HTA temporal breakdown + comm/comp overlap and the per-stream idle breakdown (§4.4).
+void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work,
+                     const std::vector<StepWindow>& steps, const std::vector<int64_t>& launch,
+                     const AnalysisOptions& opts, TraceAnalysis* out);
+// TraceLens gpu_timeline (§4.5): memset counts as computation, unclassified is not read.
+void ComputeTraceLens(std::span<const WorkInterval> work, TraceAnalysis* out);
+// Operator statistics: host operators and device kernels, by name (and name + shapes).
+void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out);
+
+}  // namespace rlprof::analysis::internal
+
+#endif  // RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_

@@ -1,0 +1,409 @@
+// Golden cases: every worked example of docs/definitions.md §5 (reference
+// analysis-definitions.md), reproduced exactly, plus overlap, nesting, memcpy under compute,
+// receive bubbles and empty steps.
+#include "src/analysis/analyse.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "src/analysis/test_traces.h"
+#include "src/analysis/views.h"
+
+namespace rlprof::analysis {
+namespace {
+
+using testing::ExampleA;
+using testing::kUs;
+using testing::TraceBuilder;
+
+TraceAnalysis Analyse(const Trace& t, AnalysisOptions o = {}) {
+  return AnalyseTrace(t, Classifier::Default(), o);
+}
+
+void ExpectNoInvariantViolations(const TraceAnalysis& a) {
+  for (const auto& [k, v] : a.diagnostics.counts)
+    EXPECT_EQ(k.rfind("invariant_", 0), std::string::npos) << k << " = " << v;
+}
+
+TEST(ExampleATest, AtomsMatchTheWorkedExample) {
+  TraceAnalysis a = Analyse(ExampleA());
+  ASSERT_EQ(a.steps.size(), 1u);
+  const StepResult& s = a.steps[0];
+  EXPECT_EQ(s.window.step, 7);
+  EXPECT_EQ(s.window.start, 0);
+  EXPECT_EQ(s.window.end, 100 * kUs);
+  EXPECT_EQ(s.atoms.compute_only, 40 * kUs);
+  EXPECT_EQ(s.atoms.overlap, 15 * kUs);
+  EXPECT_EQ(s.atoms.comm_only, 20 * kUs);
+  EXPECT_EQ(s.atoms.memory_only, 10 * kUs);
+  EXPECT_EQ(s.atoms.other_only, 0);
+  EXPECT_EQ(s.atoms.idle, 15 * kUs);
+  EXPECT_EQ(s.atoms.sum(), 100 * kUs);
+  EXPECT_EQ(s.recv_sum, 5 * kUs);
+  EXPECT_EQ(s.preparing, 5 * kUs);
+  EXPECT_FALSE(a.cpu_only);
+  ExpectNoInvariantViolations(a);
+}
+
+TEST(ExampleATest, MsprofColumnsMatchTheWorkedExample) {
+  TraceAnalysis a = Analyse(ExampleA());
+  MsprofRow m = MsprofFromStep(a.steps[0]);
+  EXPECT_EQ(m.computing, 55 * kUs);
+  EXPECT_EQ(m.communication, 35 * kUs);
+  EXPECT_EQ(m.comm_not_overlapped, 20 * kUs);
+  EXPECT_EQ(m.overlapped, 15 * kUs);
+  EXPECT_EQ(m.free, 25 * kUs);
+  EXPECT_EQ(m.bubble, 5 * kUs);
+  EXPECT_EQ(m.not_overlapped_excl_recv, 15 * kUs);
+  EXPECT_EQ(m.stage, 95 * kUs);
+  EXPECT_EQ(m.preparing, 5 * kUs);
+  EXPECT_EQ(m.computing + m.comm_not_overlapped + m.free - m.bubble, m.stage);
+}
+
+TEST(ExampleATest, HtaViewExcludesTheSyncEventAndCountsMemsetAsNonCompute) {
+  TraceAnalysis a = Analyse(ExampleA());
+  EXPECT_EQ(a.hta.kernel_time, 93 * kUs);
+  EXPECT_EQ(a.hta.compute, 55 * kUs);
+  EXPECT_EQ(a.hta.idle, 8 * kUs);
+  EXPECT_EQ(a.hta.non_compute, 30 * kUs);
+  HtaPercent p = HtaPercentages(a.hta);
+  EXPECT_DOUBLE_EQ(p.compute, 59.14);
+  EXPECT_DOUBLE_EQ(p.idle, 8.60);
+  EXPECT_DOUBLE_EQ(p.non_compute, 32.26);
+  EXPECT_DOUBLE_EQ(p.comm_comp_overlap, 42.86);
+}
+
+TEST(ExampleATest, HtaViewCountingTheSyncAsWorkHidesFiveMicrosecondsOfIdle) {
+  // HTA before PRs #149 / #162: a user rule turning the sync into device work.
+  auto cls = Classifier::FromRulesYaml(
+      "rules:\n  - {name: '^Stream Wait Event$', track: device, class: unclassified}\n", "test");
+  ASSERT_TRUE(cls.ok()) << cls.status().ToString();
+  TraceAnalysis a = AnalyseTrace(ExampleA(), *cls, {});
+  EXPECT_EQ(a.hta.idle, 3 * kUs);
+  EXPECT_EQ(a.hta.non_compute, 35 * kUs);
+  EXPECT_EQ(a.diagnostics.Get("unclassified_device_events"), 1u);
+}
+
+TEST(ExampleATest, TraceLensViewCountsMemsetAsComputation) {
+  TraceAnalysis a = Analyse(ExampleA());
+  const auto& r = a.tracelens;
+  EXPECT_EQ(r.total, 93 * kUs);
+  EXPECT_EQ(r.computation, 57 * kUs);
+  EXPECT_EQ(r.exposed_comm, 20 * kUs);
+  EXPECT_EQ(r.exposed_memcpy, 8 * kUs);
+  EXPECT_EQ(r.busy, 85 * kUs);
+  EXPECT_EQ(r.idle, 8 * kUs);
+  EXPECT_EQ(r.computation + r.exposed_comm + r.exposed_memcpy + r.idle, r.total);
+  EXPECT_EQ(r.total_comm, 35 * kUs);
+  EXPECT_EQ(r.total_memcpy, 13 * kUs);
+}
+
+TEST(ExampleATest, StepWithoutStagesIsOneNoneStage) {
+  TraceAnalysis a = Analyse(ExampleA());
+  ASSERT_EQ(a.stages.size(), 1u);
+  EXPECT_EQ(a.stages[0].name, "(none)");
+  EXPECT_EQ(a.stages[0].duration, 100 * kUs);
+  EXPECT_EQ(a.stages[0].atoms.overlap, 15 * kUs);
+}
+
+TEST(ExampleBTest, HtaRoundingShortensAndDropsSubMicrosecondEvents) {
+  TraceBuilder b;
+  b.Device(7, "k1", "kernel", 100250, 103750);  // ts 100.250 dur 3.500 → [101, 103)
+  b.Device(7, "k2", "kernel", 200100, 200700);  // → dur −1, dropped
+  b.Device(7, "k3", "kernel", 300900, 301100);  // → dur 0, dropped
+  Trace t = b.Build();
+  AnalysisOptions o;
+  o.compat = CompatMode::kHta;
+  TraceAnalysis hta = Analyse(t, o);
+  EXPECT_EQ(hta.hta.kernel_time, 2 * kUs);
+  EXPECT_EQ(hta.hta.compute, 2 * kUs);
+  TraceAnalysis native = Analyse(t);
+  EXPECT_EQ(native.hta.compute, 3500 + 600 + 200);
+  EXPECT_EQ(native.steps[0].atoms.compute(), 4300);
+}
+
+Trace ExampleC(bool with_launch) {
+  TraceBuilder b;
+  b.Step(1, 0, 100);
+  b.Step(2, 100, 200);
+  b.Kernel(20, "ncclDevKernel_AllReduce", 90, 130, with_launch ? 42 : -1);
+  if (with_launch) b.Launch(42, 85);
+  return b.Build();
+}
+
+TEST(ExampleCTest, ClippingSplitsTheCrossingKernelBetweenSteps) {
+  TraceAnalysis a = Analyse(ExampleC(false));
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].atoms.comm(), 10 * kUs);
+  EXPECT_EQ(a.steps[1].atoms.comm(), 30 * kUs);
+  EXPECT_EQ(a.steps[0].atoms.sum(), 100 * kUs);
+  EXPECT_EQ(a.steps[1].atoms.sum(), 100 * kUs);
+  ExpectNoInvariantViolations(a);
+}
+
+TEST(ExampleCTest, ByStartGivesTheWholeKernelToTheFirstStepAndReportsOverflow) {
+  AnalysisOptions o;
+  o.assign = AssignMode::kByStart;
+  TraceAnalysis a = Analyse(ExampleC(false), o);
+  EXPECT_EQ(a.steps[0].atoms.comm(), 40 * kUs);
+  EXPECT_EQ(a.steps[1].atoms.comm(), 0);
+  EXPECT_EQ(a.steps[0].overflow, 30 * kUs);
+  EXPECT_EQ(a.steps[1].overflow, 0);
+}
+
+TEST(ExampleCTest, CanonicalWindowKeepsDeviceWorkWithTheStepThatLaunchedIt) {
+  TraceAnalysis a = Analyse(ExampleC(true));
+  EXPECT_EQ(a.steps[0].window.end, 130 * kUs);
+  EXPECT_EQ(a.steps[1].window.start, 130 * kUs);
+  EXPECT_EQ(a.steps[1].window.end, 200 * kUs);
+  EXPECT_EQ(a.steps[0].atoms.comm(), 40 * kUs);
+  EXPECT_EQ(a.steps[1].atoms.comm(), 0);
+  EXPECT_EQ(a.steps[1].atoms.idle, 70 * kUs);
+}
+
+TEST(ExampleDTest, IdleBreakdownSplitsHostWaitKernelWaitAndOther) {
+  TraceBuilder b;
+  b.Kernel(7, "K1", 0, 10, 1);
+  b.Kernel(7, "K2", 12, 20, 2);
+  b.Kernel(7, "K3", 45, 60, 3);
+  b.Kernel(7, "K4", 100, 110, 4);
+  b.Launch(1, 0);
+  b.Launch(2, 11);
+  b.Launch(3, 15);
+  b.Launch(4, 20);
+  TraceAnalysis a = Analyse(b.Build());
+  ASSERT_EQ(a.idle_breakdown.size(), 1u);
+  const auto& r = a.idle_breakdown[0];
+  EXPECT_EQ(r.stream, "0:7");
+  EXPECT_EQ(r.host_wait, 2 * kUs);
+  EXPECT_EQ(r.kernel_wait, 25 * kUs);
+  EXPECT_EQ(r.other, 40 * kUs);
+}
+
+TEST(PartitionTest, ComputeAndCommunicationOverlapOnDifferentStreams) {
+  TraceBuilder b;
+  b.Step(0, 0, 50);
+  b.Kernel(7, "gemm", 0, 30);
+  b.Kernel(8, "ncclKernel_AllReduce_RING_LL_Sum_float", 10, 40);
+  TraceAnalysis a = Analyse(b.Build());
+  EXPECT_EQ(a.steps[0].atoms.compute_only, 10 * kUs);
+  EXPECT_EQ(a.steps[0].atoms.overlap, 20 * kUs);
+  EXPECT_EQ(a.steps[0].atoms.comm_only, 10 * kUs);
+  EXPECT_EQ(a.steps[0].atoms.idle, 10 * kUs);
+}
+
+TEST(PartitionTest, MemcpyUnderComputeIsNotExposed) {
+  TraceBuilder b;
+  b.Step(0, 0, 40);
+  b.Kernel(7, "gemm", 0, 30);
+  b.Device(9, "Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 5 * kUs, 25 * kUs);
+  TraceAnalysis a = Analyse(b.Build());
+  EXPECT_EQ(a.steps[0].atoms.memory_only, 0);
+  EXPECT_EQ(a.steps[0].atoms.compute(), 30 * kUs);
+  EXPECT_EQ(a.tracelens.total_memcpy, 20 * kUs);
+  EXPECT_EQ(a.tracelens.exposed_memcpy, 0);
+}
+
+TEST(PartitionTest, ReceiveOverlappingComputeMakesExcludeReceiveNegative) {
+  TraceBuilder b;
+  b.Step(0, 0, 100);
+  b.Kernel(7, "gemm", 0, 50);
+  b.Kernel(20, "hcom_receive_1", 10, 30);  // hidden by compute
+  b.Kernel(20, "hcom_send_2", 60, 65);
+  TraceAnalysis a = Analyse(b.Build());
+  MsprofRow m = MsprofFromStep(a.steps[0]);
+  EXPECT_EQ(m.bubble, 20 * kUs);
+  EXPECT_EQ(m.comm_not_overlapped, 5 * kUs);
+  EXPECT_EQ(m.not_overlapped_excl_recv, -15 * kUs);
+  EXPECT_EQ(m.stage, 80 * kUs);
+}
+
+TEST(PartitionTest, EmptyStepIsAllIdleWithoutPreparing) {
+  TraceBuilder b;
+  b.Step(1, 0, 10);
+  b.Step(2, 10, 30);
+  b.Kernel(7, "gemm", 2, 8);
+  TraceAnalysis a = Analyse(b.Build());
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[1].atoms.idle, 20 * kUs);
+  EXPECT_EQ(a.steps[1].preparing, -1);
+  EXPECT_EQ(a.steps[1].kernels, 0);
+  EXPECT_EQ(MsprofFromStep(a.steps[1]).free, 20 * kUs);
+  EXPECT_EQ(a.steps[0].preparing, 2 * kUs);
+}
+
+TEST(PartitionTest, OverlappingKernelsOnOneStreamAreClippedAndCounted) {
+  TraceBuilder b;
+  b.Step(0, 0, 20);
+  b.Kernel(7, "a", 0, 10);
+  b.Kernel(7, "b", 8, 12);  // PDL-style overlap with a
+  TraceAnalysis a = Analyse(b.Build());
+  EXPECT_EQ(a.diagnostics.Get("overlapping_same_stream_kernels"), 1u);
+  EXPECT_EQ(a.steps[0].atoms.compute(), 12 * kUs);
+}
+
+TEST(PartitionTest, LastStepWithFewerLaunchesIsPartial) {
+  TraceBuilder b;
+  b.Step(1, 0, 100);
+  b.Step(2, 100, 200);
+  for (int i = 0; i < 5; ++i) {
+    b.Kernel(7, "k", 10 + i * 10, 15 + i * 10, i);
+    b.Launch(i, 5 + i * 10);
+  }
+  b.Kernel(7, "k", 110, 115, 99);
+  b.Launch(99, 105);
+  TraceAnalysis a = Analyse(b.Build());
+  EXPECT_FALSE(a.steps[0].window.partial);
+  EXPECT_TRUE(a.steps[1].window.partial);
+  EXPECT_EQ(a.steps[1].window.partial_reason, "last_step_fewer_launches");
+}
+
+TEST(PartitionTest, StagesNestInStepsAndTheRestIsNone) {
+  TraceBuilder b;
+  b.Step(3, 0, 100);
+  b.Stage(3, "rollout", "rollout_generate", 0, 40);
+  b.Stage(3, "actor", "actor_update", 50, 90);
+  b.Kernel(7, "decode", 5, 35);
+  b.Kernel(7, "gemm", 55, 85);
+  b.Kernel(20, "ncclDevKernel_AllReduce", 80, 95);
+  TraceAnalysis a = Analyse(b.Build());
+  ASSERT_EQ(a.stages.size(), 3u);
+  EXPECT_EQ(a.stages[0].name, "rollout_generate");
+  EXPECT_EQ(a.stages[0].role, "rollout");
+  EXPECT_EQ(a.stages[0].atoms.compute(), 30 * kUs);
+  EXPECT_EQ(a.stages[0].atoms.idle, 10 * kUs);
+  EXPECT_EQ(a.stages[1].name, "(none)");
+  EXPECT_EQ(a.stages[1].duration, 20 * kUs);  // [40,50) and [90,100)
+  EXPECT_EQ(a.stages[1].atoms.comm_only, 5 * kUs);
+  EXPECT_EQ(a.stages[2].name, "actor_update");
+  EXPECT_EQ(a.stages[2].atoms.overlap, 5 * kUs);
+  EXPECT_EQ(a.stages[2].atoms.comm_only, 5 * kUs);
+  ExpectNoInvariantViolations(a);
+}
+
+TEST(OpStatsTest, NestedHostOpsGetSelfTimeAndPercentiles) {
+  TraceBuilder b;
+  uint32_t th = b.host();
+  for (int i = 0; i < 4; ++i) {
+    b.HostOp(th, "aten::linear", "cpu_op", i * 100, i * 100 + 50);
+    b.HostOp(th, "aten::addmm", "cpu_op", i * 100 + 10, i * 100 + 10 + (i + 1) * 5);
+  }
+  TraceAnalysis a = Analyse(b.Build());
+  ASSERT_EQ(a.host_ops.size(), 2u);
+  const OpStat& lin = a.host_ops[0];
+  EXPECT_EQ(lin.name, "aten::linear");
+  EXPECT_EQ(lin.count, 4);
+  EXPECT_EQ(lin.total, 200 * kUs);
+  EXPECT_EQ(lin.self, 200 * kUs - 50 * kUs);
+  const OpStat& mm = a.host_ops[1];
+  EXPECT_EQ(mm.min, 5 * kUs);
+  EXPECT_EQ(mm.max, 20 * kUs);
+  EXPECT_EQ(mm.p50, 10 * kUs);
+  EXPECT_EQ(mm.p99, 20 * kUs);
+  EXPECT_DOUBLE_EQ(mm.mean, 12.5 * kUs);
+}
+
+TEST(CpuOnlyTest, HostOpsAreComputeAndGlooCollectivesAreCommunication) {
+  TraceBuilder b;
+  uint32_t main = b.host();
+  uint32_t worker = b.trace().ThreadTrack(1, 2);
+  b.Step(1, 0, 100);
+  b.HostOp(main, "aten::mm", "cpu_op", 10, 40);
+  b.HostOp(main, "c10d::allreduce_", "cpu_op", 40, 60);  // the thread waits: not compute
+  b.HostOp(main, "aten::add", "cpu_op", 60, 70);
+  b.HostOp(worker, "gloo:all_reduce", "cpu_op", 30, 55);
+  TraceAnalysis a = Analyse(b.Build());
+  EXPECT_TRUE(a.cpu_only);
+  const Atoms& at = a.steps[0].atoms;
+  EXPECT_EQ(at.compute(), 40 * kUs);   // [10,40) [60,70)
+  EXPECT_EQ(at.comm(), 30 * kUs);      // [30,60)
+  EXPECT_EQ(at.overlap, 10 * kUs);     // [30,40)
+  EXPECT_EQ(at.idle, 40 * kUs);
+  ExpectNoInvariantViolations(a);
+}
+
+TEST(ClassifierTest, DefaultsCoverNcclGenerationsRcclHcclAndCopies) {
+  TraceBuilder b;
+  size_t rows[] = {
+      b.Kernel(1, "ncclKernel_AllReduce_RING_LL_Sum_float", 0, 1),
+      b.Kernel(1, "ncclDevKernel_Generic", 1, 2),
+      b.Kernel(1, "rcclGenericKernel", 2, 3),
+      b.Kernel(1, "hcom_allReduce_", 3, 4),
+      b.Device(1, "Memcpy DtoD (Device -> Device)", "gpu_memcpy", 4000, 5000),
+      b.Device(1, "hipMemsetAsync", "kernel", 5000, 6000),
+      b.Device(1, "Event Sync", "kernel", 6000, 7000),
+      b.Device(1, "weird", "mystery_cat", 7000, 8000),
+      b.Kernel(1, "void gemm<float>", 8, 9),
+  };
+  (void)rows;
+  Trace t = b.Build();
+  Diagnostics d;
+  Classification c = Classifier::Default().Classify(t, &d);
+  auto class_of = [&](const std::string& name) {
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t.str(t.name[i]) == name) return c.of[i];
+    return WorkClass::kMarker;
+  };
+  EXPECT_EQ(class_of("ncclKernel_AllReduce_RING_LL_Sum_float"), WorkClass::kCommunication);
+  EXPECT_EQ(class_of("ncclDevKernel_Generic"), WorkClass::kCommunication);
+  EXPECT_EQ(class_of("rcclGenericKernel"), WorkClass::kCommunication);
+  EXPECT_EQ(class_of("hcom_allReduce_"), WorkClass::kCommunication);
+  EXPECT_EQ(class_of("Memcpy DtoD (Device -> Device)"), WorkClass::kMemcpy);
+  EXPECT_EQ(class_of("hipMemsetAsync"), WorkClass::kMemset);
+  EXPECT_EQ(class_of("Event Sync"), WorkClass::kSync);
+  EXPECT_EQ(class_of("weird"), WorkClass::kUnclassified);
+  EXPECT_EQ(class_of("void gemm<float>"), WorkClass::kCompute);
+  EXPECT_EQ(d.Get("unclassified_device_events"), 1u);
+}
+
+TEST(ClassifierTest, KernelsLaunchedFromRecordParamCommsAreCommunication) {
+  TraceBuilder b;
+  b.HostOp(b.host(), "record_param_comms", "cpu_op", 0, 10);
+  b.Launch(5, 1);
+  b.Kernel(3, "custom_a2a_kernel", 2, 8, 5);
+  Trace t = b.Build();
+  Classification c = Classifier::Default().Classify(t, nullptr);
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t.str(t.name[i]) == "custom_a2a_kernel") EXPECT_EQ(c.of[i], WorkClass::kCommunication);
+}
+
+TEST(ClassifierTest, UserRulesComeFirstAndBadRulesAreRejectedWithTheirIndex) {
+  auto ok = Classifier::FromRulesYaml(
+      "rules:\n  - name: '^my_dispatch'\n    track: device\n    class: communication\n", "r.yaml");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->rules().front().name, "^my_dispatch");
+  EXPECT_GT(ok->rules().size(), Classifier::Default().rules().size());
+  auto bad_class = Classifier::FromRulesYaml("rules:\n  - {name: x, class: gpu}\n", "r.yaml");
+  ASSERT_FALSE(bad_class.ok());
+  EXPECT_NE(bad_class.status().message().find("r.yaml: rules[0].class"), std::string::npos);
+  auto bad_regex = Classifier::FromRulesYaml("rules:\n  - {name: '([', class: compute}\n", "r.yaml");
+  EXPECT_FALSE(bad_regex.ok());
+  auto no_list = Classifier::FromRulesYaml("rules: 3\n", "r.yaml");
+  EXPECT_FALSE(no_list.ok());
+}
+
+TEST(ClassifierTest, RecvNamesAreRecognised) {
+  EXPECT_TRUE(IsRecvName("hcom_receive_3", ""));
+  EXPECT_TRUE(IsRecvName("ncclDevKernel_SendRecv", "recv"));
+  EXPECT_FALSE(IsRecvName("ncclDevKernel_SendRecv", ""));
+  EXPECT_TRUE(IsRecvName("gloo:recv", ""));
+  EXPECT_FALSE(IsRecvName("hcom_send_1", ""));
+}
+
+TEST(MergedSetTest, LengthInsideAWindowMatchesBruteForce) {
+  MergedSet m = MergedSet::Build({{0, 10}, {10, 15}, {20, 30}, {25, 26}, {40, 40}});
+  EXPECT_EQ(m.intervals().size(), 2u);  // touching intervals merge; empty dropped
+  EXPECT_EQ(m.Length(), 25);
+  EXPECT_EQ(m.Length(5, 22), 12);
+  EXPECT_EQ(m.Length(15, 20), 0);
+  EXPECT_EQ(m.Length(-5, 100), 25);
+  auto d = Subtract({{0, 10}, {20, 30}}, {{5, 22}, {25, 26}});
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0], (std::pair<int64_t, int64_t>{0, 5}));
+  EXPECT_EQ(d[1], (std::pair<int64_t, int64_t>{22, 25}));
+  EXPECT_EQ(d[2], (std::pair<int64_t, int64_t>{26, 30}));
+}
+
+}  // namespace
+}  // namespace rlprof::analysis

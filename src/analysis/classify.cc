@@ -1,0 +1,272 @@
+#include "src/analysis/classify.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "src/base/files.h"
+
+namespace rlprof::analysis {
+
+namespace {
+
+constexpr const char* kClassNames[kWorkClassCount] = {
+    "compute", "communication", "memcpy", "memset", "sync", "host", "marker", "unclassified"};
+
+struct DefaultRule {
+  const char* name;
+  const char* category;
+  TrackMatch track;
+  WorkClass cls;
+  bool icase;
+};
+
+// Order matters: first match wins (docs/definitions.md §1.1).
+constexpr DefaultRule kDefaults[] = {
+    // 1. Structure, not work: annotations, step / stage markers, Python frames, trace metadata.
+    {"", "^(gpu_user_annotation|user_annotation|python_function|step|stage|sub_step|capture|Trace|cpu_instant_event|ac2g|flow)$",
+     TrackMatch::kAny, WorkClass::kMarker, false},
+    {"^(ProfilerStep#[0-9]+|Record Window End|Iteration Start:.*)$", "", TrackMatch::kAny,
+     WorkClass::kMarker, false},
+    {"^Overlap Analysis", "", TrackMatch::kAny, WorkClass::kMarker, false},
+    // 2. Synchronisation and waits: never counted as work.
+    {"", "^(cuda_sync|xpu_sync|sync)$", TrackMatch::kAny, WorkClass::kSync, false},
+    {"^(Event Sync|Stream Wait Event|Stream Sync|Context Sync|Unknown Sync|Device Sync)", "",
+     TrackMatch::kAny, WorkClass::kSync, false},
+    // 3. Communication: NCCL (old and new names), RCCL, HCCL, rlprof's own category.
+    {"^(nccl|rccl|hccl|hcom_)", "", TrackMatch::kDevice, WorkClass::kCommunication, true},
+    {"ncclKernel|ncclDevKernel", "", TrackMatch::kDevice, WorkClass::kCommunication, false},
+    {"^(Notify_Wait|Notify_Record|RDMASend)", "", TrackMatch::kDevice, WorkClass::kCommunication, false},
+    {"", "^communication$", TrackMatch::kAny, WorkClass::kCommunication, false},
+    {"^(gloo:|c10d::|nccl:|record_param_comms$|hcom_|hccl)", "", TrackMatch::kHost,
+     WorkClass::kCommunication, false},
+    // 4. Memory.
+    {"", "^(gpu_memcpy|memcpy)$", TrackMatch::kAny, WorkClass::kMemcpy, false},
+    {"", "^(gpu_memset|memset)$", TrackMatch::kAny, WorkClass::kMemset, false},
+    {"^(hip)?memcpy|^dma|^MEMCPY_ASYNC", "", TrackMatch::kDevice, WorkClass::kMemcpy, true},
+    {"^(hip)?memset", "", TrackMatch::kDevice, WorkClass::kMemset, true},
+    // 5. Compute: every other named kernel / device task.
+    {".", "^(kernel|Kernel|gpu_kernel|AI_CORE|AI_VECTOR_CORE|AI_CPU|MIX_AIC|MIX_AIV|FFTS_PLUS|)$",
+     TrackMatch::kDevice, WorkClass::kCompute, false},
+    // 6. Host activity (operators, runtime calls, user ranges).
+    {"", "", TrackMatch::kHost, WorkClass::kHost, false},
+};
+
+bool TrackMatches(TrackMatch m, TrackType t) {
+  switch (m) {
+    case TrackMatch::kAny: return true;
+    case TrackMatch::kDevice: return t == TrackType::kDeviceStream;
+    case TrackMatch::kHost: return t == TrackType::kThread || t == TrackType::kAsync;
+  }
+  return false;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsHostCommName(std::string_view n) {
+  return n.starts_with("gloo:") || n.starts_with("c10d::") || n.starts_with("nccl:") ||
+         n == "record_param_comms";
+}
+
+}  // namespace
+
+const char* WorkClassName(WorkClass c) {
+  auto i = static_cast<size_t>(c);
+  return i < kWorkClassCount ? kClassNames[i] : "unknown";
+}
+
+base::StatusOr<WorkClass> ParseWorkClass(std::string_view name) {
+  for (int i = 0; i < kWorkClassCount; ++i)
+    if (name == kClassNames[i]) return static_cast<WorkClass>(i);
+  // Aliases used by the reference tables.
+  if (name == "memory") return WorkClass::kMemcpy;
+  if (name == "other" || name == "excluded") {
+    return name == "other" ? WorkClass::kUnclassified : WorkClass::kSync;
+  }
+  return base::InvalidArgument("unknown class '" + std::string(name) +
+                               "' (compute, communication, memcpy, memset, sync, host, marker, "
+                               "unclassified)");
+}
+
+bool IsRecvName(std::string_view name, std::string_view collective) {
+  std::string c = Lower(collective);
+  if (!c.empty()) return c == "recv" || c == "receive" || c == "irecv";
+  std::string n = Lower(name);
+  if (n.find("receive") != std::string::npos) return true;
+  size_t p = n.find("recv");
+  while (p != std::string::npos) {
+    if (!(p >= 4 && n.compare(p - 4, 4, "send") == 0)) return true;
+    p = n.find("recv", p + 1);
+  }
+  return false;
+}
+
+base::Status Classifier::Add(ClassRule r) {
+  auto c = std::make_shared<Compiled>();
+  auto flags = std::regex::ECMAScript | std::regex::optimize;
+  if (r.ignore_case) flags |= std::regex::icase;
+  try {
+    c->any_name = r.name.empty();
+    c->any_category = r.category.empty();
+    if (!c->any_name) c->name = std::regex(r.name, flags);
+    if (!c->any_category) c->category = std::regex(r.category, flags);
+  } catch (const std::regex_error& e) {
+    return base::InvalidArgument(r.origin + ": bad regex '" +
+                                 (c->any_name ? r.category : r.name) + "': " + e.what());
+  }
+  rules_.push_back(std::move(r));
+  compiled_.push_back(std::move(c));
+  return base::Status::Ok();
+}
+
+Classifier Classifier::Default() {
+  Classifier c;
+  for (const auto& d : kDefaults) {
+    ClassRule r{d.name, d.category, d.track, d.cls, d.icase, "default"};
+    RLPROF_CHECK(c.Add(std::move(r)).ok());
+  }
+  return c;
+}
+
+base::StatusOr<Classifier> Classifier::FromRulesYaml(std::string_view yaml, const std::string& origin) {
+  Classifier c;
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return base::InvalidArgument(origin + ": not YAML: " + e.what());
+  }
+  if (!root.IsMap() || !root["rules"] || !root["rules"].IsSequence())
+    return base::InvalidArgument(origin + ": expected a map with a 'rules' list");
+  size_t index = 0;
+  for (const auto& node : root["rules"]) {
+    std::string where = origin + ": rules[" + std::to_string(index++) + "]";
+    if (!node.IsMap()) return base::InvalidArgument(where + ": expected a map");
+    ClassRule r;
+    r.origin = where;
+    try {
+      for (const auto& kv : node) {
+        std::string key = kv.first.as<std::string>();
+        std::string value = kv.second.as<std::string>();
+        if (key == "name") {
+          r.name = value;
+        } else if (key == "category") {
+          r.category = value;
+        } else if (key == "track") {
+          if (value == "any") r.track = TrackMatch::kAny;
+          else if (value == "device") r.track = TrackMatch::kDevice;
+          else if (value == "host") r.track = TrackMatch::kHost;
+          else return base::InvalidArgument(where + ".track: '" + value + "' (device, host, any)");
+        } else if (key == "class") {
+          auto cls = ParseWorkClass(value);
+          if (!cls.ok()) return base::InvalidArgument(where + ".class: " + cls.status().message());
+          r.cls = *cls;
+        } else if (key == "ignore_case") {
+          r.ignore_case = kv.second.as<bool>();
+        } else {
+          return base::InvalidArgument(where + ": unknown key '" + key +
+                                       "' (name, category, track, class, ignore_case)");
+        }
+      }
+    } catch (const YAML::Exception& e) {
+      return base::InvalidArgument(where + ": " + e.what());
+    }
+    if (!node["class"]) return base::InvalidArgument(where + ": missing 'class'");
+    if (r.name.empty() && r.category.empty())
+      return base::InvalidArgument(where + ": needs 'name' or 'category'");
+    RLPROF_RETURN_IF_ERROR(c.Add(std::move(r)));
+  }
+  Classifier d = Default();
+  for (size_t i = 0; i < d.rules_.size(); ++i) {
+    c.rules_.push_back(d.rules_[i]);
+    c.compiled_.push_back(d.compiled_[i]);
+  }
+  return c;
+}
+
+base::StatusOr<Classifier> Classifier::FromRulesFile(const std::string& path) {
+  RLPROF_ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
+  return FromRulesYaml(text, path);
+}
+
+Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
+  Classification out;
+  const size_t n = t.size();
+  out.of.assign(n, WorkClass::kUnclassified);
+  out.is_recv.assign(n, 0);
+  out.rule.assign(n, -1);
+  std::unordered_set<std::string> marker_names;
+  for (const auto& m : t.steps) marker_names.insert(m.name);
+  for (const auto& m : t.stages) marker_names.insert(m.name);
+  // Cache per (name, category, device?) — traces repeat a few thousand names millions of times.
+  std::unordered_map<uint64_t, std::pair<WorkClass, int32_t>> cache;
+  for (size_t i = 0; i < n; ++i) {
+    const TrackType tt = t.tracks[t.track[i]].type;
+    const bool device = tt == TrackType::kDeviceStream;
+    uint64_t key = (static_cast<uint64_t>(t.name[i]) << 33) |
+                   (static_cast<uint64_t>(t.category[i]) << 2) | (device ? 1 : 0) |
+                   (tt == TrackType::kAsync ? 2 : 0);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      const std::string& nm = t.str(t.name[i]);
+      const std::string& cat = t.str(t.category[i]);
+      std::pair<WorkClass, int32_t> v{device ? WorkClass::kUnclassified : WorkClass::kHost, -1};
+      if (!device && marker_names.count(nm)) {
+        v = {WorkClass::kMarker, -1};
+      } else {
+        for (size_t r = 0; r < rules_.size(); ++r) {
+          if (!TrackMatches(rules_[r].track, tt)) continue;
+          const Compiled& c = *compiled_[r];
+          if (!c.any_name && !std::regex_search(nm, c.name)) continue;
+          if (!c.any_category && !std::regex_search(cat, c.category)) continue;
+          v = {rules_[r].cls, static_cast<int32_t>(r)};
+          break;
+        }
+      }
+      it = cache.emplace(key, v).first;
+    }
+    out.of[i] = it->second.first;
+    out.rule[i] = it->second.second;
+  }
+  // Kernels launched from a host communication call are communication (Kineto links them by
+  // correlation id; the launch is nested inside `record_param_comms` / `nccl:*`).
+  std::unordered_set<int64_t> comm_correlations;
+  for (size_t i = 0; i < n; ++i) {
+    if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
+    for (int32_t p = static_cast<int32_t>(i); p >= 0; p = t.parent[p]) {
+      if (IsHostCommName(t.str(t.name[p]))) {
+        comm_correlations.insert(t.correlation[i]);
+        break;
+      }
+    }
+  }
+  uint64_t unclassified = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool device = t.tracks[t.track[i]].type == TrackType::kDeviceStream;
+    if (out.of[i] == WorkClass::kCommunication && IsRecvName(t.str(t.name[i]), t.str(t.collective[i])))
+      out.is_recv[i] = 1;
+    if (!device) continue;
+    if (out.of[i] == WorkClass::kCompute && t.correlation[i] >= 0 &&
+        comm_correlations.count(t.correlation[i])) {
+      out.of[i] = WorkClass::kCommunication;
+      if (IsRecvName(t.str(t.name[i]), t.str(t.collective[i]))) out.is_recv[i] = 1;
+    }
+    if (out.of[i] == WorkClass::kUnclassified) ++unclassified;
+    if (out.of[i] == WorkClass::kCompute || out.of[i] == WorkClass::kCommunication ||
+        out.of[i] == WorkClass::kMemcpy || out.of[i] == WorkClass::kMemset ||
+        out.of[i] == WorkClass::kUnclassified) {
+      if (t.kind[i] == SliceKind::kRange) out.has_device_work = true;
+    }
+  }
+  if (unclassified && diag) diag->Add("unclassified_device_events", unclassified);
+  return out;
+}
+
+}  // namespace rlprof::analysis

@@ -1,0 +1,87 @@
+// Operator statistics: per name (and name + input shapes) for host operators and device
+// kernels: count, total, self, mean, min, max, p50, p99 (nearest rank).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "src/analysis/analyse_internal.h"
+
+namespace rlprof::analysis::internal {
+
+namespace {
+
+struct Acc {
+  std::vector<int64_t> durs;
+  int64_t self = 0;
+};
+
+int64_t NearestRank(const std::vector<int64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+std::vector<OpStat> Finish(std::map<std::pair<std::string, std::string>, Acc>& m) {
+  std::vector<OpStat> out;
+  for (auto& [key, acc] : m) {
+    std::sort(acc.durs.begin(), acc.durs.end());
+    OpStat s;
+    s.name = key.first;
+    s.shapes = key.second;
+    s.count = static_cast<int64_t>(acc.durs.size());
+    for (int64_t d : acc.durs) s.total += d;
+    s.self = acc.self;
+    s.min = acc.durs.front();
+    s.max = acc.durs.back();
+    s.mean = static_cast<double>(s.total) / static_cast<double>(s.count);
+    s.p50 = NearestRank(acc.durs, 0.50);
+    s.p99 = NearestRank(acc.durs, 0.99);
+    out.push_back(std::move(s));
+  }
+  // Largest total first; name breaks ties so outputs are stable.
+  std::sort(out.begin(), out.end(), [](const OpStat& a, const OpStat& b) {
+    if (a.total != b.total) return a.total > b.total;
+    return std::tie(a.name, a.shapes) < std::tie(b.name, b.shapes);
+  });
+  return out;
+}
+
+}  // namespace
+
+void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out) {
+  const size_t n = t.size();
+  // Self time = duration − Σ durations of direct children on the same track (host only).
+  std::vector<int64_t> child_sum(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (t.parent[i] >= 0) child_sum[t.parent[i]] += t.dur[i];
+  std::map<std::pair<std::string, std::string>, Acc> host, host_shapes, kernels;
+  for (size_t i = 0; i < n; ++i) {
+    if (t.kind[i] != SliceKind::kRange) continue;
+    const WorkClass k = c.of[i];
+    const bool device = t.tracks[t.track[i]].type == TrackType::kDeviceStream;
+    const std::string& name = t.str(t.name[i]);
+    if (device) {
+      if (k == WorkClass::kSync || k == WorkClass::kMarker || k == WorkClass::kHost) continue;
+      Acc& a = kernels[{name, ""}];
+      a.durs.push_back(t.dur[i]);
+      a.self += t.dur[i];
+    } else {
+      if (k != WorkClass::kHost && k != WorkClass::kCommunication) continue;
+      const int64_t self = std::max<int64_t>(0, t.dur[i] - child_sum[i]);
+      Acc& a = host[{name, ""}];
+      a.durs.push_back(t.dur[i]);
+      a.self += self;
+      if (t.shapes[i] != 0) {
+        Acc& b = host_shapes[{name, t.str(t.shapes[i])}];
+        b.durs.push_back(t.dur[i]);
+        b.self += self;
+      }
+    }
+  }
+  out->host_ops = Finish(host);
+  out->host_ops_by_shape = Finish(host_shapes);
+  out->kernels = Finish(kernels);
+}
+
+}  // namespace rlprof::analysis::internal

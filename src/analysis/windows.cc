@@ -1,0 +1,164 @@
+#include "src/analysis/windows.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace rlprof::analysis {
+
+namespace {
+
+// Device work sorted by launch time, for "the last device activity launched inside H".
+struct LaunchedWork {
+  std::vector<std::pair<int64_t, int64_t>> by_launch;  // (launch ts, work end)
+
+  LaunchedWork(std::span<const WorkInterval> work, const std::vector<int64_t>& launch) {
+    for (const auto& w : work)
+      if (w.slice >= 0 && launch[w.slice] >= 0) by_launch.push_back({launch[w.slice], w.end});
+    std::sort(by_launch.begin(), by_launch.end());
+  }
+  // Max end of work launched in [h0, h1), and how many such launches; -1 if none.
+  std::pair<int64_t, int64_t> In(int64_t h0, int64_t h1) const {
+    auto lo = std::lower_bound(by_launch.begin(), by_launch.end(), std::make_pair(h0, INT64_MIN));
+    int64_t last = -1, n = 0, prev_launch = INT64_MIN;
+    for (auto it = lo; it != by_launch.end() && it->first < h1; ++it) {
+      last = std::max(last, it->second);
+      if (it->first != prev_launch) ++n;
+      prev_launch = it->first;
+    }
+    return {last, n};
+  }
+};
+
+}  // namespace
+
+std::vector<int64_t> LaunchTimes(const Trace& t) {
+  std::unordered_map<int64_t, int64_t> host_launch;  // correlation → host call start
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
+    host_launch.emplace(t.correlation[i], t.ts[i]);
+  }
+  std::vector<int64_t> out(t.size(), -1);
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.correlation[i] < 0 || t.tracks[t.track[i]].type != TrackType::kDeviceStream) continue;
+    auto it = host_launch.find(t.correlation[i]);
+    if (it != host_launch.end()) out[i] = it->second;
+  }
+  return out;
+}
+
+std::vector<StepWindow> BuildStepWindows(const Trace& t, std::span<const WorkInterval> work,
+                                         const std::vector<int64_t>& launch, Diagnostics* diag) {
+  std::vector<StepWindow> out;
+  if (t.steps.empty()) {
+    // Whole trace (or capture) is step 0.
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < t.size(); ++i) {
+      lo = std::min(lo, t.ts[i]);
+      hi = std::max(hi, t.ts[i] + t.dur[i]);
+    }
+    if (t.capture_start_ns >= 0) lo = std::min(lo, t.capture_start_ns);
+    if (t.capture_end_ns >= 0) hi = std::max(hi, t.capture_end_ns);
+    if (lo > hi) lo = hi = 0;
+    StepWindow w;
+    w.step = 0;
+    w.host_start = w.start = lo;
+    w.host_end = w.end = hi;
+    w.whole_trace = true;
+    out.push_back(w);
+    return out;
+  }
+  // Merge markers of the same step number (e.g. one per thread) into one host range.
+  std::map<int64_t, std::pair<int64_t, int64_t>> host;
+  for (const auto& m : t.steps) {
+    auto [it, fresh] = host.try_emplace(m.step, m.start_ns, m.end_ns);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, m.start_ns);
+      it->second.second = std::max(it->second.second, m.end_ns);
+    }
+  }
+  std::vector<StepWindow> steps;
+  for (const auto& [n, h] : host) {
+    StepWindow w;
+    w.step = n;
+    w.host_start = h.first;
+    w.host_end = std::max(h.first, h.second);
+    steps.push_back(w);
+  }
+  std::sort(steps.begin(), steps.end(), [](const StepWindow& a, const StepWindow& b) {
+    return a.host_start != b.host_start ? a.host_start < b.host_start : a.step < b.step;
+  });
+  LaunchedWork lw(work, launch);
+  int64_t e_prev = INT64_MIN;
+  for (auto& w : steps) {
+    auto [last, n] = lw.In(w.host_start, w.host_end);
+    w.launches = n;
+    w.start = std::max(w.host_start, e_prev);
+    w.end = std::max(w.host_end, last);
+    if (w.end < w.start) {
+      w.end = w.start;
+      if (diag) diag->Add("empty_step_window");
+    }
+    e_prev = w.end;
+    if (t.capture_start_ns >= 0 && w.host_start < t.capture_start_ns) {
+      w.partial = true;
+      w.partial_reason = "before_capture_start";
+    } else if (t.capture_end_ns >= 0 && w.end > t.capture_end_ns) {
+      w.partial = true;
+      w.partial_reason = "after_capture_end";
+    }
+    out.push_back(w);
+  }
+  // tb_plugin heuristic: the last step with < 80 % of the previous step's launches.
+  if (out.size() >= 2) {
+    auto& last = out.back();
+    const auto& prev = out[out.size() - 2];
+    if (!last.partial && prev.launches > 0 && last.launches * 5 < prev.launches * 4) {
+      last.partial = true;
+      last.partial_reason = "last_step_fewer_launches";
+    }
+  }
+  return out;
+}
+
+std::vector<StageWindow> BuildStageWindows(const Trace& t, const std::vector<StepWindow>& steps,
+                                           std::span<const WorkInterval> work,
+                                           const std::vector<int64_t>& launch) {
+  std::vector<StageWindow> out;
+  if (t.stages.empty() || steps.empty()) return out;
+  LaunchedWork lw(work, launch);
+  std::vector<Marker> stages = t.stages;  // sorted by start (Trace::Finalize)
+  std::sort(stages.begin(), stages.end(), [](const Marker& a, const Marker& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  // Previous-sibling rule: a stage starts no earlier than the window end of every stage whose
+  // host range ended before it began (device tail of the previous stage stays with it).
+  std::vector<std::pair<int64_t, int64_t>> ended;  // (host end, window end), for finished stages
+  for (const auto& m : stages) {
+    int64_t e_prev = INT64_MIN;
+    for (const auto& [he, we] : ended)
+      if (he <= m.start_ns) e_prev = std::max(e_prev, we);
+    auto [last, n] = lw.In(m.start_ns, m.end_ns);
+    const int64_t s = std::max(m.start_ns, e_prev);
+    const int64_t e = std::max(m.end_ns, last);
+    ended.push_back({m.end_ns, e});
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const auto& w = steps[k];
+      const int64_t cs = std::max(s, w.start), ce = std::min(e, w.end);
+      if (ce <= cs) continue;
+      StageWindow sw;
+      sw.step_index = k;
+      sw.step = w.step;
+      sw.role = m.role;
+      sw.name = m.name;
+      sw.host_start = m.start_ns;
+      sw.host_end = m.end_ns;
+      sw.start = cs;
+      sw.end = ce;
+      out.push_back(std::move(sw));
+    }
+  }
+  return out;
+}
+
+}  // namespace rlprof::analysis
