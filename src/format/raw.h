@@ -47,6 +47,9 @@ struct RawHeaderInfo {
   std::string host;
 };
 
+// Strings and track names longer than 16 MiB are truncated; `chunk_bytes` is clamped to
+// [32 B, 32 MiB]. After a write error every call returns that error (the file keeps its
+// complete chunks).
 class RawWriter {
  public:
   static base::StatusOr<std::unique_ptr<RawWriter>> Create(const std::string& path,
@@ -59,6 +62,8 @@ class RawWriter {
   virtual base::Status AddEvents(std::span<const Event> events) = 0;
   virtual base::Status Flush() = 0;
   virtual base::Status Close() = 0;
+  // Bytes in the file so far (header + chunks); events already in chunks on disk (events
+  // still buffered are not counted until a chunk holding them is written).
   virtual uint64_t bytes_written() const = 0;
   virtual uint64_t events_written() const = 0;
 };
