@@ -4,6 +4,7 @@
 //
 //   build/bench/format_bench                       # full sizes
 //   build/bench/format_bench --benchmark_filter=Raw
+//   RLPROF_FORMAT_BENCH_EVENTS=4096 build/bench/format_bench   # quick
 //
 // After the benchmarks it prints the ratios that docs/performance.md records.
 #include <benchmark/benchmark.h>
@@ -12,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -27,7 +29,12 @@
 namespace rlprof::format {
 namespace {
 
-constexpr size_t kEvents = 1 << 18;  // 262144 events = 8 MiB of records
+// 262144 events = 8 MiB of records; RLPROF_FORMAT_BENCH_EVENTS makes the CI smoke run tiny.
+const size_t kEvents = [] {
+  const char* v = std::getenv("RLPROF_FORMAT_BENCH_EVENTS");
+  long n = v != nullptr ? std::atol(v) : 0;
+  return n > 0 ? static_cast<size_t>(n) : size_t{1} << 18;
+}();
 
 // Bytes per second of each benchmark's last run, for the ratios printed by main().
 std::map<std::string, double>& Rates() {
