@@ -54,6 +54,10 @@ class ExportCommandTest : public ::testing::Test {
     ASSERT_TRUE((*w)->AddEvents(events).ok());
     ASSERT_TRUE((*w)->Close().ok());
   }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
   std::string root_;
   std::string capture_;
 };

@@ -9,6 +9,7 @@
 
 #include "src/base/files.h"
 #include "src/format/raw_layout.h"
+#include "src/format/test_util.h"
 
 namespace rlprof::format {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TempPath(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("rlprof_raw_test_" + std::to_string(::getpid()));
+  fs::path dir = TestRoot() / "raw";
   fs::create_directories(dir);
   return (dir / name).string();
 }
