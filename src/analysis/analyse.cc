@@ -167,6 +167,29 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     return x.step != y.step ? x.step < y.step : x.start < y.start;
   });
 
+  // Per-kernel rows (device work only), in stream order.
+  if (!a.cpu_only) {
+    int64_t prev_end = -1;
+    uint32_t prev_track = UINT32_MAX;
+    for (const auto& x : work) {
+      if (x.slice < 0) continue;
+      KernelRow k;
+      const uint32_t tr = t.track[x.slice];
+      k.name = t.str(t.name[x.slice]);
+      k.cls = c.of[x.slice];
+      k.stream = std::to_string(t.tracks[tr].device) + ":" + std::to_string(t.tracks[tr].stream);
+      k.start = x.start;
+      k.dur = x.end - x.start;
+      if (tr == prev_track && x.start > prev_end) k.wait = x.start - prev_end;
+      prev_track = tr;
+      prev_end = x.end;
+      auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
+                                 [](int64_t v, const StepWindow& w) { return v < w.end; });
+      if (it != windows.end() && it->start <= x.start) k.step = it->step;
+      a.kernel_rows.push_back(std::move(k));
+    }
+  }
+
   internal::ComputeHtaViews(t, work, windows, launch, opts, &a);
   internal::ComputeTraceLens(work, &a);
   internal::ComputeOpStats(t, c, &a);

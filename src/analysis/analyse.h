@@ -77,6 +77,16 @@ struct OpStat {
   double mean = 0;
 };
 
+// One device work interval (kernel_details.csv).
+struct KernelRow {
+  int64_t step = -1;  // step of the window containing its start, -1 outside every window
+  std::string name;
+  WorkClass cls = WorkClass::kCompute;
+  std::string stream;  // "device:stream"
+  int64_t start = 0, dur = 0;
+  int64_t wait = 0;  // gap since the previous work on the same stream ended (0 if none)
+};
+
 struct ClassTotal {
   int64_t count = 0;
   int64_t total = 0;  // Σ durations (not a union)
@@ -92,6 +102,7 @@ struct TraceAnalysis {
   std::vector<IdleBreakdownRow> idle_breakdown;
   TraceLensTimeline tracelens;
   std::vector<OpStat> host_ops, host_ops_by_shape, kernels;
+  std::vector<KernelRow> kernel_rows;
   std::array<ClassTotal, kWorkClassCount> classes{};
   Diagnostics diagnostics;  // reader's + analysis's
 };

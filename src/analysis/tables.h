@@ -1,0 +1,70 @@
+// The analysis outputs as tables: one declaration per table (name, columns with type and
+// unit) used by every writer — CSV files, the SQLite analysis.db, JSON and terminal text — so
+// the formats never drift apart. Builders turn TraceAnalysis results into Tables.
+//
+//   Table t = StepTraceTimeTable(analysis);        // msprof columns, µs
+//   std::string csv = ToCsv(t);
+//   std::string text = ToText(t);                  // aligned, units in the header
+//   RLPROF_RETURN_IF_ERROR(WriteSqlite({t, …}, "analysis.db"));
+//
+// Thread-safety: pure functions; WriteSqlite writes one file.
+#ifndef RLPROF_SRC_ANALYSIS_TABLES_H_
+#define RLPROF_SRC_ANALYSIS_TABLES_H_
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/analysis/analyse.h"
+#include "src/base/status.h"
+
+namespace rlprof::analysis {
+
+enum class ColumnType { kInt, kReal, kText };
+
+struct Column {
+  std::string name;  // as written in CSV headers (msprof names keep their units, "Computing")
+  ColumnType type = ColumnType::kReal;
+  std::string unit;  // "us", "ns", "ms", "%", "" — shown by ToText
+};
+
+using Cell = std::variant<std::monostate, int64_t, double, std::string>;
+
+struct Table {
+  std::string name;  // file stem / SQLite table name
+  std::vector<Column> columns;
+  std::vector<std::vector<Cell>> rows;
+};
+
+// Per-input tables.
+Table StepTraceTimeTable(const TraceAnalysis& a);  // step_trace_time: msprof columns, µs
+Table StepAtomsTable(const TraceAnalysis& a);      // step_atoms: rlprof atoms, ns
+Table StageTimeTable(const TraceAnalysis& a);      // stage_time: RL view, µs
+Table OpStatisticTable(const TraceAnalysis& a);    // op_statistic: host ops and kernels, µs
+Table KernelDetailsTable(const TraceAnalysis& a);  // kernel_details: device work, µs
+Table HtaTemporalTable(const TraceAnalysis& a);    // hta_temporal_breakdown, µs and %
+Table HtaIdleTable(const TraceAnalysis& a);        // hta_idle_breakdown
+Table GpuTimelineTable(const TraceAnalysis& a);    // gpu_timeline: TraceLens rows, ms and %
+Table ClassTable(const TraceAnalysis& a);          // classes: count and Σ duration per class
+Table DiagnosticsTable(const Diagnostics& d);      // diagnostics: name, count
+
+// All per-input tables, in file order.
+std::vector<Table> AllTables(const TraceAnalysis& a);
+
+// Concatenates the same table of several inputs, prepending an `input` text column.
+Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts);
+
+std::string ToCsv(const Table& t);
+std::string ToText(const Table& t);
+nlohmann::json ToJson(const Table& t);  // {"columns":[{name,type,unit}],"rows":[[…]]}
+std::string FormatCell(const Cell& c);  // shortest round-trip for reals, "" for null
+
+// Writes every table into a new SQLite database (replaced atomically), plus a `meta` table.
+base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& path);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_TABLES_H_
