@@ -44,10 +44,6 @@
 
 #include "rlprof/config/plan.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
-
 namespace rlprof {
 
 namespace internal {
@@ -63,7 +59,7 @@ inline uint32_t OpenWindow() noexcept { return g_hot.gen.load(std::memory_order_
 
 inline uint64_t ReadTicks() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  if (g_hot.use_tsc.load(std::memory_order_relaxed)) return __rdtsc();
+  if (g_hot.use_tsc.load(std::memory_order_relaxed)) return __builtin_ia32_rdtsc();
 #endif
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -369,6 +369,7 @@ TEST(SessionTest, ManySessionsAndThreadsRecordWhileWindowsOpenAndClose) {
   s->Shutdown();
   const auto caps = FindCaptures(save);
   ASSERT_EQ(caps.size(), 20u);
+  size_t named_workers = 0;
   for (const auto& c : caps) {
     nlohmann::json m = ReadManifest(c);
     EXPECT_TRUE(m["complete"].get<bool>());
@@ -385,11 +386,12 @@ TEST(SessionTest, ManySessionsAndThreadsRecordWhileWindowsOpenAndClose) {
     }
     // Recorded in full although the thread exited before the window closed.
     EXPECT_EQ(short_lived, 100u);
-    size_t named_workers = 0;
     for (const auto& t : cap->tracks)
       if (t.kind == format::TrackKind::kThread && t.name.rfind("worker ", 0) == 0) ++named_workers;
-    EXPECT_GE(named_workers, 1u);  // SetThreadName reaches the track table
   }
+  // SetThreadName reaches the track table (workers may miss a 2 ms window on a loaded machine,
+  // so this is checked over all captures).
+  EXPECT_GE(named_workers, 1u);
 }
 
 TEST(SessionTest, SecondConcurrentSessionIsDisabledWithOneWarning) {
