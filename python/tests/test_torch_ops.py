@@ -1,0 +1,80 @@
+"""Torch operator capture: operators inside windows only, in the right stage, with shapes."""
+from __future__ import annotations
+
+import pytest
+
+import rlprof
+from conftest import capture_key, events, manifest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not rlprof.HAVE_TORCH_OPS, reason="built without libtorch")
+
+
+def cfg(tmp_path, contents, steps=(2,), discrete=False):
+    return {"rlprof": {"steps": list(steps), "save_path": str(tmp_path / "out"),
+                       "roles": {"actor": {"ranks": [0], "discrete": discrete,
+                                           "contents": list(contents)}}}}
+
+
+def work(x):
+    y = torch.mm(x, x).relu().sum()
+    y.backward()
+
+
+def test_operators_land_inside_their_stage_and_only_in_windows(tmp_path, rlprof_cli):
+    x = torch.randn(8, 8, requires_grad=True)
+    before = rlprof._rlprof.torch_ops_stats()["ops"]
+    prof = rlprof.Profiler(cfg(tmp_path, ["cpu", "ops"]), role="actor", quiet=True)
+    for step in (1, 2, 3):
+        with prof.step(step):
+            with rlprof.annotate("rollout_generate", role="rollout"):
+                torch.sub(x, 1)
+            with rlprof.annotate("actor_update", role="actor"):
+                work(x)
+    caps = prof.shutdown()
+    stats = rlprof._rlprof.torch_ops_stats()
+    assert not stats["enabled"]  # off outside windows
+    assert [capture_key(c) for c in caps] == [(2, "e2e", 0)]
+    evs = events(rlprof_cli, caps[0], str(tmp_path))
+    stages = {e["name"]: e for e in evs if e["cat"] == "stage"}
+    ops = [e for e in evs if e["cat"] == "operator"]
+    # Step 2 only: one sub in rollout, mm/relu/sum + backward in actor_update.
+    assert stats["ops"] - before == len(ops)
+    def inside(e, s):
+        return s["ts"] <= e["ts"] and e["ts"] + e["dur"] <= s["ts"] + s["dur"] + 1e-3
+    mm = [e for e in ops if e["name"] == "aten::mm"]
+    assert len(mm) >= 3  # forward + two in MmBackward0
+    assert all(inside(e, stages["actor_update"]) for e in mm)
+    sub = [e for e in ops if e["name"] == "aten::sub"]
+    assert len(sub) == 1 and inside(sub[0], stages["rollout_generate"])
+    assert any(e["name"] == "MmBackward0" for e in ops)
+    assert any(e["args"].get("seq") is not None for e in mm)
+    assert "shapes" not in mm[0]["args"]
+
+
+def test_shapes_and_memory_when_asked(tmp_path, rlprof_cli):
+    x = torch.randn(4, 6, requires_grad=True)
+    prof = rlprof.Profiler(cfg(tmp_path, ["cpu", "shapes", "memory"], steps=[1], discrete=True),
+                           role="actor", quiet=True)
+    assert set(prof.contents) >= {"ops", "shapes", "memory"}
+    with prof.step(1):
+        with rlprof.annotate("actor_update", role="actor"):
+            torch.mm(x, x.t())
+    caps = prof.shutdown()
+    evs = events(rlprof_cli, caps[0], str(tmp_path))
+    mm = [e for e in evs if e["name"] == "aten::mm"][0]
+    assert mm["args"]["shapes"] == "[[4, 6], [6, 4]]"
+    mem = [e for e in evs if e["cat"] == "memory" and e["name"] == "rss_bytes"]
+    assert len(mem) >= 2 and all(e["args"]["value"] > 1e6 for e in mem)
+
+
+def test_user_record_function_scopes_are_recorded(tmp_path, rlprof_cli):
+    prof = rlprof.Profiler(cfg(tmp_path, ["ops"], steps=[1]), role="actor", quiet=True)
+    with prof.step(1):
+        for i in range(3):
+            with torch.autograd.profiler.record_function(f"scope_{i}"):
+                torch.ones(2)
+    caps = prof.shutdown()
+    names = [e["name"] for e in events(rlprof_cli, caps[0], str(tmp_path))
+             if e["cat"] == "operator"]
+    assert [n for n in names if n.startswith("scope_")] == ["scope_0", "scope_1", "scope_2"]
