@@ -1,0 +1,113 @@
+"""The GRPO example as rlprof's main job: captures match `rlprof plan`, the decode schedule, and
+a 2-rank gloo run with all-reduce recorded as communication and clock offsets measured."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import rlprof  # noqa: E402
+from conftest import EXAMPLE, all_captures, capture_key, events, manifest, plan_captures  # noqa: E402
+
+import grpo_tiny  # noqa: E402  (examples/grpo_tiny, on sys.path via conftest)
+
+VERL = os.path.join(EXAMPLE, "grpo_verl.yaml")
+MINDSPEED = os.path.join(EXAMPLE, "grpo_mindspeed.yaml")
+# A smaller problem: 3 steps, 3x3 addition table, 4 samples per prompt.
+SMALL = grpo_tiny.GrpoConfig(steps=3, max_digit=2, group=4, sft_steps=5, mini_batches=2,
+                             micro_batches=2)
+BLOCKS = ["actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.ref"]
+
+
+def one_rank_overrides(tmp_path, discrete=True):
+    ov = [f"global_profiler.save_path={tmp_path}/out"]
+    for b in BLOCKS:
+        ov.append(f"{b}.profiler.ranks=[0]")
+        if not discrete:
+            ov.append(f"{b}.profiler.tool_config.rlprof.discrete=false")
+    if not discrete:  # end to end, a decode schedule would cut the step window to 4 iterations
+        ov.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.schedule")
+    return ov
+
+
+@pytest.mark.parametrize("discrete", [True, False], ids=["discrete", "e2e"])
+def test_one_rank_writes_exactly_the_planned_captures(tmp_path, rlprof_cli, discrete):
+    ov = one_rank_overrides(tmp_path, discrete)
+    want = plan_captures(rlprof_cli, VERL, ov, world_size=1)
+    res = grpo_tiny.train(SMALL, config=VERL, overrides=ov, verbose=False)
+    got = {capture_key(c) for c in res["captures"]}
+    assert got == want
+    assert len(res["captures"]) == len(want)
+    assert sorted(all_captures(str(tmp_path))) == sorted(res["captures"])
+    if discrete:
+        assert {s for _, s, _ in got} == {"rollout_generate", "ref_compute_log_prob",
+                                          "actor_compute_log_prob", "actor_update"}
+    else:
+        assert {(st, s) for st, s, _ in got} == {(2, "e2e"), (3, "e2e")}
+        evs = events(rlprof_cli, [c for c in res["captures"] if "step2" in c][0], str(tmp_path))
+        stages = {e["name"] for e in evs if e["cat"] == "stage"}
+        assert stages == {"weight_sync", "rollout_generate", "ref_compute_log_prob",
+                          "actor_compute_log_prob", "actor_update"}
+        decode = [e for e in evs if e["cat"] == "sub_step" and e["name"] == "decode"]
+        assert len(decode) == SMALL.max_new_tokens
+    assert len(res["rewards"]) == SMALL.steps
+
+
+def test_decode_schedule_captures_exactly_the_scheduled_iterations(tmp_path, rlprof_cli):
+    ov = one_rank_overrides(tmp_path)
+    res = grpo_tiny.train(SMALL, config=VERL, overrides=ov, verbose=False)
+    gen = sorted(c for c in res["captures"] if "/rollout_generate/" in c)
+    assert len(gen) == 2  # steps 2 and 3
+    for cap in gen:
+        m = manifest(cap)
+        assert m["window"]["close_reason"] == "schedule"
+        evs = events(rlprof_cli, cap, str(tmp_path))
+        iters = [e["args"]["value"] for e in evs if e["name"] == "decode_iteration"]
+        assert iters == [2, 3, 4, 5]  # wait 2, active 4
+        subs = [e["args"]["index"] for e in evs if e["cat"] == "sub_step"]
+        assert subs == [2, 3, 4, 5]  # "iteration k finished" marks of the recorded iterations
+        ops = [e for e in evs if e["cat"] == "operator"]
+        mult = [e for e in ops if e["name"] == "aten::multinomial"]
+        assert len(mult) == 4
+
+
+def test_mindspeed_config_writes_one_continuous_capture(tmp_path, rlprof_cli):
+    ov = [f"profiler_config.integrated.profile_save_path={tmp_path}/ms",
+          "profiler_config.integrated.profile_ranks=[0]"]
+    want = plan_captures(rlprof_cli, MINDSPEED, ov, world_size=1)
+    res = grpo_tiny.train(SMALL, config=MINDSPEED, overrides=ov, verbose=False)
+    assert {capture_key(c) for c in res["captures"]} == want == {(2, "steps2-3", 0)}
+    m = manifest(res["captures"][0])
+    assert m["steps"] == [2, 3] and "memory" in m["contents"]
+
+
+def test_two_ranks_over_gloo_record_all_reduce_and_clock_offsets(tmp_path, rlprof_cli):
+    summary = tmp_path / "summary.json"
+    ov = [f"global_profiler.save_path={tmp_path}/out",
+          "global_profiler.steps=[2]"]
+    grpo_tiny.launch(SMALL, 2, summary=str(summary), config=VERL, overrides=ov, mode="rlprof",
+                     verbose=False)
+    result = json.loads(summary.read_text())
+    ranks = result["ranks"]
+    assert len(ranks) == 2
+    want = plan_captures(rlprof_cli, VERL, ov, world_size=2)
+    caps = ranks[0]["captures"] + ranks[1]["captures"]
+    assert {capture_key(c) for c in caps} == want
+    assert ranks[0]["run_dir"] == ranks[1]["run_dir"]  # one run id, broadcast by rank 0
+    for r in (0, 1):
+        upd = [c for c in ranks[r]["captures"] if "/actor_update/" in c]
+        assert len(upd) == 1
+        m = manifest(upd[0])
+        assert m["identity"]["rank"] == r and m["identity"]["world_size"] == 2
+        assert m["clock"]["offset_measured"] is True
+        assert abs(m["clock"]["offset_to_rank0_ns"]) < 50_000_000  # same host: small
+        if r == 0:
+            assert m["clock"]["offset_to_rank0_ns"] == 0
+        comm = [e for e in events(rlprof_cli, upd[0], str(tmp_path))
+                if e["cat"] == "communication"]
+        assert len([e for e in comm if "all_reduce" in e["name"]]) == SMALL.mini_batches
+    # Same rewards on both ranks (all-reduced mean).
+    assert ranks[0]["rewards"] == ranks[1]["rewards"]
