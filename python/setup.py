@@ -1,0 +1,43 @@
+"""Builds rlprof._rlprof with CMake (the repository's own build) for pip; metadata is in
+pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
+parallelism."""
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name: str) -> None:
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext: Extension) -> None:
+        build = os.path.join(os.path.abspath(self.build_temp), "cmake")
+        args = ["-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                "-DRLPROF_BUILD_TESTS=OFF", "-DRLPROF_BUILD_BENCHMARKS=OFF",
+                f"-DPython_EXECUTABLE={sys.executable}"]
+        if shutil.which("ninja"):
+            args += ["-G", "Ninja"]
+        args += shlex.split(os.environ.get("RLPROF_CMAKE_ARGS", ""))
+        subprocess.run(["cmake", *args], check=True)
+        jobs = os.environ.get("RLPROF_JOBS", str(os.cpu_count() or 2))
+        subprocess.run(["cmake", "--build", build, "--target", "_rlprof", "-j", jobs], check=True)
+        built = glob.glob(os.path.join(build, "python", "rlprof", "_rlprof*.so"))
+        if not built:
+            raise RuntimeError("rlprof: the CMake build produced no _rlprof extension")
+        dest = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(built[0], dest)
+
+
+setup(ext_modules=[CMakeExtension("rlprof._rlprof")], cmdclass={"build_ext": CMakeBuild})
