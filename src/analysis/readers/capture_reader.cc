@@ -1,0 +1,180 @@
+#include "src/analysis/readers/capture_reader.h"
+
+#include <unordered_map>
+#include <vector>
+
+#include "src/format/event_schema.h"
+
+namespace rlprof::analysis {
+namespace {
+
+using format::Category;
+using format::Event;
+using format::EventKind;
+
+void CarryRawDiagnostics(const format::RawDiagnostics& d, Diagnostics* out) {
+  auto add = [&](const char* name, uint64_t n) {
+    if (n) out->Add(name, n);
+  };
+  if (!d.header_ok) out->Add("raw_bad_header");
+  add("raw_bad_checksum_chunks", d.bad_checksum_chunks);
+  add("raw_truncated_tail_bytes", d.truncated_tail_bytes);
+  add("raw_unknown_chunk_types", d.unknown_chunk_types);
+  add("raw_undefined_string_refs", d.undefined_string_refs);
+  add("raw_undefined_track_refs", d.undefined_track_refs);
+  add("raw_bad_payload_chunks", d.bad_payload_chunks);
+  add("raw_bad_records", d.bad_records);
+  add("raw_skipped_bytes", d.skipped_bytes);
+  if (d.truncated_tail_bytes) out->Add("truncated_input");
+}
+
+}  // namespace
+
+Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
+  Trace t;
+  t.source = c.dir.empty() ? c.events_path : c.dir;
+  t.format = "rlprof";
+  const format::Manifest& m = c.manifest;
+  t.rank = m.rank;
+  t.world_size = m.world_size > 0 ? m.world_size : -1;
+  t.host = m.host;
+  t.pid = m.pid > 0 ? m.pid : -1;
+  CarryRawDiagnostics(c.raw.diagnostics, &t.diagnostics);
+  if (!c.diagnostics.empty()) t.diagnostics.Add("manifest_problems", c.diagnostics.size());
+  if (c.has_manifest && !m.complete) t.diagnostics.Add("capture_incomplete");
+  if (m.dropped_events > 0) t.diagnostics.Add("dropped_events", static_cast<uint64_t>(m.dropped_events));
+
+  // Tracks: raw track id → trace track.
+  std::unordered_map<uint16_t, uint32_t> track_of;
+  for (const format::TrackEntry& e : c.raw.tracks) {
+    Track tr;
+    tr.pid = e.pid;
+    tr.name = e.name;
+    switch (e.kind) {
+      case format::TrackKind::kDeviceStream:
+        tr.type = TrackType::kDeviceStream;
+        tr.device = static_cast<int32_t>(e.os_id >> 32);
+        tr.stream = static_cast<int64_t>(e.os_id & 0xffffffffu);
+        tr.pid = tr.device;
+        tr.tid = tr.stream;
+        tr.process_name = "GPU " + std::to_string(tr.device);
+        break;
+      case format::TrackKind::kCounter:
+        tr.type = TrackType::kCounter;
+        tr.tid = static_cast<int64_t>(e.id);
+        break;
+      case format::TrackKind::kAsync:
+        tr.type = TrackType::kAsync;
+        tr.tid = static_cast<int64_t>(e.id);
+        break;
+      default:
+        tr.type = TrackType::kThread;
+        tr.tid = static_cast<int64_t>(e.os_id);
+        break;
+    }
+    if (tr.type == TrackType::kThread && tr.pid == 0 && t.pid > 0) tr.pid = t.pid;
+    if (tr.type != TrackType::kDeviceStream && !m.host.empty())
+      tr.process_name = m.role.empty() ? m.host : m.role + "@" + m.host;
+    track_of[e.id] = t.AddTrack(std::move(tr));
+  }
+  auto track_for = [&](uint16_t id) -> uint32_t {
+    auto it = track_of.find(id);
+    if (it != track_of.end()) return it->second;
+    t.diagnostics.Add("undefined_track");
+    Track tr;
+    tr.type = TrackType::kThread;
+    tr.pid = t.pid;
+    tr.tid = -static_cast<int64_t>(id) - 1;
+    tr.name = "track " + std::to_string(id);
+    uint32_t idx = t.AddTrack(std::move(tr));
+    track_of[id] = idx;
+    return idx;
+  };
+
+  std::vector<uint32_t> cat_ids(format::kCategoryCount + 1);
+  for (int i = 0; i < format::kCategoryCount; ++i)
+    cat_ids[i] = t.Intern(format::CategoryName(static_cast<Category>(i)));
+  cat_ids[format::kCategoryCount] = t.Intern("unknown");
+  auto cat_of = [&](Category cat) {
+    int i = static_cast<int>(cat);
+    return cat_ids[i < format::kCategoryCount ? i : format::kCategoryCount];
+  };
+  std::vector<uint32_t> name_ids(c.raw.strings.size(), UINT32_MAX);
+  auto name_of = [&](uint32_t id) {
+    if (id >= name_ids.size()) return t.Intern(c.raw.str(id));
+    if (name_ids[id] == UINT32_MAX) name_ids[id] = t.Intern(c.raw.strings[id]);
+    return name_ids[id];
+  };
+
+  auto add = [&](const Event& e, int64_t ts, int64_t dur, uint32_t track, SliceKind kind) {
+    size_t row = t.AddSlice(ts, dur, name_of(e.name), cat_of(e.category), track, kind);
+    switch (e.category) {
+      case Category::kOperator:
+        if (e.arg1) t.shapes[row] = name_of(e.arg1);
+        break;
+      case Category::kCommunication:
+        t.bytes[row] = e.arg0;
+        if (e.arg1) t.group[row] = name_of(e.arg1);
+        break;
+      case Category::kKernel:
+      case Category::kRuntime:
+        if (e.arg0) t.correlation[row] = e.arg0;
+        break;
+      case Category::kMemcpy:
+        t.bytes[row] = e.arg0;
+        break;
+      default:
+        break;
+    }
+    if (kind != SliceKind::kRange) return;
+    if (e.category == Category::kStep) {
+      Marker mk{static_cast<int64_t>(e.arg0), ts, ts + (dur > 0 ? dur : 0), track, "", "step"};
+      t.steps.push_back(std::move(mk));
+    } else if (e.category == Category::kStage) {
+      Marker mk{m.steps.empty() ? 0 : m.steps.front(), ts, ts + (dur > 0 ? dur : 0), track,
+                e.arg1 ? c.raw.str(e.arg1) : m.role, c.raw.str(e.name)};
+      t.stages.push_back(std::move(mk));
+    }
+  };
+
+  t.ts.reserve(c.raw.events.size());
+  std::unordered_map<int64_t, std::vector<Event>> open;  // range id → begins
+  for (const Event& e : c.raw.events) {
+    switch (e.kind) {
+      case EventKind::kComplete:
+        add(e, e.ts_ns, e.payload, track_for(e.track), SliceKind::kRange);
+        break;
+      case EventKind::kInstant:
+        if (opts.keep_instants) add(e, e.ts_ns, 0, track_for(e.track), SliceKind::kInstant);
+        break;
+      case EventKind::kCounter:
+        t.counters.push_back({track_for(e.track), e.ts_ns, e.counter_value()});
+        break;
+      case EventKind::kBegin:
+        open[e.payload].push_back(e);
+        break;
+      case EventKind::kEnd: {
+        auto it = open.find(e.payload);
+        if (it == open.end() || it->second.empty()) {
+          t.diagnostics.Add("unmatched_end");
+          break;
+        }
+        Event b = it->second.back();
+        it->second.pop_back();
+        if (it->second.empty()) open.erase(it);
+        add(b, b.ts_ns, e.ts_ns - b.ts_ns, track_for(b.track), SliceKind::kRange);
+        break;
+      }
+      default:
+        t.diagnostics.Add("invalid_event_kind");
+        break;
+    }
+  }
+  uint64_t unmatched = 0;
+  for (const auto& [id, v] : open) unmatched += v.size();
+  if (unmatched) t.diagnostics.Add("unmatched_begin", unmatched);
+  t.Finalize();
+  return t;
+}
+
+}  // namespace rlprof::analysis

@@ -1,0 +1,135 @@
+#include "src/analysis/readers/capture_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "src/analysis/readers/readers.h"
+#include "src/format/raw.h"
+#include "src/format/test_util.h"
+
+namespace rlprof::analysis {
+namespace {
+
+using format::Category;
+using format::Event;
+using format::EventKind;
+
+Event Ev(int64_t ts, int64_t payload, uint32_t name, uint16_t track, EventKind k, Category c,
+         uint32_t a0 = 0, uint32_t a1 = 0) {
+  Event e{};
+  e.ts_ns = ts;
+  e.payload = payload;
+  e.name = name;
+  e.track = track;
+  e.kind = k;
+  e.category = c;
+  e.arg0 = a0;
+  e.arg1 = a1;
+  return e;
+}
+
+// A capture of rank 1 (of 4) with a step, a stage, operators, a collective, a kernel, a
+// cross-thread async range, an instant, counters and one begin without end.
+std::string WriteCapture(const std::string& dir, bool truncate) {
+  std::filesystem::create_directories(dir);
+  auto w = format::RawWriter::Create(dir + "/events.rlp", {.rank = 1, .pid = 4242, .host = "node-b"});
+  EXPECT_TRUE(w.ok());
+  std::vector<format::StringEntry> s = {{1, "rl/step"},        {2, "actor_update"}, {3, "actor"},
+                                        {4, "aten::mm"},       {5, "[[2,3],[3,4]]"}, {6, "allreduce"},
+                                        {7, "tp_group"},       {8, "gemm_kernel"},  {9, "h2d"},
+                                        {10, "load"},          {11, "mark"},        {12, "allocated"},
+                                        {13, "never_ends"}};
+  EXPECT_TRUE((*w)->AddStrings(s).ok());
+  std::vector<format::TrackEntry> tracks = {
+      {1, format::TrackKind::kThread, 100, 4242, "main"},
+      {2, format::TrackKind::kThread, 101, 4242, "worker"},
+      {3, format::TrackKind::kDeviceStream, (uint64_t{0} << 32) | 7, 4242, "stream 7"},
+      {4, format::TrackKind::kCounter, 0, 4242, "allocated"}};
+  EXPECT_TRUE((*w)->AddTracks(tracks).ok());
+  Event counter = Ev(1500, 0, 12, 4, EventKind::kCounter, Category::kMemory);
+  counter.set_counter_value(2.5e9);
+  std::vector<Event> ev = {
+      Ev(1000, 10000, 1, 1, EventKind::kComplete, Category::kStep, 5),
+      Ev(1100, 8000, 2, 1, EventKind::kComplete, Category::kStage, 0, 3),
+      Ev(1200, 500, 4, 1, EventKind::kComplete, Category::kOperator, 17, 5),
+      Ev(2000, 900, 6, 1, EventKind::kComplete, Category::kCommunication, 4096, 7),
+      Ev(2100, 300, 8, 3, EventKind::kComplete, Category::kKernel, 99),
+      Ev(2500, 0, 9, 3, EventKind::kComplete, Category::kMemcpy, 1024, 9),
+      Ev(3000, 55, 10, 1, EventKind::kBegin, Category::kUser),
+      Ev(3700, 55, 10, 2, EventKind::kEnd, Category::kUser),
+      Ev(4000, 0, 11, 2, EventKind::kInstant, Category::kUser),
+      Ev(4100, 56, 13, 2, EventKind::kBegin, Category::kUser),
+      counter,
+  };
+  EXPECT_TRUE((*w)->AddEvents(ev).ok());
+  EXPECT_TRUE((*w)->Close().ok());
+  std::ofstream(dir + "/manifest.json") << R"({"format": "rlprof-capture", "format_version": 1,
+    "run_id": "r1", "scope": "e2e", "mode": "continuous", "steps": [5], "role": "actor",
+    "identity": {"rank": 1, "local_rank": 1, "world_size": 4, "host": "node-b", "pid": 4242},
+    "counts": {"events": 11, "dropped_events": 3, "threads": 2}, "complete": true})";
+  if (truncate) {
+    auto size = std::filesystem::file_size(dir + "/events.rlp");
+    std::filesystem::resize_file(dir + "/events.rlp", size - 7);
+  }
+  return dir;
+}
+
+TEST(CaptureReader, ReadsAnRlprofCaptureWithMarkersIdentityAndCategories) {
+  std::string dir = WriteCapture(format::TestDir() + "/rank1-node-b-4242", false);
+  auto t = ReadTrace(dir);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->format, "rlprof");
+  EXPECT_EQ(t->rank, 1);
+  EXPECT_EQ(t->world_size, 4);
+  EXPECT_EQ(t->host, "node-b");
+  EXPECT_EQ(t->pid, 4242);
+  // step, stage, mm, allreduce, kernel, memcpy, load (begin/end), mark.
+  ASSERT_EQ(t->size(), 8u);
+  std::map<std::string, size_t> row;
+  for (size_t i = 0; i < t->size(); ++i) row[t->str(t->name[i])] = i;
+  EXPECT_EQ(t->str(t->category[row["aten::mm"]]), "operator");
+  EXPECT_EQ(t->str(t->shapes[row["aten::mm"]]), "[[2,3],[3,4]]");
+  EXPECT_EQ(t->str(t->category[row["allreduce"]]), "communication");
+  EXPECT_EQ(t->bytes[row["allreduce"]], 4096);
+  EXPECT_EQ(t->str(t->group[row["allreduce"]]), "tp_group");
+  EXPECT_EQ(t->str(t->category[row["gemm_kernel"]]), "kernel");
+  EXPECT_EQ(t->correlation[row["gemm_kernel"]], 99);
+  EXPECT_EQ(t->tracks[t->track[row["gemm_kernel"]]].type, TrackType::kDeviceStream);
+  EXPECT_EQ(t->tracks[t->track[row["gemm_kernel"]]].stream, 7);
+  EXPECT_EQ(t->bytes[row["h2d"]], 1024);
+  EXPECT_EQ(t->dur[row["load"]], 700);  // begin on main, end on worker
+  EXPECT_EQ(t->tracks[t->track[row["load"]]].name, "main");
+  EXPECT_EQ(t->kind[row["mark"]], SliceKind::kInstant);
+  ASSERT_EQ(t->steps.size(), 1u);
+  EXPECT_EQ(t->steps[0].step, 5);
+  EXPECT_EQ(t->steps[0].start_ns, 1000);
+  EXPECT_EQ(t->steps[0].end_ns, 11000);
+  ASSERT_EQ(t->stages.size(), 1u);
+  EXPECT_EQ(t->stages[0].name, "actor_update");
+  EXPECT_EQ(t->stages[0].role, "actor");
+  EXPECT_EQ(t->stages[0].step, 5);
+  ASSERT_EQ(t->counters.size(), 1u);
+  EXPECT_EQ(t->counters[0].value, 2.5e9);
+  EXPECT_EQ(t->diagnostics.Get("unmatched_begin"), 1u);
+  EXPECT_EQ(t->diagnostics.Get("dropped_events"), 3u);
+  EXPECT_EQ(t->diagnostics.Get("truncated_input"), 0u);
+}
+
+TEST(CaptureReader, CarriesTheRawReadersTruncationDiagnostics) {
+  std::string root = format::TestDir();
+  std::string dir = WriteCapture(root + "/cap", true);
+  auto t = ReadTrace(dir + "/events.rlp");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->rank, 1);
+  EXPECT_EQ(t->diagnostics.Get("truncated_input"), 1u);
+  EXPECT_GT(t->diagnostics.Get("raw_truncated_tail_bytes"), 0u);
+  auto in = FindTraceInputs({root});
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(*in, std::vector<std::string>{dir});
+}
+
+}  // namespace
+}  // namespace rlprof::analysis

@@ -1,0 +1,126 @@
+// Builds a Trace from Chrome trace events (internal to the readers): maps pids/tids (numbers or
+// strings) to tracks, Kineto device categories to device streams, pairs B/E per track and b/e
+// per (cat, id), collects counters, metadata names, flows (bound to slices as correlation ids
+// after sorting), ProfilerStep#N step markers and RL stage markers.
+//
+//   ChromeTraceBuilder b(&trace, opts);
+//   for (…) b.Add(event);
+//   b.Finish();   // names tracks, closes what never ended (counted), Finalize()s the trace
+//
+// Thread-safety: one builder per thread.
+#ifndef RLPROF_SRC_ANALYSIS_READERS_CHROME_BUILDER_H_
+#define RLPROF_SRC_ANALYSIS_READERS_CHROME_BUILDER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "src/analysis/readers/chrome_event.h"
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/trace.h"
+
+namespace rlprof::analysis {
+
+// string_view-keyed interning in front of Trace::Intern (which allocates per lookup).
+class FastInterner {
+ public:
+  explicit FastInterner(Trace* t) : trace_(t) {}
+  uint32_t Intern(std::string_view s);
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  Trace* trace_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
+};
+
+// What a slice's name says it is, for markers.
+struct MarkerName {
+  enum Kind { kNone, kProfilerStep, kRlStep, kStage } kind = kNone;
+  int64_t step = 0;      // ProfilerStep#N: N; rl/step#N: N (else -1: numbered by order)
+  std::string stage;     // kStage: the stage name (without an "rl/" prefix)
+};
+// Classifies a range name; `cat` decides whether bare verl timer names count.
+MarkerName ClassifyMarkerName(std::string_view name, std::string_view cat);
+
+// Bytes per element of a torch dtype name ("BFloat16", "float32", "c10::Half" …); 0 if unknown.
+int DtypeBytes(std::string_view dtype);
+
+class ChromeTraceBuilder {
+ public:
+  ChromeTraceBuilder(Trace* trace, const ReadOptions& opts);
+  void Reserve(size_t events);
+  void Add(const JsonEvent& e);
+  // Legacy torch JSON: no categories; names with "::" or a "gloo:"/"nccl:" prefix are cpu_op,
+  // the rest user_annotation.
+  void set_legacy(bool v) { legacy_ = v; }
+  // GPU names from Kineto's deviceProperties.
+  void SetDeviceName(int64_t id, std::string name) { device_names_[id] = std::move(name); }
+  bool saw_string_ts() const { return string_ts_ > 0; }
+  bool saw_cpu_functions_pid() const { return cpu_functions_pid_; }
+  const std::map<int64_t, std::string>& process_names() const { return proc_names_; }
+  void Finish();
+
+ private:
+  struct Open {
+    int64_t ts;
+    uint32_t name, cat;
+    int64_t correlation, bytes;
+    uint32_t shapes, group;
+  };
+  struct FlowPoint {
+    int64_t pid, tid;  // resolved at bind time: a thread, else the device stream (Kineto)
+    int64_t ts;
+    int64_t id;
+    bool enclosing;
+  };
+  int64_t ResolveId(const JsonId& id, bool is_pid, int64_t pid_for_tid);
+  uint32_t TrackFor(const JsonEvent& e, uint32_t cat_id, int64_t* pid_out);
+  uint32_t AsyncTrack(int64_t pid, uint32_t name_id);
+  void AddRange(const JsonEvent& e, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                uint32_t track, SliceKind kind, int64_t corr, int64_t bytes, uint32_t shapes,
+                uint32_t group);
+  void AddMarker(int64_t ts, int64_t dur, uint32_t name, uint32_t cat, uint32_t track);
+  void Metadata(const JsonEvent& e);
+  void Counter(const JsonEvent& e);
+  void BindFlows();
+  void NameTracks();
+  void ClampOverhangs();
+  bool legacy() const { return legacy_; }
+
+  Trace* t_;
+  ReadOptions opts_;
+  FastInterner strings_;
+  bool legacy_ = false;
+  bool cpu_functions_pid_ = false;
+  uint64_t string_ts_ = 0;
+  uint32_t cat_cpu_op_ = 0, cat_user_annotation_ = 0;
+  std::vector<bool> device_cat_;  // by category string id: Kineto device activity
+  std::unordered_map<std::string, int64_t> string_ids_;  // pid/tid strings → synthetic ints
+  std::map<int64_t, std::string> id_labels_;             // synthetic int → its string
+  std::map<int64_t, std::string> proc_names_, proc_labels_;
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names_;
+  std::map<int64_t, std::string> device_names_;
+  std::unordered_map<uint32_t, std::vector<Open>> open_b_;         // per track
+  std::unordered_map<std::string, std::vector<Open>> open_async_;  // per (cat, id)
+  std::map<std::pair<int64_t, uint32_t>, uint32_t> async_tracks_;
+  std::map<std::tuple<int64_t, std::string>, uint32_t> counter_tracks_;
+  std::unordered_map<std::string, int64_t> flow_string_ids_;
+  std::vector<FlowPoint> flows_;
+  std::map<int64_t, uint64_t> host_pid_slices_;
+  int64_t rl_steps_ = 0;
+  // Cache of the last (pid, tid, device?) → track.
+  int64_t last_pid_ = INT64_MIN, last_tid_ = INT64_MIN;
+  bool last_dev_ = false;
+  uint32_t last_track_ = 0;
+};
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_READERS_CHROME_BUILDER_H_

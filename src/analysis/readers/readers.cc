@@ -1,0 +1,140 @@
+#include "src/analysis/readers/readers.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <system_error>
+
+#include "src/analysis/readers/capture_reader.h"
+#include "src/analysis/readers/chrome_json_reader.h"
+#include "src/analysis/readers/input_buffer.h"
+#include "src/format/capture.h"
+#include "src/format/raw.h"
+
+namespace rlprof::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool HasRawMagic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char buf[sizeof(format::kRawMagic)] = {};
+  if (!f.read(buf, sizeof buf)) return false;
+  return std::memcmp(buf, format::kRawMagic, sizeof buf) == 0;
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A *.json(.gz) file whose head looks like a Chrome trace (an object with "traceEvents", or an
+// array of events): keeps manifests, Ascend summaries and configs out of directory expansion.
+bool LooksLikeTraceFile(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  std::string head(256 << 10, '\0');
+  int n = gzread(f, head.data(), static_cast<unsigned>(head.size()));
+  gzclose(f);
+  if (n <= 0) return false;
+  head.resize(static_cast<size_t>(n));
+  size_t i = head.find_first_not_of(" \t\r\n");
+  if (i == std::string::npos) return false;
+  if (head[i] == '{') return head.find("\"traceEvents\"") != std::string::npos;
+  if (head[i] == '[') return head.find("\"ph\"") != std::string::npos;
+  return false;
+}
+
+// Stage markers that lack a step take the step marker that encloses their start.
+void AssignStageSteps(Trace* t) {
+  if (t->steps.empty()) return;
+  for (Marker& s : t->stages) {
+    if (s.step != 0) continue;
+    for (const Marker& st : t->steps) {
+      if (st.start_ns <= s.start_ns && s.start_ns < st.end_ns) {
+        s.step = st.step;
+        break;
+      }
+    }
+  }
+}
+
+base::StatusOr<Trace> ReadCapture(const std::string& path, const ReadOptions& opts) {
+  RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(path));
+  Trace t = TraceFromCapture(c, opts);
+  AssignStageSteps(&t);
+  return t;
+}
+
+}  // namespace
+
+base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return base::NotFound(path + ": no such file or directory");
+  if (fs::is_directory(st)) {
+    if (fs::exists(fs::path(path) / "manifest.json") || fs::exists(fs::path(path) / "events.rlp"))
+      return ReadCapture(path, opts);
+    return base::InvalidArgument(path +
+                                 ": a directory that is not a capture (no manifest.json or "
+                                 "events.rlp); expand it with FindTraceInputs");
+  }
+  if (HasRawMagic(path)) return ReadCapture(path, opts);
+  if (fs::path(path).filename() == "manifest.json" &&
+      fs::exists(fs::path(path).parent_path() / "events.rlp"))
+    return ReadCapture(fs::path(path).parent_path().string(), opts);
+  RLPROF_ASSIGN_OR_RETURN(InputBuffer in, ReadInputFile(path));
+  Trace t;
+  t.source = path;
+  t.diagnostics.Merge(in.diagnostics);
+  if (in.diagnostics.Get("truncated_gzip")) t.diagnostics.Add("truncated_input");
+  if (in.size() == 0) return base::InvalidArgument(path + ": empty file");
+  RLPROF_RETURN_IF_ERROR(ReadChromeJson(in, opts, &t));
+  // The raw "truncated_input" of a cut gzip and of the JSON it held are one problem.
+  if (t.diagnostics.Get("truncated_input") > 1) t.diagnostics.counts["truncated_input"] = 1;
+  AssignStageSteps(&t);
+  return t;
+}
+
+base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::string>& paths) {
+  std::set<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) return base::NotFound(p + ": no such file or directory");
+    if (!fs::is_directory(st)) {
+      out.insert(p);
+      continue;
+    }
+    if (fs::exists(fs::path(p) / "manifest.json")) {
+      out.insert(p);
+      continue;
+    }
+    fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const fs::path& q = it->path();
+      std::error_code ec2;
+      if (it->is_directory(ec2)) {
+        if (fs::exists(q / "manifest.json", ec2)) {
+          out.insert(q.string());
+          it.disable_recursion_pending();
+        }
+        continue;
+      }
+      std::string name = q.filename().string();
+      if (name == "events.rlp" && !fs::exists(q.parent_path() / "manifest.json", ec2)) {
+        out.insert(q.string());
+      } else if ((EndsWith(name, ".json") || EndsWith(name, ".json.gz")) &&
+                 name != "manifest.json" && LooksLikeTraceFile(q.string())) {
+        out.insert(q.string());
+      }
+    }
+    if (ec) return base::IoError(p + ": cannot list: " + ec.message());
+  }
+  return std::vector<std::string>(out.begin(), out.end());
+}
+
+}  // namespace rlprof::analysis
