@@ -32,6 +32,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddVersionCommand(app));
   add(AddPlanCommand(app));
   add(AddExportCommand(app));
+  add(AddAnalyseCommand(app));
+  add(AddSummaryCommand(app));
 
   try {
     app.parse(argc, argv);

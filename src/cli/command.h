@@ -31,6 +31,8 @@ int ExitCodeFor(const base::Status& s);
 Command AddVersionCommand(CLI::App& app);
 Command AddPlanCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
+Command AddAnalyseCommand(CLI::App& app);
+Command AddSummaryCommand(CLI::App& app);
 
 }  // namespace rlprof::cli
 

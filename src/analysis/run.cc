@@ -1,0 +1,114 @@
+#include "src/analysis/run.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/tables.h"
+#include "src/base/strings.h"
+#include "src/base/thread_pool.h"
+
+namespace rlprof::analysis {
+
+namespace fs = std::filesystem;
+
+const char* AssignModeName(AssignMode m) { return m == AssignMode::kClip ? "clip" : "by_start"; }
+const char* CompatModeName(CompatMode m) { return m == CompatMode::kHta ? "hta" : "native"; }
+
+std::vector<std::string> InputNames(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  if (inputs.empty()) return out;
+  std::vector<fs::path> paths;
+  for (const auto& in : inputs) paths.push_back(fs::path(in).lexically_normal());
+  // Longest common directory of all inputs (component-wise).
+  auto under = [](const fs::path& p, const fs::path& dir) {
+    auto [a, b] = std::mismatch(dir.begin(), dir.end(), p.begin(), p.end());
+    return a == dir.end();
+  };
+  fs::path common = paths[0].parent_path();
+  for (const auto& p : paths)
+    while (!common.empty() && !under(p, common)) common = common.parent_path();
+  std::set<std::string> used;
+  for (const auto& p : paths) {
+    std::string rel = common.empty() ? p.string() : p.lexically_relative(common).string();
+    if (rel.empty() || rel == ".") rel = p.filename().string();
+    std::string name = base::SanitizeForPath(rel);
+    if (name.empty()) name = "input";
+    std::string unique = name;
+    for (int k = 2; used.count(unique); ++k) unique = name + "-" + std::to_string(k);
+    used.insert(unique);
+    out.push_back(unique);
+  }
+  return out;
+}
+
+std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
+                                       const AnalysisOptions& opts, size_t jobs,
+                                       const ProgressFn& progress) {
+  std::vector<InputResult> results(inputs.size());
+  std::vector<std::string> names = InputNames(inputs);
+  std::mutex mu;
+  size_t done = 0;
+  base::ParallelFor(inputs.size(), jobs, [&](size_t i) {
+    InputResult& r = results[i];
+    r.input = inputs[i];
+    r.name = names[i];
+    auto trace = ReadTrace(inputs[i]);
+    if (!trace.ok()) {
+      r.status = trace.status();
+    } else {
+      r.analysis = AnalyseTrace(*trace, cls, opts);
+    }
+    if (progress) {
+      std::lock_guard<std::mutex> lock(mu);
+      progress(++done, inputs.size());
+    }
+  });
+  return results;
+}
+
+nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts) {
+  nlohmann::json j;
+  j["format"] = "rlprof-analysis-summary";
+  j["schema_version"] = 1;
+  j["options"] = {{"assign", AssignModeName(opts.assign)},
+                  {"compat", CompatModeName(opts.compat)},
+                  {"consecutive_kernel_delay_ns", opts.consecutive_kernel_delay_ns}};
+  nlohmann::json inputs = nlohmann::json::array();
+  Diagnostics total;
+  for (const auto& r : results) {
+    nlohmann::json in;
+    in["input"] = r.input;
+    in["name"] = r.name;
+    if (!r.status.ok()) {
+      in["error"] = r.status.ToString();
+      inputs.push_back(std::move(in));
+      total.Add("unreadable_inputs");
+      continue;
+    }
+    const TraceAnalysis& a = r.analysis;
+    in["format"] = a.format;
+    in["rank"] = a.rank;
+    in["cpu_only"] = a.cpu_only;
+    in["step_trace_time"] = ToJson(StepTraceTimeTable(a));
+    in["step_atoms"] = ToJson(StepAtomsTable(a));
+    in["stage_time"] = ToJson(StageTimeTable(a));
+    in["hta_temporal_breakdown"] = ToJson(HtaTemporalTable(a));
+    in["gpu_timeline"] = ToJson(GpuTimelineTable(a));
+    in["classes"] = ToJson(ClassTable(a));
+    nlohmann::json diag = nlohmann::json::object();
+    for (const auto& [k, v] : a.diagnostics.counts) diag[k] = v;
+    in["diagnostics"] = diag;
+    total.Merge(a.diagnostics);
+    inputs.push_back(std::move(in));
+  }
+  j["inputs"] = inputs;
+  nlohmann::json diag = nlohmann::json::object();
+  for (const auto& [k, v] : total.counts) diag[k] = v;
+  j["diagnostics"] = diag;
+  return j;
+}
+
+}  // namespace rlprof::analysis

@@ -1,0 +1,50 @@
+// Analysing many inputs at once (what `rlprof analyse` and `rlprof summary` do): read each
+// input with the readers, analyse it, in parallel on a small thread pool; build the run-level
+// summary.json document. Per-input failures are kept per input, never abort the run.
+//
+//   std::vector<InputResult> r = AnalyseInputs(inputs, Classifier::Default(), {}, /*jobs=*/2,
+//                                              [](size_t done, size_t total) { … });
+//   nlohmann::json j = SummaryJson(r, opts);
+//
+// Thread-safety: AnalyseInputs calls `progress` from worker threads under a mutex.
+#ifndef RLPROF_SRC_ANALYSIS_RUN_H_
+#define RLPROF_SRC_ANALYSIS_RUN_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/analysis/analyse.h"
+#include "src/base/status.h"
+
+namespace rlprof::analysis {
+
+struct InputResult {
+  std::string input;  // path as found by FindTraceInputs
+  std::string name;   // short, unique, path-safe label (output sub-directory)
+  base::Status status;
+  TraceAnalysis analysis;  // valid when status is ok
+};
+
+using ProgressFn = std::function<void(size_t done, size_t total)>;
+
+std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
+                                       const AnalysisOptions& opts, size_t jobs,
+                                       const ProgressFn& progress = nullptr);
+
+// Short unique labels: the inputs' paths relative to their common directory, sanitised.
+std::vector<std::string> InputNames(const std::vector<std::string>& inputs);
+
+const char* AssignModeName(AssignMode m);
+const char* CompatModeName(CompatMode m);
+
+// The stable JSON document (docs/analysis.md "summary.json"): schema_version, options,
+// inputs[] with identity, steps (msprof columns, µs, + atoms in ns), stages, hta, tracelens,
+// classes, diagnostics; and run-level diagnostics totals.
+nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_RUN_H_

@@ -1,0 +1,119 @@
+// `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|atoms|all] [--json]
+//                  [--rules FILE] [--assign clip|by_start] [--compat native|hta]`
+// Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
+// one view as aligned tables with units; --json prints the same tables as
+// {"view": …, "inputs": [{"input", "name", "tables": {name: {columns, rows}}, "diagnostics"}]}.
+#include <memory>
+#include <ostream>
+
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/run.h"
+#include "src/analysis/tables.h"
+#include "src/cli/cli.h"
+#include "src/cli/command.h"
+
+namespace rlprof::cli {
+namespace {
+
+struct SummaryArgs {
+  std::string path;
+  std::string view = "msprof";
+  std::string rules;
+  std::string assign = "clip";
+  std::string compat = "native";
+  bool json = false;
+};
+
+std::vector<analysis::Table> ViewTables(const std::string& view, const analysis::TraceAnalysis& a) {
+  using namespace analysis;
+  if (view == "msprof") return {StepTraceTimeTable(a)};
+  if (view == "hta") return {HtaTemporalTable(a), HtaIdleTable(a)};
+  if (view == "tracelens") return {GpuTimelineTable(a)};
+  if (view == "rl") return {StageTimeTable(a)};
+  if (view == "ops") return {OpStatisticTable(a)};
+  if (view == "kernels") return {KernelDetailsTable(a)};
+  if (view == "atoms") return {StepAtomsTable(a), ClassTable(a)};
+  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), HtaTemporalTable(a),
+          HtaIdleTable(a), GpuTimelineTable(a), ClassTable(a)};
+}
+
+int Run(const SummaryArgs& a, Io& io) {
+  analysis::AnalysisOptions opts;
+  opts.assign = a.assign == "by_start" ? analysis::AssignMode::kByStart : analysis::AssignMode::kClip;
+  opts.compat = a.compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
+  analysis::Classifier cls = analysis::Classifier::Default();
+  if (!a.rules.empty()) {
+    auto c = analysis::Classifier::FromRulesFile(a.rules);
+    if (!c.ok()) {
+      io.err << "rlprof summary: " << c.status().message() << "\n";
+      return kExitBadInput;
+    }
+    cls = std::move(*c);
+  }
+  auto inputs = analysis::FindTraceInputs({a.path});
+  if (!inputs.ok()) {
+    io.err << "rlprof summary: " << inputs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  if (inputs->empty()) {
+    io.err << "rlprof summary: no trace found under " << a.path << "\n";
+    return kExitBadInput;
+  }
+  auto results = analysis::AnalyseInputs(*inputs, cls, opts, 2);
+  int exit = kExitOk;
+  nlohmann::json j;
+  j["format"] = "rlprof-summary";
+  j["schema_version"] = 1;
+  j["view"] = a.view;
+  j["options"] = {{"assign", analysis::AssignModeName(opts.assign)},
+                  {"compat", analysis::CompatModeName(opts.compat)}};
+  j["inputs"] = nlohmann::json::array();
+  for (const auto& r : results) {
+    if (!r.status.ok()) {
+      io.err << "rlprof summary: " << r.input << ": " << r.status.message() << "\n";
+      exit = kExitBadInput;
+      j["inputs"].push_back({{"input", r.input}, {"name", r.name}, {"error", r.status.ToString()}});
+      continue;
+    }
+    auto tables = ViewTables(a.view, r.analysis);
+    if (a.json) {
+      nlohmann::json in{{"input", r.input}, {"name", r.name}, {"format", r.analysis.format},
+                        {"rank", r.analysis.rank}, {"cpu_only", r.analysis.cpu_only}};
+      in["tables"] = nlohmann::json::object();
+      for (const auto& t : tables) in["tables"][t.name] = analysis::ToJson(t);
+      in["diagnostics"] = nlohmann::json::object();
+      for (const auto& [k, v] : r.analysis.diagnostics.counts) in["diagnostics"][k] = v;
+      j["inputs"].push_back(std::move(in));
+      continue;
+    }
+    io.out << "== " << r.name << "  (" << r.analysis.format
+           << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
+           << ")\n";
+    for (const auto& t : tables) io.out << "-- " << t.name << "\n" << analysis::ToText(t);
+    io.out << "diagnostics:";
+    if (r.analysis.diagnostics.counts.empty()) io.out << " none";
+    for (const auto& [k, v] : r.analysis.diagnostics.counts) io.out << " " << k << "=" << v;
+    io.out << "\n";
+  }
+  if (a.json) io.out << j.dump(2) << "\n";
+  return exit;
+}
+
+}  // namespace
+
+Command AddSummaryCommand(CLI::App& app) {
+  auto args = std::make_shared<SummaryArgs>();
+  auto* cmd = app.add_subcommand("summary", "Print a breakdown view of traces in the terminal");
+  cmd->add_option("path", args->path, "Capture directory, trace file, or a folder of them")->required();
+  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | rl | ops | kernels | atoms | all")
+      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "atoms", "all"}));
+  cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
+  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu)")
+      ->check(CLI::IsMember({"clip", "by_start"}));
+  cmd->add_option("--compat", args->compat, "native (default) | hta")
+      ->check(CLI::IsMember({"native", "hta"}));
+  cmd->add_flag("--json", args->json, "Print the tables as JSON");
+  return {cmd, [args](Io& io) { return Run(*args, io); }};
+}
+
+}  // namespace rlprof::cli
