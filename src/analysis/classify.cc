@@ -26,6 +26,10 @@ struct DefaultRule {
 
 // Order matters: first match wins (docs/definitions.md §1.1).
 constexpr DefaultRule kDefaults[] = {
+    // 0. Host collectives, whatever category the profiler gave them (Kineto records gloo
+    //    collectives as user_annotation): they are the host partition's communication.
+    {"^(gloo:|c10d::|nccl:|record_param_comms$|hcom_|hccl)", "", TrackMatch::kHost,
+     WorkClass::kCommunication, false},
     // 1. Structure, not work: annotations, step / stage markers, Python frames, trace metadata.
     {"", "^(gpu_user_annotation|user_annotation|python_function|step|stage|sub_step|capture|Trace|cpu_instant_event|ac2g|flow)$",
      TrackMatch::kAny, WorkClass::kMarker, false},
@@ -41,8 +45,6 @@ constexpr DefaultRule kDefaults[] = {
     {"ncclKernel|ncclDevKernel", "", TrackMatch::kDevice, WorkClass::kCommunication, false},
     {"^(Notify_Wait|Notify_Record|RDMASend)", "", TrackMatch::kDevice, WorkClass::kCommunication, false},
     {"", "^communication$", TrackMatch::kAny, WorkClass::kCommunication, false},
-    {"^(gloo:|c10d::|nccl:|record_param_comms$|hcom_|hccl)", "", TrackMatch::kHost,
-     WorkClass::kCommunication, false},
     // 4. Memory.
     {"", "^(gpu_memcpy|memcpy)$", TrackMatch::kAny, WorkClass::kMemcpy, false},
     {"", "^(gpu_memset|memset)$", TrackMatch::kAny, WorkClass::kMemset, false},

@@ -1,0 +1,111 @@
+// Golden outputs of the analysis (test/golden/analysis/): the worked example A written as
+// every table, TraceLens's own gpu_timeline for its H100 trace, and CPU-only breakdowns of
+// the torch-without-Kineto and HTA cpu-only fixtures. Set RLPROF_UPDATE_GOLDEN=1 to rewrite
+// the expected files (then review the diff: the numbers of example A are also asserted
+// one by one in analyse_test.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "src/analysis/analyse.h"
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/tables.h"
+#include "src/analysis/test_traces.h"
+#include "src/base/files.h"
+#include "src/base/strings.h"
+
+namespace rlprof::analysis {
+namespace {
+
+const std::string kGolden = std::string(RLPROF_SOURCE_DIR) + "/test/golden/analysis/";
+
+void ExpectGolden(const std::string& rel, const std::string& actual) {
+  const std::string path = kGolden + rel;
+  if (std::getenv("RLPROF_UPDATE_GOLDEN")) {
+    ASSERT_TRUE(base::MakeDirs(path.substr(0, path.rfind('/'))).ok());
+    ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok());
+    return;
+  }
+  auto expected = base::ReadFile(path);
+  ASSERT_TRUE(expected.ok()) << path << " (run with RLPROF_UPDATE_GOLDEN=1 to create it)";
+  EXPECT_EQ(*expected, actual) << "golden mismatch: " << path;
+}
+
+void ExpectTablesGolden(const std::string& dir, const TraceAnalysis& a,
+                        const std::vector<std::string>& names) {
+  for (const auto& t : AllTables(a))
+    for (const auto& n : names)
+      if (t.name == n) ExpectGolden(dir + "/" + n + ".csv", ToCsv(t));
+}
+
+TEST(GoldenTest, ExampleAEveryTable) {
+  TraceAnalysis a = AnalyseTrace(testing::ExampleA(), Classifier::Default(), {});
+  ExpectTablesGolden("example_a", a,
+                     {"step_trace_time", "step_atoms", "stage_time", "op_statistic", "kernel_details",
+                      "hta_temporal_breakdown", "hta_idle_breakdown", "gpu_timeline", "classes",
+                      "diagnostics"});
+}
+
+std::map<std::string, double> ReadTimeline(const std::string& csv) {
+  std::map<std::string, double> out;
+  for (const auto& line : base::Split(csv, '\n')) {
+    auto f = base::Split(line, ',');
+    if (f.size() < 2 || f[0] == "type") continue;
+    out[f[0]] = std::stod(f[1]);
+  }
+  return out;
+}
+
+TEST(GoldenTest, TraceLensH100TimelineMatchesTraceLensWithinOnePpm) {
+  auto t = ReadTrace(kGolden + "inputs/tracelens_h100_falconsai.json.gz");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), {});
+  auto expected_csv = base::ReadFile(kGolden + "inputs/tracelens_h100_falconsai.gpu_timeline.csv");
+  ASSERT_TRUE(expected_csv.ok());
+  auto expected = ReadTimeline(*expected_csv);
+  auto actual = ReadTimeline(ToCsv(GpuTimelineTable(a)));
+  ASSERT_EQ(expected.size(), 8u);
+  for (const auto& [name, want] : expected) {
+    ASSERT_TRUE(actual.count(name)) << name;
+    const double got = actual[name];
+    if (want == 0) EXPECT_EQ(got, 0) << name;
+    else EXPECT_LE(std::fabs(got - want) / std::fabs(want), 1e-6) << name << ": " << got << " vs " << want;
+  }
+  // TraceLens's own invariant, exact here (int64 ns).
+  const auto& r = a.tracelens;
+  EXPECT_EQ(r.computation + r.exposed_comm + r.exposed_memcpy + r.idle, r.total);
+  ExpectTablesGolden("tracelens_h100", a, {"step_trace_time", "hta_temporal_breakdown", "classes"});
+}
+
+TEST(GoldenTest, TorchWithoutKinetoGivesCpuOnlyBreakdowns) {
+  auto t = ReadTrace(kGolden + "inputs/torch113_legacy_gloo_ddp_rank0.json.gz");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), {});
+  EXPECT_TRUE(a.cpu_only);
+  ASSERT_EQ(a.steps.size(), 20u);
+  for (const auto& s : a.steps) {
+    EXPECT_GT(s.atoms.compute(), 0) << "step " << s.window.step;
+    EXPECT_EQ(s.atoms.sum(), s.window.end - s.window.start);
+  }
+  int64_t comm = 0;
+  for (const auto& s : a.steps) comm += s.atoms.comm();
+  EXPECT_GT(comm, 0);  // gloo all_reduce on the worker threads
+  for (const auto& [k, v] : a.diagnostics.counts) EXPECT_NE(k.rfind("invariant_", 0), 0u) << k;
+  ExpectTablesGolden("torch113_legacy_gloo", a,
+                     {"step_trace_time", "step_atoms", "stage_time", "classes", "diagnostics"});
+}
+
+TEST(GoldenTest, HtaCpuOnlyTraceDoesNotNeedDeviceEvents) {
+  auto t = ReadTrace(kGolden + "inputs/hta_cpu_only_rank-34.json.gz");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), {});
+  EXPECT_TRUE(a.cpu_only);
+  EXPECT_EQ(a.rank, 34);
+  EXPECT_TRUE(a.kernel_rows.empty());
+  ExpectTablesGolden("hta_cpu_only", a, {"step_trace_time", "step_atoms", "classes", "diagnostics"});
+}
+
+}  // namespace
+}  // namespace rlprof::analysis
