@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""rlprof's Python overhead, measured against torch's profiler in the same run.
+
+    PYTHONPATH=build/python python3 bench/python_bench.py [--quick]
+
+1. Cost of one `with rlprof.annotate("x"):` (inside a capture window and outside one) against
+   `torch.autograd.profiler.record_function` while torch's profiler is active, and against an
+   empty context manager.
+2. Step time of the GRPO example (examples/grpo_tiny, one rank, in process): rlprof off,
+   markers only (contents [cpu]), operators on (contents [cpu, ops]), and
+   torch.profiler.profile on the same steps (2 and 3; with and without writing its trace).
+Figures go to docs/performance.md "Python".
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples", "grpo_tiny"))
+
+import torch  # noqa: E402
+
+import rlprof  # noqa: E402
+import grpo_tiny  # noqa: E402
+
+
+class Empty:
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def per_call_ns(make_cm, n: int, reps: int = 5) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            with make_cm():
+                pass
+        best = min(best, (time.perf_counter_ns() - t0) / n)
+    return best
+
+
+def bench_markers(n: int, tmp: str) -> None:
+    print(f"== one context-manager range (best of 5 x {n} calls, ns per call)")
+    empty = per_call_ns(Empty, n)
+    null = per_call_ns(contextlib.nullcontext, n)
+    off = per_call_ns(lambda: rlprof.annotate("x"), n)
+    cfg = {"rlprof": {"steps": [1000], "save_path": tmp,
+                      "buffer": {"events_per_thread": 1 << 20},
+                      "roles": {"bench": {"ranks": [0]}}}}
+    prof = rlprof.Profiler(cfg, role="bench", quiet=True)
+    prof.start_capture("bench")
+    on = per_call_ns(lambda: rlprof.annotate("x"), n)
+    prof.stop_capture()
+    prof.shutdown()
+    rf_off = per_call_ns(lambda: torch.autograd.profiler.record_function("x"), n)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        rf_on = per_call_ns(lambda: torch.autograd.profiler.record_function("x"), n // 4)
+    rows = [("empty class context manager", empty), ("contextlib.nullcontext()", null),
+            ("rlprof.annotate, no window", off), ("rlprof.annotate, in a window", on),
+            ("record_function, no torch profiler", rf_off),
+            ("record_function, torch.profiler active", rf_on)]
+    for name, v in rows:
+        print(f"  {name:<40} {v:8.0f} ns   x{v / empty:5.1f} empty")
+    print(f"  rlprof in-window vs record_function+torch.profiler: {rf_on / on:.1f}x cheaper")
+
+
+def grpo_times(cfg, mode: str, overrides, tmp: str):
+    res = grpo_tiny.train(cfg, config=os.path.join(ROOT, "examples", "grpo_tiny", "grpo_verl.yaml")
+                          if mode.startswith("rlprof") else None,
+                          overrides=overrides, mode="torch" if mode.startswith("torch") else
+                          "rlprof" if mode.startswith("rlprof") else "off",
+                          trace_dir=tmp if mode == "torch+export" else "", verbose=False)
+    t = res["step_times"]
+    return t[1] + t[2], sum(t)  # profiled steps 2 and 3, whole run
+
+
+def bench_grpo(cfg, reps: int, tmp: str) -> None:
+    base = [f"global_profiler.save_path={tmp}/out"]
+    for b in ("actor", "rollout", "ref"):
+        base += [f"actor_rollout_ref.{b}.profiler.ranks=[0]",
+                 f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.discrete=false"]
+    base.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.schedule")
+    markers = base + [f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.contents=[cpu]"
+                      for b in ("actor", "rollout", "ref")]
+    ops = base + [f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.contents=[cpu,ops]"
+                  for b in ("actor", "rollout", "ref")]
+    modes = [("off", "rlprof off", []), ("rlprof-markers", "rlprof markers only", markers),
+             ("rlprof-ops", "rlprof markers + torch ops", ops),
+             ("torch", "torch.profiler (no export)", []),
+             ("torch+export", "torch.profiler + export_chrome_trace", [])]
+    print(f"== GRPO step time, steps 2+3 profiled end to end (1 rank, {cfg.steps} steps, "
+          f"best of {reps}, ms)")
+    results = {}
+    for key, _, ov in modes:
+        best = (float("inf"), float("inf"))
+        for _ in range(reps):
+            prof_steps, total = grpo_times(cfg, key, ov, tmp)
+            best = min(best, (prof_steps, total))
+        results[key] = best
+    off = results["off"][0]
+    for key, label, _ in modes:
+        p, total = results[key]
+        print(f"  {label:<40} steps 2+3 {p * 1000:8.1f} ms  (+{(p / off - 1) * 100:5.1f}%)   "
+              f"run {total * 1000:8.1f} ms")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer iterations (CI smoke)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_markers(20_000 if args.quick else 200_000, tmp)
+        cfg = grpo_tiny.GrpoConfig(steps=4)
+        if args.quick:
+            cfg = dataclasses.replace(cfg, max_digit=2, group=4, sft_steps=5)
+        bench_grpo(cfg, 1 if args.quick else 3, tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
