@@ -1,0 +1,180 @@
+// `rlprof analyse` and `rlprof summary`: outputs, JSON, exports and exit codes.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/cli/cli.h"
+#include "src/format/raw.h"
+
+namespace rlprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using format::Event;
+
+const std::string kInputs = std::string(RLPROF_SOURCE_DIR) + "/test/golden/analysis/inputs/";
+
+int RunArgs(std::vector<std::string> args, std::string* out, std::string* err) {
+  args.insert(args.begin(), "rlprof");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream o, e;
+  int rc = RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class AnalyseCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = (fs::temp_directory_path() / ("rlprof_cli_analyse_" + std::to_string(::getpid())) /
+             ::testing::UnitTest::GetInstance()->current_test_info()->name())
+                .string();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  // An rlprof capture: one step [1000, 101000) ns with a kernel and a collective on a stream.
+  std::string WriteCapture() {
+    std::string dir = root_ + "/run1/step2/e2e/rank0-h-77";
+    fs::create_directories(dir);
+    std::ofstream(dir + "/manifest.json")
+        << R"({"format": "rlprof-capture", "format_version": 1, "run_id": "run1",
+               "scope": "e2e", "identity": {"rank": 0, "host": "h", "pid": 77},
+               "complete": true})";
+    auto w = format::RawWriter::Create(dir + "/events.rlp", {0, 77, "h"});
+    EXPECT_TRUE(w.ok());
+    std::vector<format::StringEntry> strings = {
+        {1, "step"}, {2, "actor_update"}, {3, "actor"}, {4, "gemm_kernel"}, {5, "ncclDevKernel_AllReduce"}};
+    EXPECT_TRUE((*w)->AddStrings(strings).ok());
+    format::TrackEntry tracks[] = {{1, format::TrackKind::kThread, 77, 77, "main"},
+                                   {2, format::TrackKind::kDeviceStream, 0, 7, "stream 7"},
+                                   {3, format::TrackKind::kDeviceStream, 0, 20, "stream 20"}};
+    EXPECT_TRUE((*w)->AddTracks(tracks).ok());
+    std::vector<Event> events = {
+        {1000, 100000, 1, 1, format::EventKind::kComplete, format::Category::kStep, 2, 0},
+        {2000, 80000, 2, 1, format::EventKind::kComplete, format::Category::kStage, 0, 3},
+        {10000, 40000, 4, 2, format::EventKind::kComplete, format::Category::kKernel, 0, 0},
+        {40000, 20000, 5, 3, format::EventKind::kComplete, format::Category::kCommunication, 0, 0},
+    };
+    EXPECT_TRUE((*w)->AddEvents(events).ok());
+    EXPECT_TRUE((*w)->Close().ok());
+    return dir;
+  }
+  std::string root_;
+};
+
+TEST_F(AnalyseCommandTest, WritesCsvsPerInputAndRunLevelSummaryAndDatabase) {
+  std::string out, err, o = root_ + "/out";
+  ASSERT_EQ(RunArgs({"analyse", kInputs + "tracelens_h100_falconsai.json.gz",
+                     kInputs + "torch113_legacy_gloo_ddp_rank0.json.gz", "-o", o, "--jobs", "2"},
+                    &out, &err),
+            kExitOk)
+      << err;
+  for (const char* in : {"tracelens_h100_falconsai.json.gz", "torch113_legacy_gloo_ddp_rank0.json.gz"})
+    for (const char* f : {"step_trace_time.csv", "op_statistic.csv", "kernel_details.csv", "stage_time.csv"})
+      EXPECT_TRUE(fs::exists(o + "/" + in + "/" + f)) << in << "/" << f;
+  std::string csv = Slurp(o + "/torch113_legacy_gloo_ddp_rank0.json.gz/step_trace_time.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+            "Communication(Not Overlapped and Exclude Receive),Preparing");
+  auto summary = nlohmann::json::parse(Slurp(o + "/summary.json"));
+  EXPECT_EQ(summary["schema_version"], 1);
+  ASSERT_EQ(summary["inputs"].size(), 2u);
+  for (const auto& in : summary["inputs"])
+    EXPECT_EQ(in["cpu_only"], in["name"].get<std::string>().starts_with("torch113")) << in["name"];
+  EXPECT_TRUE(summary["inputs"][0]["diagnostics"].is_object());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((o + "/analysis.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM step_trace_time WHERE input LIKE 'torch113%'",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 20);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  EXPECT_NE(out.find("2/2 inputs analysed"), std::string::npos) << out;
+}
+
+TEST_F(AnalyseCommandTest, AnalysesAnRlprofCaptureAndExportsIt) {
+  std::string cap = WriteCapture();
+  std::string out, err, o = root_ + "/out";
+  ASSERT_EQ(RunArgs({"analyse", root_ + "/run1", "-o", o, "--export", "text,db", "--json"}, &out, &err),
+            kExitOk)
+      << err;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["inputs"].size(), 1u);
+  const auto& in = j["inputs"][0];
+  EXPECT_EQ(in["format"], "rlprof");
+  EXPECT_EQ(in["rank"], 0);
+  const auto& row = in["step_trace_time"]["rows"][0];
+  EXPECT_EQ(row[0], 2);           // step number from the marker
+  EXPECT_DOUBLE_EQ(row[1], 40);   // Computing µs
+  EXPECT_DOUBLE_EQ(row[2], 10);   // Communication(Not Overlapped)
+  EXPECT_DOUBLE_EQ(row[3], 10);   // Overlapped
+  const std::string name = in["name"];
+  EXPECT_TRUE(fs::exists(o + "/" + name + "/trace.json.gz"));
+  EXPECT_TRUE(fs::exists(o + "/" + name + "/trace.db"));
+}
+
+TEST_F(AnalyseCommandTest, MissingInputAndBadRulesAreBadInput) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"analyse", root_ + "/nope", "-o", root_ + "/o"}, &out, &err), kExitBadInput);
+  EXPECT_NE(err.find("nope"), std::string::npos);
+  std::ofstream(root_ + "/rules.yaml") << "rules:\n  - {name: x, class: gpu}\n";
+  EXPECT_EQ(RunArgs({"analyse", kInputs + "hta_cpu_only_rank-34.json.gz", "--rules", root_ + "/rules.yaml",
+                     "-o", root_ + "/o"},
+                    &out, &err),
+            kExitBadInput);
+  EXPECT_NE(err.find("rules[0].class"), std::string::npos) << err;
+}
+
+TEST_F(AnalyseCommandTest, UnwritableOutputIsAnOutputError) {
+  std::ofstream(root_ + "/file") << "x";
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"analyse", kInputs + "hta_cpu_only_rank-34.json.gz", "-o", root_ + "/file/sub"},
+                    &out, &err),
+            kExitOutputError);
+}
+
+TEST_F(AnalyseCommandTest, SummaryPrintsAlignedViewsAndStableJson) {
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"summary", kInputs + "tracelens_h100_falconsai.json.gz", "--view", "tracelens"},
+                    &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_NE(out.find("-- gpu_timeline"), std::string::npos);
+  EXPECT_NE(out.find("type                 time ms  percent (%)"), std::string::npos) << out;
+  EXPECT_NE(out.find("computation_time"), std::string::npos);
+  ASSERT_EQ(RunArgs({"summary", kInputs + "torch113_legacy_gloo_ddp_rank0.json.gz", "--view", "rl", "--json"},
+                    &out, &err),
+            kExitOk);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["view"], "rl");
+  const auto& t = j["inputs"][0]["tables"]["stage_time"];
+  EXPECT_EQ(t["columns"][3]["name"], "stage");
+  EXPECT_GT(t["rows"].size(), 20u);
+  EXPECT_EQ(RunArgs({"summary", kInputs + "x.json", "--view", "rl"}, &out, &err), kExitBadInput);
+}
+
+}  // namespace
+}  // namespace rlprof::cli
