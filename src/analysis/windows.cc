@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
 #include <unordered_map>
 
 namespace rlprof::analysis {
@@ -133,16 +134,25 @@ std::vector<StageWindow> BuildStageWindows(const Trace& t, const std::vector<Ste
   });
   // Previous-sibling rule: a stage starts no earlier than the window end of every stage whose
   // host range ended before it began (device tail of the previous stage stays with it).
-  std::vector<std::pair<int64_t, int64_t>> ended;  // (host end, window end), for finished stages
+  // Min-heap on host end of the stages seen so far; starts are non-decreasing, so a stage
+  // popped once (host end <= current start) stays "finished" for every later stage.
+  using Ended = std::pair<int64_t, int64_t>;  // (host end, window end)
+  std::priority_queue<Ended, std::vector<Ended>, std::greater<Ended>> pending;
+  int64_t e_prev = INT64_MIN;
   for (const auto& m : stages) {
-    int64_t e_prev = INT64_MIN;
-    for (const auto& [he, we] : ended)
-      if (he <= m.start_ns) e_prev = std::max(e_prev, we);
+    while (!pending.empty() && pending.top().first <= m.start_ns) {
+      e_prev = std::max(e_prev, pending.top().second);
+      pending.pop();
+    }
     auto [last, n] = lw.In(m.start_ns, m.end_ns);
     const int64_t s = std::max(m.start_ns, e_prev);
     const int64_t e = std::max(m.end_ns, last);
-    ended.push_back({m.end_ns, e});
-    for (size_t k = 0; k < steps.size(); ++k) {
+    pending.push({m.end_ns, e});
+    // Step windows are sorted and disjoint: visit only those overlapping [s, e).
+    size_t k0 = std::upper_bound(steps.begin(), steps.end(), s,
+                                 [](int64_t v, const StepWindow& w) { return v < w.end; }) -
+                steps.begin();
+    for (size_t k = k0; k < steps.size() && steps[k].start < e; ++k) {
       const auto& w = steps[k];
       const int64_t cs = std::max(s, w.start), ce = std::min(e, w.end);
       if (ce <= cs) continue;
