@@ -44,15 +44,16 @@ struct JsonEvent {
   std::vector<std::string> owned;     // storage for args read out of order (rare)
 
   void Clear() {
-    std::string sb = std::move(shapes_buf), rb = std::move(ranks_buf);
-    auto series_keep = std::move(series);
-    *this = JsonEvent();
-    shapes_buf = std::move(sb);
-    ranks_buf = std::move(rb);
-    series = std::move(series_keep);
-    shapes_buf.clear();
-    ranks_buf.clear();
+    ph = name = cat = {};
+    has_name = has_ts = bad_ts = string_ts = has_dur = bad_dur = false;
+    ts = dur = 0;
+    pid = tid = id = JsonId();
+    scope = 0;
+    bind_enclosing = false;
+    correlation = external_id = device = stream = bytes = nelems = sort_index = -1;
+    dtype = shapes = group_name = group_ranks = arg_name = labels = {};
     series.clear();
+    bad_values = 0;
   }
 };
 

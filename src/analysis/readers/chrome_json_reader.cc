@@ -26,33 +26,36 @@ std::string_view TrimToken(std::string_view s) {
   return s;
 }
 
-// Reads a value that may be a number or a string: its text (unescaped for strings).
+// Reads a value that may be a number or a string: its text (unescaped for strings). Fast path:
+// the raw token of a string without escapes is used in place, with no copy.
 error_code ScalarText(od::value& v, std::string_view* text, bool* is_string, bool* is_null) {
   *is_string = false;
   *is_null = false;
-  od::json_type type;
-  if (v.type().get(type) != simdjson::SUCCESS) {
-    // Not a JSON value (NaN, Infinity, a bare word): keep its text, the caller rejects it.
-    std::string_view raw = TrimToken(v.raw_json_token());
-    if (raw.empty() || raw[0] == '{' || raw[0] == '[') return simdjson::TAPE_ERROR;
-    *text = raw;
-    return simdjson::SUCCESS;
-  }
-  switch (type) {
-    case od::json_type::string:
+  std::string_view raw = TrimToken(v.raw_json_token());
+  if (raw.empty()) return simdjson::TAPE_ERROR;
+  switch (raw[0]) {
+    case '"':
       *is_string = true;
+      if (raw.size() >= 2 && raw.back() == '"' &&
+          raw.find('\\') == std::string_view::npos) {
+        *text = raw.substr(1, raw.size() - 2);
+        return simdjson::SUCCESS;
+      }
       return v.get_string().get(*text);
-    case od::json_type::number:
-    case od::json_type::boolean: {
-      std::string_view raw = v.raw_json_token();
-      *text = TrimToken(raw);
-      return simdjson::SUCCESS;
-    }
-    case od::json_type::null:
-      *is_null = true;
+    case '{':
+    case '[':
+      return simdjson::INCORRECT_TYPE;
+    case 'n':
+      if (raw == "null") {
+        *is_null = true;
+        return simdjson::SUCCESS;
+      }
+      *text = raw;
       return simdjson::SUCCESS;
     default:
-      return simdjson::INCORRECT_TYPE;
+      // Numbers, booleans, and what is not JSON (NaN, Infinity): the caller validates the text.
+      *text = raw;
+      return simdjson::SUCCESS;
   }
 }
 
@@ -481,7 +484,14 @@ base::Status ReadChromeJson(InputBuffer& in, const ReadOptions& opts, Trace* tra
     ReadMetadata(std::move(meta), trace, &builder);
   }
   if (layout.has_events && layout.cuts.size() >= 2) {
+    // Allocate once for the largest chunk: growing per chunk would re-fault fresh pages.
+    size_t max_chunk = 0;
+    for (size_t i = 0; i + 1 < layout.cuts.size(); ++i)
+      max_chunk = std::max(max_chunk, layout.cuts[i + 1] - layout.cuts[i] + 1);
     od::parser parser;
+    if (parser.allocate(max_chunk + 64) != simdjson::SUCCESS) {
+      return base::Internal(trace->source + ": cannot allocate the JSON parser");
+    }
     JsonEvent ev;
     bool legacy_checked = layout.form != JsonLayout::Form::kArray;
     for (size_t i = 0; i + 1 < layout.cuts.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "src/analysis/readers/input_buffer.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -12,16 +13,51 @@
 
 namespace rlprof::analysis {
 
-InputBuffer::~InputBuffer() { std::free(data_); }
+InputBuffer::~InputBuffer() { Release(); }
+
+void InputBuffer::Release() {
+  if (mapped_bytes_ > 0) {
+    ::munmap(data_, mapped_bytes_);
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  mapped_bytes_ = 0;
+}
+
+bool InputBuffer::MapFile(int fd, size_t size) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t file_span = (size + page - 1) / page * page;
+  const size_t total = (size + kInputPadding + page - 1) / page * page;
+  // Reserve file + padding as anonymous memory, then map the file over its start: the padding
+  // is always readable, even when the file ends exactly on a page boundary.
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return false;
+  // Read-only populate maps the page cache without copying; write access afterwards makes the
+  // few pages that the JSON repair touches private copies.
+  void* f = ::mmap(base, file_span, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0);
+  if (f == MAP_FAILED || ::mprotect(base, file_span, PROT_READ | PROT_WRITE) != 0) {
+    ::munmap(base, total);
+    return false;
+  }
+  Release();
+  data_ = static_cast<char*>(base);
+  mapped_bytes_ = total;
+  capacity_ = total;
+  set_size(size);
+  return true;
+}
 
 InputBuffer::InputBuffer(InputBuffer&& o) noexcept { *this = std::move(o); }
 
 InputBuffer& InputBuffer::operator=(InputBuffer&& o) noexcept {
   if (this != &o) {
-    std::free(data_);
+    Release();
     data_ = o.data_;
     size_ = o.size_;
     capacity_ = o.capacity_;
+    mapped_bytes_ = o.mapped_bytes_;
+    o.mapped_bytes_ = 0;
     gzip = o.gzip;
     file_bytes = o.file_bytes;
     diagnostics = std::move(o.diagnostics);
@@ -34,6 +70,7 @@ InputBuffer& InputBuffer::operator=(InputBuffer&& o) noexcept {
 bool InputBuffer::Reserve(size_t n) {
   size_t want = n + kInputPadding;
   if (want <= capacity_) return true;
+  if (mapped_bytes_ > 0) return false;  // a mapped file never grows
   char* p = static_cast<char*>(std::realloc(data_, want));
   if (p == nullptr) return false;
   data_ = p;
@@ -130,6 +167,14 @@ base::StatusOr<InputBuffer> ReadInputFile(const std::string& path) {
   }
   InputBuffer raw;
   size_t expect = static_cast<size_t>(st.st_size);
+  // Large plain files are mapped; gzip files (1f 8b) are read and inflated.
+  unsigned char magic[2] = {0, 0};
+  bool gz = ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  if (!gz && expect >= (1u << 20) && raw.MapFile(fd, expect)) {
+    ::close(fd);
+    raw.file_bytes = expect;
+    return raw;
+  }
   if (!raw.Reserve(expect)) {
     ::close(fd);
     return base::IoError(path + ": out of memory for " + std::to_string(expect) + " bytes");

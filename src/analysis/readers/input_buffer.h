@@ -44,9 +44,15 @@ class InputBuffer {
   Diagnostics diagnostics;    // truncated_gzip, gzip_data_error
 
  private:
+  friend base::StatusOr<InputBuffer> ReadInputFile(const std::string& path);
+  // Maps a plain file copy-on-write (no copy, no page-by-page faults); false if it cannot.
+  bool MapFile(int fd, size_t size);
+  void Release();
+
   char* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  size_t mapped_bytes_ = 0;  // > 0: data_ is an mmap of this many bytes (not malloc'd)
 };
 
 // Reads `path` (gunzipping when it starts with the gzip magic). NotFound / IoError when the

@@ -3,6 +3,10 @@
 #include <cstring>
 #include <string_view>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace rlprof::analysis {
 
 size_t SanitizeUtf8(char* data, size_t n) {
@@ -67,119 +71,176 @@ std::string_view KeyBefore(const char* data, size_t pos) {
 
 }  // namespace
 
+namespace {
+
+struct BlockMasks {
+  uint64_t quote = 0, backslash = 0, structural = 0;  // structural: { } [ ] ,
+};
+
+#if defined(__SSE2__)
+inline uint64_t Mask16(__m128i v, char c) {
+  return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c))));
+}
+inline BlockMasks Classify(const char* p) {
+  BlockMasks m;
+  for (int k = 0; k < 4; ++k) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const int sh = 16 * k;
+    m.quote |= Mask16(v, '"') << sh;
+    m.backslash |= Mask16(v, '\\') << sh;
+    __m128i sv = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
+        _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(','))));
+    uint64_t s = static_cast<uint32_t>(_mm_movemask_epi8(sv));
+    m.structural |= s << sh;
+  }
+  return m;
+}
+#else
+inline BlockMasks Classify(const char* p) {
+  BlockMasks m;
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t bit = uint64_t{1} << i;
+    switch (p[i]) {
+      case '"': m.quote |= bit; break;
+      case '\\': m.backslash |= bit; break;
+      case '{': case '}': case '[': case ']': case ',': m.structural |= bit; break;
+      default: break;
+    }
+  }
+  return m;
+}
+#endif
+
+inline uint64_t PrefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+inline int Ctz(uint64_t x) { return __builtin_ctzll(x); }
+
+}  // namespace
+
 JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
   JsonLayout l;
-  // Stack of open containers; only the bracket byte is kept.
-  std::string stack;
+  size_t first = 0;
+  while (first < n && IsBlank(data[first])) ++first;
+  if (first >= n || (data[first] != '{' && data[first] != '[')) return l;
+  l.top_open = first;
+  l.form = data[first] == '{' ? JsonLayout::Form::kObject : JsonLayout::Form::kArray;
+  std::string stack;  // open containers, by bracket byte
   stack.reserve(64);
   size_t events_depth = 0;  // stack size inside the events array (0: not inside)
   size_t next_cut = 0;
-  size_t last_sig = SIZE_MAX;  // offset of the last non-blank byte outside strings
-  size_t i = 0;
-  bool started = false;
   bool done = false;
   size_t top_end = n;
-  while (i < n) {
-    char c = data[i];
-    if (c == '"') {
-      // Skip the string: find the closing quote not preceded by an odd run of backslashes.
-      size_t j = i + 1;
-      while (true) {
-        const void* q = j < n ? std::memchr(data + j, '"', n - j) : nullptr;
-        if (q == nullptr) {
-          j = n;
+  uint64_t escape_carry = 0;     // the first byte of the next block is escaped
+  uint64_t in_string_carry = 0;  // all-ones when the previous block ended inside a string
+  char tail[64];
+  for (size_t base = 0; base < n && !done; base += 64) {
+    const char* block = data + base;
+    if (n - base < 64) {
+      std::memset(tail, ' ', sizeof tail);
+      std::memcpy(tail, data + base, n - base);
+      block = tail;
+    }
+    BlockMasks m = Classify(block);
+    // Escaped bytes: rare, handled bit by bit.
+    uint64_t escaped = 0;
+    uint64_t bs = m.backslash;
+    if (escape_carry) {
+      escaped |= 1;
+      bs &= ~uint64_t{1};
+      escape_carry = 0;
+    }
+    while (bs) {
+      int i = Ctz(bs);
+      bs &= bs - 1;
+      if (i == 63) {
+        escape_carry = 1;
+      } else {
+        escaped |= uint64_t{1} << (i + 1);
+        bs &= ~(uint64_t{1} << (i + 1));
+      }
+    }
+    uint64_t quotes = m.quote & ~escaped;
+    uint64_t in_string = PrefixXor(quotes) ^ in_string_carry;
+    in_string_carry = static_cast<uint64_t>(static_cast<int64_t>(in_string) >> 63);
+    uint64_t structural = m.structural & ~in_string;
+    while (structural) {
+      const size_t i = base + static_cast<size_t>(Ctz(structural));
+      structural &= structural - 1;
+      if (i < first) continue;
+      const char c = data[i];
+      switch (c) {
+        case '{':
+        case '[': {
+          if (stack.size() >= kMaxDepth) {
+            ++l.too_deep;
+            break;
+          }
+          stack.push_back(c);
+          if (c == '[' && !l.has_events &&
+              ((stack.size() == 1 && l.form == JsonLayout::Form::kArray) ||
+               (stack.size() == 2 && l.form == JsonLayout::Form::kObject &&
+                KeyBefore(data, i) == "traceEvents"))) {
+            l.has_events = true;
+            l.events_open = i;
+            l.cuts.push_back(i);
+            events_depth = stack.size();
+            next_cut = i + chunk_bytes;
+          }
           break;
         }
-        j = static_cast<const char*>(q) - data;
-        size_t b = j;
-        while (b > i + 1 && data[b - 1] == '\\') --b;
-        if (((j - b) & 1) == 0) break;
-        ++j;
-      }
-      if (j >= n) {  // unterminated string: the text was cut inside it
-        l.truncated = true;
-        break;
-      }
-      last_sig = j;
-      i = j + 1;
-      continue;
-    }
-    if (IsBlank(c)) {
-      ++i;
-      continue;
-    }
-    if (done) {
-      ++l.trailing_garbage;
-      ++i;
-      continue;
-    }
-    switch (c) {
-      case '{':
-      case '[': {
-        if (!started) {
-          started = true;
-          l.top_open = i;
-          l.form = c == '{' ? JsonLayout::Form::kObject : JsonLayout::Form::kArray;
-        }
-        if (stack.size() >= kMaxDepth) {
-          ++l.too_deep;
+        case '}':
+        case ']': {
+          size_t j = i;
+          while (j > first && IsBlank(data[j - 1])) --j;
+          if (j > first && data[j - 1] == ',') {
+            data[j - 1] = ' ';
+            ++l.trailing_commas;
+            if (l.cuts.size() > 1 && l.cuts.back() == j - 1) l.cuts.pop_back();
+          }
+          if (stack.empty()) break;  // stray closer: the parser reports it
+          stack.pop_back();
+          if (events_depth != 0 && stack.size() == events_depth) {
+            ++l.elements;
+            l.events_close = i + 1;  // provisional: where a truncated array would be cut
+          } else if (events_depth != 0 && stack.size() + 1 == events_depth) {
+            l.events_close = i;  // the array's own ']'
+            l.cuts.push_back(i);
+            events_depth = 0;
+          }
+          if (stack.size() == 1 && l.form == JsonLayout::Form::kObject) l.last_top_value_end = i + 1;
+          if (stack.empty()) {
+            done = true;
+            top_end = i + 1;
+            structural = 0;
+          }
           break;
         }
-        stack.push_back(c);
-        if (c == '[' && !l.has_events &&
-            ((stack.size() == 1 && l.form == JsonLayout::Form::kArray) ||
-             (stack.size() == 2 && l.form == JsonLayout::Form::kObject &&
-              KeyBefore(data, i) == "traceEvents"))) {
-          l.has_events = true;
-          l.events_open = i;
-          l.cuts.push_back(i);
-          events_depth = stack.size();
-          next_cut = i + chunk_bytes;
-        }
-        break;
+        default:  // ','
+          if (events_depth != 0 && stack.size() == events_depth && i >= next_cut) {
+            l.cuts.push_back(i);
+            next_cut = i + chunk_bytes;
+          }
+          break;
       }
-      case '}':
-      case ']': {
-        if (last_sig != SIZE_MAX && data[last_sig] == ',') {
-          data[last_sig] = ' ';
-          ++l.trailing_commas;
-          if (l.cuts.size() > 1 && l.cuts.back() == last_sig) l.cuts.pop_back();
-        }
-        if (stack.empty()) break;  // stray closer: simdjson will report it
-        stack.pop_back();
-        if (events_depth != 0 && stack.size() == events_depth) {
-          ++l.elements;
-          l.events_close = i + 1;  // provisional: where a truncated array would be cut
-        } else if (events_depth != 0 && stack.size() + 1 == events_depth) {
-          l.events_close = i;  // the array's own ']'
-          l.cuts.push_back(i);
-          events_depth = 0;
-        }
-        if (stack.size() == 1 && l.form == JsonLayout::Form::kObject) l.last_top_value_end = i + 1;
-        if (stack.empty()) {
-          done = true;
-          top_end = i + 1;
-        }
-        break;
-      }
-      case ',':
-        if (events_depth != 0 && stack.size() == events_depth && i >= next_cut) {
-          l.cuts.push_back(i);
-          next_cut = i + chunk_bytes;
-        }
-        break;
-      default:
-        if (!started) {  // not JSON we know: leave form = kNone
-          i = n;
-          continue;
-        }
-        break;
     }
-    last_sig = i;
-    ++i;
   }
-  (void)top_end;
-  if (started && !done) l.truncated = true;
+  if (done) {
+    for (size_t i = top_end; i < n; ++i)
+      if (!IsBlank(data[i])) ++l.trailing_garbage;
+  } else {
+    l.truncated = true;
+  }
   if (l.has_events && events_depth != 0) {
     // The events array never closed: cut after its last complete element.
     if (l.elements == 0) l.events_close = l.events_open + 1;
