@@ -230,7 +230,8 @@ class annotate:  # noqa: N801  (used like a function: @rlprof.annotate(...), wit
         self.name = name
         self.role = role
         self.counts = counts
-        self._stack: List[Optional["Profiler"]] = []
+        # Stages remember which profiler they began on (re-entrant use of one object nests).
+        self._stack: Optional[List[Optional["Profiler"]]] = [] if role is not None else None
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         name = self.name or fn.__name__
@@ -244,22 +245,28 @@ class annotate:  # noqa: N801  (used like a function: @rlprof.annotate(...), wit
         return wrapper
 
     def __enter__(self) -> "annotate":
+        if self._stack is None:
+            if self.name is None:
+                raise ValueError("rlprof.annotate used as a context manager needs a name")
+            _push_range(self.name)
+            return self
         if self.name is None:
             raise ValueError("rlprof.annotate used as a context manager needs a name")
-        if self.role is not None:
-            p = _current
-            self._stack.append(p)
-            if p is not None:
-                p.begin_stage(self.name, self.role, self.counts)
-        else:
-            _rlprof.push_range(self.name)
+        p = _current
+        self._stack.append(p)
+        if p is not None:
+            p.begin_stage(self.name, self.role, self.counts)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.role is not None:
-            p = self._stack.pop() if self._stack else None
-            if p is not None:
-                p.end_stage()
-        else:
-            _rlprof.pop_range()
+        if self._stack is None:
+            _pop_range()
+            return None
+        p = self._stack.pop() if self._stack else None
+        if p is not None:
+            p.end_stage()
         return None
+
+
+_push_range = _rlprof.push_range
+_pop_range = _rlprof.pop_range
