@@ -190,8 +190,8 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     }
   }
 
-  internal::ComputeHtaViews(t, work, windows, launch, opts, &a);
-  internal::ComputeTraceLens(work, &a);
+  internal::ComputeHtaViews(t, work, tl, windows, launch, opts, &a);
+  internal::ComputeTraceLens(tl, &a);
   internal::ComputeOpStats(t, c, &a);
   return a;
 }

@@ -9,11 +9,12 @@
 namespace rlprof::analysis::internal {
 
 // HTA temporal breakdown + comm/comp overlap and the per-stream idle breakdown (§4.4).
-void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work,
+// `tl` is the partition's timeline of `work` (reused in native mode).
+void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const Timeline& tl,
                      const std::vector<StepWindow>& steps, const std::vector<int64_t>& launch,
                      const AnalysisOptions& opts, TraceAnalysis* out);
 // TraceLens gpu_timeline (§4.5): memset counts as computation, unclassified is not read.
-void ComputeTraceLens(std::span<const WorkInterval> work, TraceAnalysis* out);
+void ComputeTraceLens(const Timeline& tl, TraceAnalysis* out);
 // Operator statistics: host operators and device kernels, by name (and name + shapes).
 void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out);
 

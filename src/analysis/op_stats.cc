@@ -2,7 +2,7 @@
 // kernels: count, total, self, mean, min, max, p50, p99 (nearest rank).
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <unordered_map>
 
 #include "src/analysis/analyse_internal.h"
 
@@ -22,13 +22,20 @@ int64_t NearestRank(const std::vector<int64_t>& sorted, double p) {
   return sorted[rank - 1];
 }
 
-std::vector<OpStat> Finish(std::map<std::pair<std::string, std::string>, Acc>& m) {
+// Keyed by (name id, shapes id) of the trace's string table.
+using Key = std::pair<uint32_t, uint32_t>;
+struct KeyHash {
+  size_t operator()(const Key& k) const { return (static_cast<size_t>(k.first) << 32) ^ k.second; }
+};
+using AccMap = std::unordered_map<Key, Acc, KeyHash>;
+
+std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
   std::vector<OpStat> out;
   for (auto& [key, acc] : m) {
     std::sort(acc.durs.begin(), acc.durs.end());
     OpStat s;
-    s.name = key.first;
-    s.shapes = key.second;
+    s.name = t.str(key.first);
+    s.shapes = key.second ? t.str(key.second) : std::string();
     s.count = static_cast<int64_t>(acc.durs.size());
     for (int64_t d : acc.durs) s.total += d;
     s.self = acc.self;
@@ -55,33 +62,33 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
   std::vector<int64_t> child_sum(n, 0);
   for (size_t i = 0; i < n; ++i)
     if (t.parent[i] >= 0) child_sum[t.parent[i]] += t.dur[i];
-  std::map<std::pair<std::string, std::string>, Acc> host, host_shapes, kernels;
+  AccMap host, host_shapes, kernels;
   for (size_t i = 0; i < n; ++i) {
     if (t.kind[i] != SliceKind::kRange) continue;
     const WorkClass k = c.of[i];
     const bool device = t.tracks[t.track[i]].type == TrackType::kDeviceStream;
-    const std::string& name = t.str(t.name[i]);
+    const uint32_t name = t.name[i];
     if (device) {
       if (k == WorkClass::kSync || k == WorkClass::kMarker || k == WorkClass::kHost) continue;
-      Acc& a = kernels[{name, ""}];
+      Acc& a = kernels[{name, 0}];
       a.durs.push_back(t.dur[i]);
       a.self += t.dur[i];
     } else {
       if (k != WorkClass::kHost && k != WorkClass::kCommunication) continue;
       const int64_t self = std::max<int64_t>(0, t.dur[i] - child_sum[i]);
-      Acc& a = host[{name, ""}];
+      Acc& a = host[{name, 0}];
       a.durs.push_back(t.dur[i]);
       a.self += self;
       if (t.shapes[i] != 0) {
-        Acc& b = host_shapes[{name, t.str(t.shapes[i])}];
+        Acc& b = host_shapes[{name, t.shapes[i]}];
         b.durs.push_back(t.dur[i]);
         b.self += self;
       }
     }
   }
-  out->host_ops = Finish(host);
-  out->host_ops_by_shape = Finish(host_shapes);
-  out->kernels = Finish(kernels);
+  out->host_ops = Finish(t, host);
+  out->host_ops_by_shape = Finish(t, host_shapes);
+  out->kernels = Finish(t, kernels);
 }
 
 }  // namespace rlprof::analysis::internal

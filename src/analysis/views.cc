@@ -13,11 +13,13 @@ int64_t FloorUs(int64_t ns) { return (ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000
 
 }  // namespace
 
-void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work,
+void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const Timeline& native_tl,
                      const std::vector<StepWindow>& steps, const std::vector<int64_t>& launch,
                      const AnalysisOptions& opts, TraceAnalysis* out) {
-  std::vector<WorkInterval> hta(work.begin(), work.end());
-  if (opts.compat == CompatMode::kHta) {
+  const bool compat = opts.compat == CompatMode::kHta;
+  std::vector<WorkInterval> hta;
+  if (compat) {
+    hta.assign(work.begin(), work.end());
     // Last-step filter: with ≥ 2 ProfilerSteps keep only work launched (or, without a launch,
     // started) before the last step began.
     if (steps.size() >= 2 && !steps.front().whole_trace) {
@@ -35,7 +37,10 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work,
     }
     std::erase_if(hta, [](const WorkInterval& w) { return w.end <= w.start; });
   }
-  Timeline tl = Timeline::Build(hta);
+  Timeline rounded;
+  if (compat) rounded = Timeline::Build(hta);
+  const Timeline& tl = compat ? rounded : native_tl;
+  std::span<const WorkInterval> used = compat ? std::span<const WorkInterval>(hta) : work;
   if (!tl.runs().empty()) {
     const int64_t first = tl.runs().front().start, last = tl.runs().back().end;
     MaskHistogram h = tl.Histogram(first, last);
@@ -49,7 +54,7 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work,
   }
   // Idle breakdown per stream: gaps between consecutive device work of one stream.
   std::map<uint32_t, std::vector<const WorkInterval*>> per_stream;
-  for (const auto& w : hta)
+  for (const auto& w : used)
     if (w.slice >= 0 && t.tracks[t.track[w.slice]].type == TrackType::kDeviceStream &&
         w.bit != kBitOther)
       per_stream[t.track[w.slice]].push_back(&w);
@@ -73,20 +78,20 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work,
   }
 }
 
-void ComputeTraceLens(std::span<const WorkInterval> work, TraceAnalysis* out) {
-  std::vector<WorkInterval> v;
-  for (const auto& w : work)
-    if (w.bit != kBitOther) v.push_back(w);
-  Timeline tl = Timeline::Build(v);
-  if (tl.runs().empty()) return;
-  const int64_t first = tl.runs().front().start, last = tl.runs().back().end;
-  MaskHistogram h = tl.Histogram(first, last);
+void ComputeTraceLens(const Timeline& tl, TraceAnalysis* out) {
+  // TraceLens reads kernels, memcpy and memset only: runs of unclassified work alone are idle.
+  const auto& runs = tl.runs();
+  auto counted = [](const Run& r) { return (r.mask & ~kBitOther) != 0; };
+  auto first = std::find_if(runs.begin(), runs.end(), counted);
+  if (first == runs.end()) return;
+  auto last = std::find_if(runs.rbegin(), runs.rend(), counted);
+  MaskHistogram h = tl.Histogram(first->start, last->end);
   auto& r = out->tracelens;
-  r.total = last - first;
+  r.total = last->end - first->start;
   r.computation = h.Covered(kBitCompute | kBitMemset);
   r.exposed_comm = h.CoveredExcept(kBitComm, kBitCompute | kBitMemset);
   r.exposed_memcpy = h.CoveredExcept(kBitMemcpy, kBitCompute | kBitMemset | kBitComm);
-  r.idle = h.time[0];
+  r.idle = h.time[0] + h.time[kBitOther];
   r.busy = r.total - r.idle;
   r.total_comm = h.Covered(kBitComm);
   r.total_memcpy = h.Covered(kBitMemcpy);
