@@ -172,32 +172,53 @@ error_code ReadArgs(od::value& v, char ph, JsonEvent* e) {
     od::raw_json_string k = field.key();
     od::value val = field.value();
     error_code err = simdjson::SUCCESS;
-    if (k.unsafe_is_equal("correlation")) {
-      err = ReadInt(val, &e->correlation, &e->bad_values);
-    } else if (k.unsafe_is_equal("External id")) {
-      err = ReadInt(val, &e->external_id, &e->bad_values);
-    } else if (k.unsafe_is_equal("device")) {
-      err = ReadInt(val, &e->device, &e->bad_values);
-    } else if (k.unsafe_is_equal("stream")) {
-      err = ReadInt(val, &e->stream, &e->bad_values);
-    } else if (k.unsafe_is_equal("bytes")) {
-      err = ReadInt(val, &e->bytes, &e->bad_values);
-    } else if (k.unsafe_is_equal("In msg nelems")) {
-      err = ReadInt(val, &e->nelems, &e->bad_values);
-    } else if (k.unsafe_is_equal("dtype")) {
-      err = ReadString(val, &e->dtype, &e->bad_values);
-    } else if (k.unsafe_is_equal("Input Dims") || k.unsafe_is_equal("Input dims")) {
-      err = ReadCompact(val, &e->shapes_buf, &e->shapes);
-    } else if (k.unsafe_is_equal("Process Group Name")) {
-      err = ReadString(val, &e->group_name, &e->bad_values);
-    } else if (k.unsafe_is_equal("Process Group Ranks")) {
-      err = ReadCompact(val, &e->ranks_buf, &e->group_ranks);
-    } else if (ph == 'M' && k.unsafe_is_equal("name")) {
-      err = ReadString(val, &e->arg_name, &e->bad_values);
-    } else if (ph == 'M' && k.unsafe_is_equal("labels")) {
-      err = ReadString(val, &e->labels, &e->bad_values);
-    } else if (ph == 'M' && k.unsafe_is_equal("sort_index")) {
-      err = ReadInt(val, &e->sort_index, &e->bad_values);
+    // Dispatch on the first byte: most keys (grid, block, queued, …) are skipped untouched.
+    switch (k.raw()[0]) {
+      case 'c':
+        if (k.unsafe_is_equal("correlation")) err = ReadInt(val, &e->correlation, &e->bad_values);
+        break;
+      case 'E':
+        if (k.unsafe_is_equal("External id")) err = ReadInt(val, &e->external_id, &e->bad_values);
+        break;
+      case 'd':
+        if (k.unsafe_is_equal("device")) {
+          err = ReadInt(val, &e->device, &e->bad_values);
+        } else if (k.unsafe_is_equal("dtype")) {
+          err = ReadString(val, &e->dtype, &e->bad_values);
+        }
+        break;
+      case 's':
+        if (k.unsafe_is_equal("stream")) {
+          err = ReadInt(val, &e->stream, &e->bad_values);
+        } else if (ph == 'M' && k.unsafe_is_equal("sort_index")) {
+          err = ReadInt(val, &e->sort_index, &e->bad_values);
+        }
+        break;
+      case 'b':
+        if (k.unsafe_is_equal("bytes")) err = ReadInt(val, &e->bytes, &e->bad_values);
+        break;
+      case 'I':
+        if (k.unsafe_is_equal("In msg nelems")) {
+          err = ReadInt(val, &e->nelems, &e->bad_values);
+        } else if (k.unsafe_is_equal("Input Dims") || k.unsafe_is_equal("Input dims")) {
+          err = ReadCompact(val, &e->shapes_buf, &e->shapes);
+        }
+        break;
+      case 'P':
+        if (k.unsafe_is_equal("Process Group Name")) {
+          err = ReadString(val, &e->group_name, &e->bad_values);
+        } else if (k.unsafe_is_equal("Process Group Ranks")) {
+          err = ReadCompact(val, &e->ranks_buf, &e->group_ranks);
+        }
+        break;
+      case 'n':
+        if (ph == 'M' && k.unsafe_is_equal("name")) err = ReadString(val, &e->arg_name, &e->bad_values);
+        break;
+      case 'l':
+        if (ph == 'M' && k.unsafe_is_equal("labels")) err = ReadString(val, &e->labels, &e->bad_values);
+        break;
+      default:
+        break;
     }
     if (err) return err;
   }
