@@ -63,13 +63,24 @@ std::string ToCsv(const Table& t) {
   return out;
 }
 
+std::string CommonUnit(const Table& t) {
+  std::string unit;
+  for (const auto& c : t.columns) {
+    if (c.unit.empty()) continue;
+    if (!unit.empty() && unit != c.unit) return "";
+    unit = c.unit;
+  }
+  return unit;
+}
+
 std::string ToText(const Table& t) {
   const size_t n = t.columns.size();
+  const bool common = !CommonUnit(t).empty();
   std::vector<std::string> head(n);
   std::vector<size_t> width(n);
   for (size_t i = 0; i < n; ++i) {
     head[i] = t.columns[i].name;
-    if (!t.columns[i].unit.empty() && head[i].find(t.columns[i].unit) == std::string::npos)
+    if (!common && !t.columns[i].unit.empty() && head[i].find(t.columns[i].unit) == std::string::npos)
       head[i] += " (" + t.columns[i].unit + ")";
     width[i] = head[i].size();
   }

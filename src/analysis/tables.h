@@ -58,7 +58,10 @@ std::vector<Table> AllTables(const TraceAnalysis& a);
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts);
 
 std::string ToCsv(const Table& t);
+// Aligned text; when every numeric column has the same unit (CommonUnit), the header omits
+// it (callers print it once, e.g. "-- step_trace_time (us)"), else each header says "(unit)".
 std::string ToText(const Table& t);
+std::string CommonUnit(const Table& t);  // "" when columns differ
 nlohmann::json ToJson(const Table& t);  // {"columns":[{name,type,unit}],"rows":[[…]]}
 std::string FormatCell(const Cell& c);  // shortest round-trip for reals, "" for null
 

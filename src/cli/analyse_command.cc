@@ -179,7 +179,7 @@ int Run(const AnalyseArgs& a, Io& io) {
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
-    io.out << analysis::ToText(analysis::StepTraceTimeTable(r.analysis));
+    io.out << "-- step_trace_time (us)\n" << analysis::ToText(analysis::StepTraceTimeTable(r.analysis));
     if (!r.analysis.diagnostics.counts.empty()) {
       io.out << "diagnostics:";
       for (const auto& [k, v] : r.analysis.diagnostics.counts) io.out << " " << k << "=" << v;

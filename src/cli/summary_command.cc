@@ -89,7 +89,10 @@ int Run(const SummaryArgs& a, Io& io) {
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
-    for (const auto& t : tables) io.out << "-- " << t.name << "\n" << analysis::ToText(t);
+    for (const auto& t : tables) {
+      const std::string unit = analysis::CommonUnit(t);
+      io.out << "-- " << t.name << (unit.empty() ? "" : " (" + unit + ")") << "\n" << analysis::ToText(t);
+    }
     io.out << "diagnostics:";
     if (r.analysis.diagnostics.counts.empty()) io.out << " none";
     for (const auto& [k, v] : r.analysis.diagnostics.counts) io.out << " " << k << "=" << v;
