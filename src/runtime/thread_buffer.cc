@@ -225,6 +225,7 @@ ThreadBuffer* Recorder::Attach(uint32_t gen) {
     tb->session = session_;
     tb->names.Clear();
     tb->range_seq = 0;
+    tb->async_track = 0;
     tb->drop_when_full = config_.policy == config::BufferPolicy::kDrop;
     const std::string& name = tls_owner.name.empty() ? CurrentThreadOsName() : tls_owner.name;
     tb->track = static_cast<uint16_t>(tracks_.size() < 0xFFFF ? tracks_.size() : 0);
@@ -355,6 +356,15 @@ uint16_t Recorder::AddTrack(format::TrackKind kind, uint64_t os_id, const std::s
   return id;
 }
 
+uint16_t Recorder::AsyncTrackFor(ThreadBuffer* tb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tracks_.size() >= 0xFFFF || tb->track >= tracks_.size()) return kAsyncTrack;
+  const auto id = static_cast<uint16_t>(tracks_.size());
+  tracks_.push_back({id, format::TrackKind::kAsync, tb->tid, static_cast<uint32_t>(getpid()),
+                     tracks_[tb->track].name + " (async)"});
+  return id;
+}
+
 format::TrackEntry Recorder::TrackInfo(uint16_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return id < tracks_.size() ? tracks_[id] : format::TrackEntry{};
@@ -440,13 +450,16 @@ uint64_t EmitBegin(uint32_t gen, const char* name, uint64_t t) noexcept {
   ThreadBuffer* tb = runtime::BufferFor(gen);
   if (tb == nullptr) return 0;
   const uint32_t id = tb->NameId(name);
+  if (__builtin_expect(tb->async_track == 0, 0))
+    tb->async_track = runtime::Recorder::Get().AsyncTrackFor(tb);
   Record* r = tb->Reserve();
   if (r == nullptr) return 0;
-  // Unique within the window: generation tag | thread track | per-thread sequence.
-  const uint64_t range = (uint64_t{gen & 0xFFFF} << 48) | (uint64_t{tb->track} << 32) |
+  // Unique within the window: generation tag | async track | per-thread sequence. The end
+  // (maybe on another thread) takes its track from the id.
+  const uint64_t range = (uint64_t{gen & 0xFFFF} << 48) | (uint64_t{tb->async_track} << 32) |
                          uint64_t{++tb->range_seq};
-  Fill(r, static_cast<int64_t>(t), static_cast<int64_t>(range), id,
-       runtime::Recorder::kAsyncTrack, EventKind::kBegin);
+  Fill(r, static_cast<int64_t>(t), static_cast<int64_t>(range), id, tb->async_track,
+       EventKind::kBegin);
   tb->Commit();
   return range;
 }
@@ -457,8 +470,8 @@ void EmitEnd(uint32_t gen, uint64_t id, uint64_t t) noexcept {
   if (tb == nullptr) return;
   Record* r = tb->Reserve();
   if (r == nullptr) return;
-  Fill(r, static_cast<int64_t>(t), static_cast<int64_t>(id), 0, runtime::Recorder::kAsyncTrack,
-       EventKind::kEnd);
+  Fill(r, static_cast<int64_t>(t), static_cast<int64_t>(id), 0,
+       static_cast<uint16_t>((id >> 32) & 0xFFFF), EventKind::kEnd);
   tb->Commit();
 }
 

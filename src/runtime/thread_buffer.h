@@ -69,6 +69,7 @@ struct ThreadBuffer {
   Chunk* chunk = nullptr;
   uint64_t session = 0;
   uint16_t track = 0;
+  uint16_t async_track = 0;  // this thread's async-range track, made at its first RangeStart
   uint32_t range_seq = 0;
   bool drop_when_full = false;  // BufferPolicy::kDrop
   NameCache names;
@@ -129,8 +130,11 @@ class Recorder {
   RecorderStats stats() const;
 
   Interner& interner() { return interner_; }
-  // Tracks: ids are dense from 1; track 1 is the async-range track.
+  // Tracks: ids are dense from 1. Async ranges go on one track per starting thread (so a
+  // thread's own requests never overlap another thread's); track 1 is the shared fallback
+  // once the 16-bit track ids run out.
   static constexpr uint16_t kAsyncTrack = 1;
+  uint16_t AsyncTrackFor(ThreadBuffer* tb);
   uint16_t AddTrack(format::TrackKind kind, uint64_t os_id, const std::string& name);
   format::TrackEntry TrackInfo(uint16_t id) const;
   void SetCurrentThreadName(const std::string& name);

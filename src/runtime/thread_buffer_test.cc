@@ -122,13 +122,19 @@ TEST(RecorderTest, RecordsCarryTicksNamesTracksAndKinds) {
   // first depending on registration order), so compare as a set.
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"", "async d", "counter c", "mark b", "range a"}));
+  uint16_t main_track = 0;
+  for (const Record& r : d.all)
+    if (r.kind == format::EventKind::kComplete) main_track = r.track;
   for (const Record& r : d.all) {
     if (r.kind == format::EventKind::kCounter) {
       EXPECT_EQ(r.counter_value(), 2.5);
     }
     if (r.kind == format::EventKind::kBegin || r.kind == format::EventKind::kEnd) {
       EXPECT_EQ(static_cast<uint64_t>(r.payload), id);
-      EXPECT_EQ(r.track, Recorder::kAsyncTrack);
+      // Begin and end (on another thread) share the starting thread's async track.
+      const format::TrackEntry t = rec.TrackInfo(r.track);
+      EXPECT_EQ(t.kind, format::TrackKind::kAsync);
+      EXPECT_EQ(t.name, rec.TrackInfo(main_track).name + " (async)");
     }
     if (r.kind == format::EventKind::kComplete) {
       EXPECT_GE(r.payload, 0);
