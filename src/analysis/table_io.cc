@@ -93,6 +93,9 @@ std::string ToText(const Table& t) {
         row[i] = std::isnan(d) ? "-" : fmt::format("{:.3f}", d);
       } else {
         row[i] = FormatCell(r[i]);
+        // Terminal only: long kernel names are cut (CSV / JSON / db keep them whole).
+        constexpr size_t kMaxText = 60;
+        if (row[i].size() > kMaxText) row[i] = row[i].substr(0, kMaxText - 3) + "...";
       }
       width[i] = std::max(width[i], row[i].size());
     }
