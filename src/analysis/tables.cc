@@ -116,7 +116,7 @@ Table HtaTemporalTable(const TraceAnalysis& a) {
 Table HtaIdleTable(const TraceAnalysis& a) {
   Table t{"hta_idle_breakdown",
           {Int("rank"), Text("stream"), Text("idle_category"), Real("idle_time", "us"),
-           Real("idle_time_ratio", "")},
+           Real("idle_time_ratio", "fraction")},
           {}};
   for (const auto& r : a.idle_breakdown) {
     const int64_t total = r.host_wait + r.kernel_wait + r.other;
