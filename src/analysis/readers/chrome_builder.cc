@@ -96,6 +96,9 @@ ChromeTraceBuilder::ChromeTraceBuilder(Trace* trace, const ReadOptions& opts)
     : t_(trace), opts_(opts), strings_(trace) {
   cat_cpu_op_ = strings_.Intern("cpu_op");
   cat_user_annotation_ = strings_.Intern("user_annotation");
+  cat_python_function_ = strings_.Intern("python_function");
+  cat_kernel_ = strings_.Intern("kernel");
+  cat_cuda_runtime_ = strings_.Intern("cuda_runtime");
   for (const char* c : {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_sync",
                         "cuda_event", "Kernel", "Memcpy", "Memset"}) {
     uint32_t id = strings_.Intern(c);
@@ -150,6 +153,16 @@ uint32_t ChromeTraceBuilder::TrackFor(const JsonEvent& e, uint32_t cat_id, int64
   return last_track_;
 }
 
+uint32_t ChromeTraceBuilder::CategoryId(std::string_view cat) {
+  // Consecutive events mostly repeat a handful of categories: compare before hashing.
+  for (auto& [text, id] : recent_cats_)
+    if (text == cat) return id;
+  uint32_t id = strings_.Intern(cat);
+  recent_cats_[recent_next_] = {std::string(cat), id};
+  recent_next_ = (recent_next_ + 1) % recent_cats_.size();
+  return id;
+}
+
 uint32_t ChromeTraceBuilder::AsyncTrack(int64_t pid, uint32_t name_id) {
   auto [it, added] = async_tracks_.try_emplace({pid, name_id}, 0);
   if (added) {
@@ -166,9 +179,24 @@ uint32_t ChromeTraceBuilder::AsyncTrack(int64_t pid, uint32_t name_id) {
 void ChromeTraceBuilder::AddMarker(int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                                    uint32_t track) {
   if (t_->tracks[track].type == TrackType::kDeviceStream) return;  // GPU projections
+  // Classify each distinct name once (per op-like / other category): most names are no marker.
+  const bool op_like = cat == cat_cpu_op_ || cat == cat_python_function_ || cat == cat_kernel_ ||
+                       cat == cat_cuda_runtime_;
+  std::vector<uint8_t>& cache = marker_cache_[op_like ? 1 : 0];
+  if (cache.size() <= name) cache.resize(name + 1 + name / 2, 0);
+  if (cache[name] == 0) {
+    MarkerName c = ClassifyMarkerName(t_->str(name), op_like ? "cpu_op" : "");
+    if (c.kind == MarkerName::kNone || marker_names_.size() >= 250) {
+      cache[name] = c.kind == MarkerName::kNone ? 1 : 255;
+    } else {
+      marker_names_.push_back(std::move(c));
+      cache[name] = static_cast<uint8_t>(marker_names_.size() + 1);
+    }
+  }
+  if (cache[name] == 1) return;
   const std::string& n = t_->str(name);
-  MarkerName m = ClassifyMarkerName(n, t_->str(cat));
-  if (m.kind == MarkerName::kNone) return;
+  MarkerName m = cache[name] == 255 ? ClassifyMarkerName(n, op_like ? "cpu_op" : "")
+                                    : marker_names_[cache[name] - 2];
   Marker mk;
   mk.start_ns = ts;
   mk.end_ns = ts + std::max<int64_t>(dur, 0);
@@ -269,7 +297,7 @@ void ChromeTraceBuilder::Add(const JsonEvent& e) {
                                 StartsWith(e.name, "nccl:")
                             ? cat_cpu_op_
                             : cat_user_annotation_)
-                     : strings_.Intern(e.cat);
+                     : CategoryId(e.cat);
   int64_t pid = 0;
   const bool flow = ph == 's' || ph == 't' || ph == 'f';
   // Flow events only point at slices: they must not create tracks of their own.

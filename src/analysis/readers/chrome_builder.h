@@ -11,6 +11,7 @@
 #ifndef RLPROF_SRC_ANALYSIS_READERS_CHROME_BUILDER_H_
 #define RLPROF_SRC_ANALYSIS_READERS_CHROME_BUILDER_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -83,6 +84,7 @@ class ChromeTraceBuilder {
   int64_t ResolveId(const JsonId& id, bool is_pid, int64_t pid_for_tid);
   uint32_t TrackFor(const JsonEvent& e, uint32_t cat_id, int64_t* pid_out);
   uint32_t AsyncTrack(int64_t pid, uint32_t name_id);
+  uint32_t CategoryId(std::string_view cat);
   void AddRange(const JsonEvent& e, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                 uint32_t track, SliceKind kind, int64_t corr, int64_t bytes, uint32_t shapes,
                 uint32_t group);
@@ -100,7 +102,8 @@ class ChromeTraceBuilder {
   bool legacy_ = false;
   bool cpu_functions_pid_ = false;
   uint64_t string_ts_ = 0;
-  uint32_t cat_cpu_op_ = 0, cat_user_annotation_ = 0;
+  uint32_t cat_cpu_op_ = 0, cat_user_annotation_ = 0, cat_python_function_ = 0, cat_kernel_ = 0,
+           cat_cuda_runtime_ = 0;
   std::vector<bool> device_cat_;  // by category string id: Kineto device activity
   std::unordered_map<std::string, int64_t> string_ids_;  // pid/tid strings → synthetic ints
   std::map<int64_t, std::string> id_labels_;             // synthetic int → its string
@@ -115,6 +118,11 @@ class ChromeTraceBuilder {
   std::vector<FlowPoint> flows_;
   std::map<int64_t, uint64_t> host_pid_slices_;
   int64_t rl_steps_ = 0;
+  std::array<std::pair<std::string, uint32_t>, 4> recent_cats_{};  // ("" → 0 is right too)
+  size_t recent_next_ = 0;
+  // Marker classification per name id (0 = not yet known), for op-like and other categories.
+  std::vector<uint8_t> marker_cache_[2];
+  std::vector<MarkerName> marker_names_;  // index = cache value - 2
   // Cache of the last (pid, tid, device?) → track.
   int64_t last_pid_ = INT64_MIN, last_tid_ = INT64_MIN;
   bool last_dev_ = false;

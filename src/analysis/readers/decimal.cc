@@ -19,6 +19,19 @@ std::string_view Trim(std::string_view s) {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// Up to 18 plain digits (cannot overflow): the common case, without any other check.
+inline bool FastDigits(std::string_view s, uint64_t* v) {
+  if (s.empty() || s.size() > 18) return false;
+  uint64_t x = 0;
+  for (char c : s) {
+    unsigned d = static_cast<unsigned char>(c) - static_cast<unsigned>('0');
+    if (d > 9) return false;
+    x = x * 10 + d;
+  }
+  *v = x;
+  return true;
+}
+
 }  // namespace
 
 bool ParseDouble(std::string_view text, double* value) {
@@ -39,6 +52,19 @@ bool ParseDouble(std::string_view text, double* value) {
 }
 
 bool ParseMicrosToNanos(std::string_view text, int64_t* ns) {
+  {
+    // Fast path: digits[.d{1,3}], the form writers use.
+    size_t dot = text.find('.');
+    uint64_t whole, frac = 0;
+    std::string_view ip = dot == std::string_view::npos ? text : text.substr(0, dot);
+    std::string_view fp = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+    if (ip.size() <= 15 && fp.size() <= 3 && FastDigits(ip, &whole) &&
+        (dot == std::string_view::npos || FastDigits(fp, &frac))) {
+      for (size_t k = fp.size(); k < 3; ++k) frac *= 10;
+      *ns = static_cast<int64_t>(whole * 1000 + frac);
+      return true;
+    }
+  }
   text = Trim(text);
   size_t i = 0;
   bool neg = false;
@@ -85,6 +111,11 @@ bool ParseMicrosToNanos(std::string_view text, int64_t* ns) {
 }
 
 bool ParseInteger(std::string_view text, int64_t* value) {
+  uint64_t fast;
+  if (FastDigits(text, &fast)) {
+    *value = static_cast<int64_t>(fast);
+    return true;
+  }
   text = Trim(text);
   size_t i = 0;
   bool neg = false;

@@ -135,8 +135,15 @@ JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
   if (first >= n || (data[first] != '{' && data[first] != '[')) return l;
   l.top_open = first;
   l.form = data[first] == '{' ? JsonLayout::Form::kObject : JsonLayout::Form::kArray;
-  std::string stack;  // open containers, by bracket byte
-  stack.reserve(64);
+  // Open containers, by bracket byte (a fixed array: no capacity checks on the hot path).
+  struct Stack {
+    char b[kMaxDepth];
+    size_t n = 0;
+    size_t size() const { return n; }
+    bool empty() const { return n == 0; }
+    void push_back(char c) { b[n++] = c; }
+    void pop_back() { --n; }
+  } stack;
   size_t events_depth = 0;  // stack size inside the events array (0: not inside)
   size_t next_cut = 0;
   bool done = false;
