@@ -74,7 +74,9 @@ std::string_view KeyBefore(const char* data, size_t pos) {
 namespace {
 
 struct BlockMasks {
-  uint64_t quote = 0, backslash = 0, structural = 0;  // structural: { } [ ] ,
+  // Brackets only: commas matter only right after an element of the events array closes,
+  // where they are found by a short forward look (most commas are skipped for free).
+  uint64_t quote = 0, backslash = 0, structural = 0;  // structural: { } [ ]
 };
 
 #if defined(__SSE2__)
@@ -90,9 +92,7 @@ inline BlockMasks Classify(const char* p) {
     m.backslash |= Mask16(v, '\\') << sh;
     __m128i sv = _mm_or_si128(
         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('{')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))),
-        _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))),
-            _mm_cmpeq_epi8(v, _mm_set1_epi8(','))));
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('[')), _mm_cmpeq_epi8(v, _mm_set1_epi8(']'))));
     uint64_t s = static_cast<uint32_t>(_mm_movemask_epi8(sv));
     m.structural |= s << sh;
   }
@@ -106,7 +106,7 @@ inline BlockMasks Classify(const char* p) {
     switch (p[i]) {
       case '"': m.quote |= bit; break;
       case '\\': m.backslash |= bit; break;
-      case '{': case '}': case '[': case ']': case ',': m.structural |= bit; break;
+      case '{': case '}': case '[': case ']': m.structural |= bit; break;
       default: break;
     }
   }
@@ -220,6 +220,14 @@ JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
           if (events_depth != 0 && stack.size() == events_depth) {
             ++l.elements;
             l.events_close = i + 1;  // provisional: where a truncated array would be cut
+            if (i >= next_cut) {
+              size_t k = i + 1;
+              while (k < n && IsBlank(data[k])) ++k;
+              if (k < n && data[k] == ',') {
+                l.cuts.push_back(k);
+                next_cut = k + chunk_bytes;
+              }
+            }
           } else if (events_depth != 0 && stack.size() + 1 == events_depth) {
             l.events_close = i;  // the array's own ']'
             l.cuts.push_back(i);
@@ -233,11 +241,7 @@ JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
           }
           break;
         }
-        default:  // ','
-          if (events_depth != 0 && stack.size() == events_depth && i >= next_cut) {
-            l.cuts.push_back(i);
-            next_cut = i + chunk_bytes;
-          }
+        default:
           break;
       }
     }
