@@ -400,28 +400,43 @@ void ChromeTraceBuilder::BindFlows() {
     const Track& tr = t_->tracks[i];
     by_id.emplace(std::make_tuple(static_cast<int>(tr.type), tr.pid, tr.tid), i);
   }
+  struct Resolved {
+    uint32_t track;
+    int64_t ts;
+    int64_t id;
+    bool enclosing;
+  };
+  std::vector<Resolved> flows;
+  flows.reserve(flows_.size());
+  int64_t last_pid = INT64_MIN, last_tid = INT64_MIN;
+  int64_t last_track = -1;
   for (const FlowPoint& fp : flows_) {
-    // Kineto puts the flow end on (device, stream) as pid/tid: a device-stream track.
-    auto th = by_id.find({static_cast<int>(TrackType::kThread), fp.pid, fp.tid});
-    if (th == by_id.end()) th = by_id.find({static_cast<int>(TrackType::kDeviceStream), fp.pid, fp.tid});
-    if (th == by_id.end()) {
+    if (fp.pid != last_pid || fp.tid != last_tid) {
+      last_pid = fp.pid;
+      last_tid = fp.tid;
+      // Kineto puts the flow end on (device, stream) as pid/tid: a device-stream track.
+      auto th = by_id.find({static_cast<int>(TrackType::kThread), fp.pid, fp.tid});
+      if (th == by_id.end())
+        th = by_id.find({static_cast<int>(TrackType::kDeviceStream), fp.pid, fp.tid});
+      last_track = th == by_id.end() ? -1 : th->second;
+    }
+    if (last_track < 0) {
       t_->diagnostics.Add("flow_unbound");
       continue;
     }
-    struct {
-      uint32_t track;
-      int64_t ts;
-      bool enclosing;
-    } f{th->second, fp.ts, fp.enclosing};
-    // Slices are sorted by (track, ts, -dur): the first row at or after (track, ts).
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (t_->track[mid] < f.track || (t_->track[mid] == f.track && t_->ts[mid] < f.ts))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    flows.push_back({static_cast<uint32_t>(last_track), fp.ts, fp.id, fp.enclosing});
+  }
+  flows_.clear();
+  flows_.shrink_to_fit();
+  // Slices are sorted by (track, ts, -dur): walk them once alongside the sorted flow points.
+  std::sort(flows.begin(), flows.end(), [](const Resolved& a, const Resolved& b) {
+    return a.track != b.track ? a.track < b.track : a.ts < b.ts;
+  });
+  size_t lo = 0;
+  for (const Resolved& f : flows) {
+    // The first row at or after (track, ts).
+    while (lo < n && (t_->track[lo] < f.track || (t_->track[lo] == f.track && t_->ts[lo] < f.ts)))
+      ++lo;
     int64_t row = -1;
     if (lo < n && t_->track[lo] == f.track && t_->ts[lo] == f.ts) {
       // The innermost slice starting exactly here (the runtime call, not its enclosing op).
@@ -441,7 +456,7 @@ void ChromeTraceBuilder::BindFlows() {
       t_->diagnostics.Add("flow_unbound");
       continue;
     }
-    if (t_->correlation[row] < 0) t_->correlation[row] = fp.id;
+    if (t_->correlation[row] < 0) t_->correlation[row] = f.id;
   }
 }
 
