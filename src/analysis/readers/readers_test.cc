@@ -336,6 +336,38 @@ TEST(JsonReader, PairsBeginEndPerThreadAndBindsFlowsToSlices) {
   EXPECT_TRUE(t->diagnostics.counts.empty());
 }
 
+TEST(JsonReader, DropsInstantsWhenAsked) {
+  std::string dir = format::TestDir();
+  std::string p = WriteFile(dir, "i.json", R"([
+    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+    {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 1, "s": "t"},
+    {"ph": "n", "cat": "c", "id": 1, "name": "async mark", "pid": 1, "tid": 1, "ts": 2}])");
+  auto all = ReadTrace(p);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+  auto some = ReadTrace(p, {.keep_instants = false});
+  ASSERT_TRUE(some.ok());
+  ASSERT_EQ(some->size(), 1u);
+  EXPECT_EQ(some->str(some->name[0]), "a");
+}
+
+TEST(JsonReader, ReadsManyChunksOfALargeGzipTraceLikeOneChunk) {
+  // The diff fixture is 33 MiB of JSON: ~530 chunks of 64 KiB, every event kept.
+  auto t = ReadTrace(Fixture("kineto/hta_trace_diff_control_control.json.gz"));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->size(), 74939u);
+  EXPECT_EQ(t->diagnostics.Get("json_syntax_error"), 0u);
+  // 8568 kernels, each linked to its launch through the async_cpu_to_gpu flows.
+  size_t kernels = 0, linked = 0;
+  for (size_t i = 0; i < t->size(); ++i) {
+    if (t->str(t->category[i]) != "kernel") continue;
+    ++kernels;
+    linked += t->correlation[i] >= 0 ? 1 : 0;
+  }
+  EXPECT_EQ(kernels, 8568u);
+  EXPECT_EQ(linked, kernels);
+}
+
 TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
   std::string dir = format::TestDir();
   fs::create_directories(dir + "/run/step1/e2e/rank0-h-1");
