@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "src/analysis/test_traces.h"
 #include "src/analysis/views.h"
@@ -389,6 +390,44 @@ TEST(ClassifierTest, RecvNamesAreRecognised) {
   EXPECT_FALSE(IsRecvName("ncclDevKernel_SendRecv", ""));
   EXPECT_TRUE(IsRecvName("gloo:recv", ""));
   EXPECT_FALSE(IsRecvName("hcom_send_1", ""));
+}
+
+TEST(PartitionTest, RandomIntervalsMatchAOneNanosecondBruteForce) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<WorkInterval> work;
+    const uint8_t bits[] = {kBitCompute, kBitComm, kBitMemcpy, kBitMemset, kBitOther};
+    std::uniform_int_distribution<int> pos(0, 400), len(0, 60), cls(0, 4);
+    for (int i = 0; i < 40; ++i) {
+      int s = pos(rng);
+      work.push_back({s, s + len(rng), bits[cls(rng)], false, -1});
+    }
+    Timeline tl = Timeline::Build(work);
+    const int64_t ws = pos(rng) / 2, we = ws + pos(rng);
+    Atoms got = tl.Histogram(ws, we).atoms();
+    Atoms want;
+    for (int64_t t = ws; t < we; ++t) {
+      uint8_t m = 0;
+      for (const auto& w : work)
+        if (w.start <= t && t < w.end) m |= w.bit;
+      if ((m & kBitCompute) && (m & kBitComm)) ++want.overlap;
+      else if (m & kBitCompute) ++want.compute_only;
+      else if (m & kBitComm) ++want.comm_only;
+      else if (m & (kBitMemcpy | kBitMemset)) ++want.memory_only;
+      else if (m & kBitOther) ++want.other_only;
+      else ++want.idle;
+    }
+    EXPECT_EQ(got.compute_only, want.compute_only) << round;
+    EXPECT_EQ(got.comm_only, want.comm_only) << round;
+    EXPECT_EQ(got.overlap, want.overlap) << round;
+    EXPECT_EQ(got.memory_only, want.memory_only) << round;
+    EXPECT_EQ(got.other_only, want.other_only) << round;
+    EXPECT_EQ(got.idle, want.idle) << round;
+    std::vector<std::pair<int64_t, int64_t>> c;
+    for (const auto& w : work)
+      if (w.bit == kBitCompute) c.push_back({w.start, w.end});
+    EXPECT_EQ(MergedSet::Build(c).Length(ws, we), got.compute()) << round;
+  }
 }
 
 TEST(MergedSetTest, LengthInsideAWindowMatchesBruteForce) {
