@@ -368,6 +368,48 @@ TEST(JsonReader, ReadsManyChunksOfALargeGzipTraceLikeOneChunk) {
   EXPECT_EQ(linked, kernels);
 }
 
+TEST(JsonReader, SurvivesRandomDamageWithoutCrashing) {
+  // Deterministic mutations of a small real trace: flipped bytes, cut ranges, inserted
+  // quotes/brackets/commas. Each read must return (ok, or an error Status), never crash.
+  const std::string base = Gunzip(Fixture("kineto/hta_trace_compare_base_base.json.gz"));
+  ASSERT_GT(base.size(), 1000u);
+  std::string dir = format::TestDir();
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  auto next = [&x]() {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  const char kNoise[] = "\"{}[],:\\\xff\x80 0e-";
+  size_t ok = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::string s = base;
+    int edits = 1 + static_cast<int>(next() % 4);
+    for (int k = 0; k < edits && !s.empty(); ++k) {
+      size_t at = next() % s.size();
+      switch (next() % 3) {
+        case 0:
+          s[at] = kNoise[next() % (sizeof kNoise - 1)];
+          break;
+        case 1:
+          s.erase(at, 1 + next() % 64);
+          break;
+        default:
+          s.insert(at, 1, kNoise[next() % (sizeof kNoise - 1)]);
+          break;
+      }
+    }
+    auto t = ReadTrace(WriteFile(dir, "m.json", s));
+    if (t.ok()) {
+      ++ok;
+      EXPECT_LE(t->size(), 40u);
+      for (size_t i = 0; i < t->size(); ++i) EXPECT_GE(t->dur[i], 0);
+    }
+  }
+  EXPECT_GT(ok, 250u);  // damage in one event costs that event (or its chunk), not the file
+}
+
 TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
   std::string dir = format::TestDir();
   fs::create_directories(dir + "/run/step1/e2e/rank0-h-1");
