@@ -188,9 +188,11 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
                                quiet=not verbose)
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
     rewards_per_step: List[float] = []
-    step_times: List[float] = []
+    step_times: List[float] = []  # wall time of each step, profiler work included
+    cpu_times: List[float] = []   # CPU time of the process (all threads) in each step
+    body_times: List[float] = []  # the same without torch.profiler's exit / export
     for step in range(1, cfg.steps + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         tprof = None
         if mode == "torch" and step in torch_steps:
             tprof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
@@ -208,11 +210,13 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
             old_lp = actor_compute_log_prob(actor, seqs)
             adv = grpo_advantages(rewards, cfg.group)
             stats = actor_update(actor, opt, seqs, old_lp, ref_lp, adv, cfg)
+        body_times.append(time.process_time() - c0)
         if tprof is not None:
-            tprof.__exit__(None, None, None)
+            tprof.__exit__(None, None, None)  # torch collects and post-processes here
             if trace_dir:
                 tprof.export_chrome_trace(os.path.join(trace_dir, f"torch_step{step}_rank{rank}.json"))
         step_times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
         mean = rewards.mean()
         if world > 1:
             dist.all_reduce(mean)
@@ -222,7 +226,8 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
             print(f"step {step}: mean reward {float(mean):.3f}  kl {stats['kl']:.4f}  "
                   f"loss {stats['loss']:+.4f}  ({step_times[-1] * 1000:.0f} ms)", flush=True)
     captures: List[str] = []
-    result: Dict[str, Any] = {"rewards": rewards_per_step, "step_times": step_times}
+    result: Dict[str, Any] = {"rewards": rewards_per_step, "step_times": step_times,
+                              "cpu_times": cpu_times, "body_times": body_times}
     if prof is not None:
         captures = prof.shutdown()
         result.update(run_dir=prof.run_dir, run_id=prof.run_id, clock_offset_ns=prof.clock_offset_ns)

@@ -7,12 +7,14 @@ each rank measures its clock offset to rank 0.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
 import os
 import secrets
 import time
+import weakref
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from rlprof import _rlprof
@@ -91,6 +93,9 @@ class Profiler:
         self._step_open = False
         self._torch_memory = "memory" in self._session.contents
         _current = self
+        # A profiler that is never shut down still finalises its captures at normal exit
+        # (multiprocessing children leave through os._exit: call shutdown() there).
+        atexit.register(_shutdown_at_exit, weakref.ref(self))
 
     # ---- identity and plan ----
     @property
@@ -203,6 +208,12 @@ class Profiler:
         if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
             _rlprof.memory_counter("cuda_allocated_bytes", float(torch.cuda.memory_allocated()))
             _rlprof.memory_counter("cuda_reserved_bytes", float(torch.cuda.memory_reserved()))
+
+
+def _shutdown_at_exit(ref: "weakref.ReferenceType[Profiler]") -> None:
+    p = ref()
+    if p is not None:
+        p.shutdown()
 
 
 def sub_step(kind: str) -> None:

@@ -158,3 +158,22 @@ def test_verl_adapter_drives_stages(tmp_path):
         profiler.stop()
     caps = profiler.profiler.shutdown()
     assert [capture_key(c) for c in caps] == [(3, "actor_update", 0)]
+
+
+def test_a_profiler_never_shut_down_finalises_at_exit(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent(f"""
+        import rlprof
+        p = rlprof.Profiler({{"rlprof": {{"steps": [1], "save_path": {str(tmp_path)!r},
+                             "roles": {{"actor": {{"ranks": [0]}}}}}}}}, role="actor", quiet=True)
+        p.start(1)
+        rlprof.mark("left_open")
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, env=dict(os.environ))
+    caps = all_captures(str(tmp_path))
+    assert len(caps) == 1
+    m = manifest(caps[0])
+    assert m["complete"] is True and m["window"]["close_reason"] == "step_end"  # shutdown ends the step
+    assert m["counts"]["events"] >= 1
