@@ -42,10 +42,25 @@ int64_t TrailingNumber(std::string_view s) {
 }  // namespace
 
 uint32_t FastInterner::Intern(std::string_view s) {
+  // Slot from the length and three bytes: no full hash for a name seen a moment ago.
+  size_t slot = s.size();
+  if (!s.empty()) {
+    slot = slot * 31 + static_cast<unsigned char>(s[0]);
+    slot = slot * 31 + static_cast<unsigned char>(s[s.size() / 2]);
+    slot = slot * 31 + static_cast<unsigned char>(s.back());
+  }
+  Recent& r = recent_[slot & (recent_.size() - 1)];
+  if (r.id != UINT32_MAX && r.text == s) return r.id;
+  uint32_t id;
   auto it = ids_.find(s);
-  if (it != ids_.end()) return it->second;
-  uint32_t id = trace_->Intern(s);
-  ids_.emplace(std::string(s), id);
+  if (it != ids_.end()) {
+    id = it->second;
+  } else {
+    id = trace_->Intern(s);
+    ids_.emplace(std::string(s), id);
+  }
+  r.text.assign(s);
+  r.id = id;
   return id;
 }
 
@@ -290,8 +305,9 @@ void ChromeTraceBuilder::Add(const JsonEvent& e) {
     t_->diagnostics.Add(e.bad_ts ? "invalid_ts" : "missing_ts");
     return;
   }
-  uint32_t name = strings_.Intern(e.name);
-  if (!e.has_name && ph != 'E' && ph != 'e') t_->diagnostics.Add("missing_name");
+  const bool is_flow = ph == 's' || ph == 't' || ph == 'f';
+  uint32_t name = is_flow ? 0 : strings_.Intern(e.name);
+  if (!e.has_name && !is_flow && ph != 'E' && ph != 'e') t_->diagnostics.Add("missing_name");
   uint32_t cat = legacy_ && e.cat.empty()
                      ? (e.name.find("::") != std::string_view::npos || StartsWith(e.name, "gloo:") ||
                                 StartsWith(e.name, "nccl:")
@@ -428,10 +444,24 @@ void ChromeTraceBuilder::BindFlows() {
   }
   flows_.clear();
   flows_.shrink_to_fit();
-  // Slices are sorted by (track, ts, -dur): walk them once alongside the sorted flow points.
-  std::sort(flows.begin(), flows.end(), [](const Resolved& a, const Resolved& b) {
-    return a.track != b.track ? a.track < b.track : a.ts < b.ts;
-  });
+  // Slices are sorted by (track, ts, -dur): walk them once alongside the flow points sorted
+  // the same way. Flow points come in file order, mostly time-ordered per track: a stable
+  // bucket pass by track, then a sort only of the buckets that need one.
+  {
+    std::vector<size_t> start(t_->tracks.size() + 1, 0);
+    for (const Resolved& f : flows) ++start[f.track + 1];
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    std::vector<Resolved> bucketed(flows.size());
+    std::vector<size_t> fill(start.begin(), start.end() - 1);
+    for (const Resolved& f : flows) bucketed[fill[f.track]++] = f;
+    auto by_ts = [](const Resolved& a, const Resolved& b) { return a.ts < b.ts; };
+    for (size_t tr = 0; tr + 1 < start.size(); ++tr) {
+      auto b = bucketed.begin() + static_cast<ptrdiff_t>(start[tr]);
+      auto e = bucketed.begin() + static_cast<ptrdiff_t>(start[tr + 1]);
+      if (!std::is_sorted(b, e, by_ts)) std::sort(b, e, by_ts);
+    }
+    flows.swap(bucketed);
+  }
   size_t lo = 0;
   for (const Resolved& f : flows) {
     // The first row at or after (track, ts).

@@ -39,6 +39,12 @@ class FastInterner {
   };
   Trace* trace_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
+  // Direct-mapped cache in front of the hash map: traces repeat the same few names.
+  struct Recent {
+    std::string text;
+    uint32_t id = UINT32_MAX;
+  };
+  std::array<Recent, 256> recent_{};
 };
 
 // What a slice's name says it is, for markers.
