@@ -20,6 +20,14 @@ using simdjson::error_code;
 // 64 KiB chunks keep the text and its structural index in L2 while On-Demand walks them.
 constexpr size_t kChunkBytes = 1 << 16;
 
+// Key comparison against a literal: a fixed-size memcmp plus the closing quote (the input
+// is padded, so reading one byte past a shorter key is safe).
+template <size_t N>
+inline bool KeyIs(const od::raw_json_string& k, const char (&lit)[N]) {
+  const char* r = k.raw();
+  return std::memcmp(r, lit, N - 1) == 0 && r[N - 1] == '"';
+}
+
 std::string_view TrimToken(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' ||
                         s.back() == '\t'))
@@ -176,47 +184,47 @@ error_code ReadArgs(od::value& v, char ph, JsonEvent* e) {
     // Dispatch on the first byte: most keys (grid, block, queued, …) are skipped untouched.
     switch (k.raw()[0]) {
       case 'c':
-        if (k.unsafe_is_equal("correlation")) err = ReadInt(val, &e->correlation, &e->bad_values);
+        if (KeyIs(k, "correlation")) err = ReadInt(val, &e->correlation, &e->bad_values);
         break;
       case 'E':
-        if (k.unsafe_is_equal("External id")) err = ReadInt(val, &e->external_id, &e->bad_values);
+        if (KeyIs(k, "External id")) err = ReadInt(val, &e->external_id, &e->bad_values);
         break;
       case 'd':
-        if (k.unsafe_is_equal("device")) {
+        if (KeyIs(k, "device")) {
           err = ReadInt(val, &e->device, &e->bad_values);
-        } else if (k.unsafe_is_equal("dtype")) {
+        } else if (KeyIs(k, "dtype")) {
           err = ReadString(val, &e->dtype, &e->bad_values);
         }
         break;
       case 's':
-        if (k.unsafe_is_equal("stream")) {
+        if (KeyIs(k, "stream")) {
           err = ReadInt(val, &e->stream, &e->bad_values);
-        } else if (ph == 'M' && k.unsafe_is_equal("sort_index")) {
+        } else if (ph == 'M' && KeyIs(k, "sort_index")) {
           err = ReadInt(val, &e->sort_index, &e->bad_values);
         }
         break;
       case 'b':
-        if (k.unsafe_is_equal("bytes")) err = ReadInt(val, &e->bytes, &e->bad_values);
+        if (KeyIs(k, "bytes")) err = ReadInt(val, &e->bytes, &e->bad_values);
         break;
       case 'I':
-        if (k.unsafe_is_equal("In msg nelems")) {
+        if (KeyIs(k, "In msg nelems")) {
           err = ReadInt(val, &e->nelems, &e->bad_values);
-        } else if (k.unsafe_is_equal("Input Dims") || k.unsafe_is_equal("Input dims")) {
+        } else if (KeyIs(k, "Input Dims") || KeyIs(k, "Input dims")) {
           err = ReadCompact(val, &e->shapes_buf, &e->shapes);
         }
         break;
       case 'P':
-        if (k.unsafe_is_equal("Process Group Name")) {
+        if (KeyIs(k, "Process Group Name")) {
           err = ReadString(val, &e->group_name, &e->bad_values);
-        } else if (k.unsafe_is_equal("Process Group Ranks")) {
+        } else if (KeyIs(k, "Process Group Ranks")) {
           err = ReadCompact(val, &e->ranks_buf, &e->group_ranks);
         }
         break;
       case 'n':
-        if (ph == 'M' && k.unsafe_is_equal("name")) err = ReadString(val, &e->arg_name, &e->bad_values);
+        if (ph == 'M' && KeyIs(k, "name")) err = ReadString(val, &e->arg_name, &e->bad_values);
         break;
       case 'l':
-        if (ph == 'M' && k.unsafe_is_equal("labels")) err = ReadString(val, &e->labels, &e->bad_values);
+        if (ph == 'M' && KeyIs(k, "labels")) err = ReadString(val, &e->labels, &e->bad_values);
         break;
       default:
         break;
@@ -244,50 +252,50 @@ error_code ParseEvent(od::object& obj, JsonEvent* e) {
     const char c0 = k.raw()[0];
     switch (c0) {
       case 'p':
-        if (k.unsafe_is_equal("ph")) {
+        if (KeyIs(k, "ph")) {
           err = ReadString(v, &e->ph, &e->bad_values);
-        } else if (k.unsafe_is_equal("pid")) {
+        } else if (KeyIs(k, "pid")) {
           err = ReadId(v, &e->pid);
         }
         break;
       case 't':
-        if (k.unsafe_is_equal("ts")) {
+        if (KeyIs(k, "ts")) {
           err = ReadMicros(v, &e->ts, &e->has_ts, &e->bad_ts, &e->string_ts);
-        } else if (k.unsafe_is_equal("tid")) {
+        } else if (KeyIs(k, "tid")) {
           err = ReadId(v, &e->tid);
         }
         break;
       case 'd':
-        if (k.unsafe_is_equal("dur")) err = ReadMicros(v, &e->dur, &e->has_dur, &e->bad_dur, nullptr);
+        if (KeyIs(k, "dur")) err = ReadMicros(v, &e->dur, &e->has_dur, &e->bad_dur, nullptr);
         break;
       case 'n':
-        if (k.unsafe_is_equal("name")) {
+        if (KeyIs(k, "name")) {
           err = ReadString(v, &e->name, &e->bad_values);
           e->has_name = true;
         }
         break;
       case 'c':
-        if (k.unsafe_is_equal("cat")) err = ReadString(v, &e->cat, &e->bad_values);
+        if (KeyIs(k, "cat")) err = ReadString(v, &e->cat, &e->bad_values);
         break;
       case 'i':
-        if (k.unsafe_is_equal("id")) err = ReadId(v, &e->id);
+        if (KeyIs(k, "id")) err = ReadId(v, &e->id);
         break;
       case 's':
-        if (k.unsafe_is_equal("s")) {
+        if (KeyIs(k, "s")) {
           std::string_view s;
           err = ReadString(v, &s, &e->bad_values);
           if (!s.empty()) e->scope = s[0];
         }
         break;
       case 'b':
-        if (k.unsafe_is_equal("bp")) {
+        if (KeyIs(k, "bp")) {
           std::string_view s;
           err = ReadString(v, &s, &e->bad_values);
           e->bind_enclosing = s == "e";
         }
         break;
       case 'a':
-        if (k.unsafe_is_equal("args")) {
+        if (KeyIs(k, "args")) {
           if (!e->ph.empty()) {
             err = ReadArgs(v, e->ph[0], e);
           } else {
@@ -362,7 +370,7 @@ void ReadMetadata(std::string text, Trace* trace, ChromeTraceBuilder* builder) {
     }
     od::raw_json_string k = field.key();
     od::value v = field.value();
-    if (k.unsafe_is_equal("distributedInfo")) {
+    if (KeyIs(k, "distributedInfo")) {
       od::object di;
       if (v.get_object().get(di)) continue;
       for (auto g : di) {
@@ -372,13 +380,13 @@ void ReadMetadata(std::string text, Trace* trace, ChromeTraceBuilder* builder) {
         od::value dv = df.value();
         int64_t n = -1;
         uint32_t bad = 0;
-        if (dk.unsafe_is_equal("rank")) {
+        if (KeyIs(dk, "rank")) {
           if (ReadInt(dv, &n, &bad) == simdjson::SUCCESS && !bad) trace->rank = n;
-        } else if (dk.unsafe_is_equal("world_size")) {
+        } else if (KeyIs(dk, "world_size")) {
           if (ReadInt(dv, &n, &bad) == simdjson::SUCCESS && !bad) trace->world_size = n;
         }
       }
-    } else if (k.unsafe_is_equal("deviceProperties")) {
+    } else if (KeyIs(k, "deviceProperties")) {
       od::array arr;
       if (v.get_array().get(arr)) continue;
       for (auto d : arr) {
@@ -393,9 +401,9 @@ void ReadMetadata(std::string text, Trace* trace, ChromeTraceBuilder* builder) {
           od::value dv = df.value();
           uint32_t bad = 0;
           std::string_view s;
-          if (dk.unsafe_is_equal("id")) {
+          if (KeyIs(dk, "id")) {
             (void)ReadInt(dv, &id, &bad);
-          } else if (dk.unsafe_is_equal("name") && ReadString(dv, &s, &bad) == simdjson::SUCCESS) {
+          } else if (KeyIs(dk, "name") && ReadString(dv, &s, &bad) == simdjson::SUCCESS) {
             name = std::string(s);
           }
         }
