@@ -8,18 +8,25 @@ namespace rlprof::analysis {
 
 namespace {
 
-// Σ receive durations clipped to [s, e) (clip) or whole when the start is inside (by_start).
-int64_t RecvSum(const std::vector<WorkInterval>& recv, int64_t s, int64_t e, AssignMode mode) {
-  int64_t sum = 0;
-  for (const auto& r : recv) {
-    if (mode == AssignMode::kByStart) {
-      if (r.start >= s && r.start < e) sum += r.end - r.start;
-    } else {
-      sum += std::max<int64_t>(0, std::min(e, r.end) - std::max(s, r.start));
+// Receive intervals sorted by start, for Σ receive durations per window.
+struct RecvIndex {
+  std::vector<WorkInterval> recv;
+  int64_t max_len = 0;
+  // Σ durations clipped to [s, e) (clip) or whole when the start is inside (by_start).
+  int64_t Sum(int64_t s, int64_t e, AssignMode mode) const {
+    auto it = std::lower_bound(recv.begin(), recv.end(), s - max_len,
+                               [](const WorkInterval& w, int64_t v) { return w.start < v; });
+    int64_t sum = 0;
+    for (; it != recv.end() && it->start < e; ++it) {
+      if (mode == AssignMode::kByStart) {
+        if (it->start >= s) sum += it->end - it->start;
+      } else {
+        sum += std::max<int64_t>(0, std::min(e, it->end) - std::max(s, it->start));
+      }
     }
+    return sum;
   }
-  return sum;
-}
+};
 
 int64_t FirstComputeOrComm(const Timeline& tl, int64_t s, int64_t e) {
   const auto& runs = tl.runs();
@@ -70,9 +77,14 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   std::vector<StepWindow> windows = BuildStepWindows(t, work, launch, &diag);
   const Timeline tl = Timeline::Build(work);
   const MergedSet cset = SetOf(work, kBitCompute), mset = SetOf(work, kBitComm);
-  std::vector<WorkInterval> recv;
-  for (const auto& w : work)
-    if (w.recv && w.bit == kBitComm) recv.push_back(w);
+  RecvIndex recv;
+  for (const auto& w : work) {
+    if (!w.recv || w.bit != kBitComm) continue;
+    recv.recv.push_back(w);
+    recv.max_len = std::max(recv.max_len, w.end - w.start);
+  }
+  std::sort(recv.recv.begin(), recv.recv.end(),
+            [](const WorkInterval& x, const WorkInterval& y) { return x.start < y.start; });
 
   // Work sorted by start, for by_start assignment and kernel counts.
   std::vector<WorkInterval> by_start = work;
@@ -111,7 +123,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
       r.preparing = FirstComputeOrComm(tl, w.start, w.end);
     }
     if (r.preparing >= 0) r.preparing -= w.host_start;
-    r.recv_sum = RecvSum(recv, w.start, w.end, opts.assign);
+    r.recv_sum = recv.Sum(w.start, w.end, opts.assign);
     a.steps.push_back(std::move(r));
   }
   // Work outside every step window (windows are disjoint and sorted).
@@ -140,7 +152,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     r.atoms = h.atoms();
     CheckInvariants(r.atoms, r.duration, cset.Length(sw.start, sw.end), mset.Length(sw.start, sw.end),
                     true, &diag);
-    r.recv_sum = RecvSum(recv, sw.start, sw.end, AssignMode::kClip);
+    r.recv_sum = recv.Sum(sw.start, sw.end, AssignMode::kClip);
     covered[sw.step_index].push_back({sw.start, sw.end});
     a.stages.push_back(std::move(r));
   }
@@ -158,7 +170,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
       MaskHistogram h = tl.Histogram(s, e);
       for (int m = 0; m < kMaskCount; ++m) sum.time[m] += h.time[m];
       r.duration += e - s;
-      r.recv_sum += RecvSum(recv, s, e, AssignMode::kClip);
+      r.recv_sum += recv.Sum(s, e, AssignMode::kClip);
     }
     r.atoms = sum.atoms();
     if (r.duration > 0 || covered[k].empty()) a.stages.push_back(std::move(r));
