@@ -236,12 +236,10 @@ error_code ReadArgs(od::value& v, char ph, JsonEvent* e) {
 
 // Pulls the fields rlprof uses out of one event object.
 error_code ParseEvent(od::object& obj, JsonEvent* e) {
-  std::string_view ph_text;
-  od::value args_value;
+  // On-Demand reads forward only: "args" is read in place when "ph" came before it (Kineto,
+  // legacy torch); otherwise (Ascend writes "ph" last) its raw text is kept and re-parsed
+  // below once the phase is known.
   bool has_args = false;
-  // args may come before ph: remember nothing but parse after the loop is not possible with
-  // On-Demand (forward only), so args are read in place with the phase known so far; a "C"
-  // or "M" event whose args precede "ph" is re-read below from its raw text.
   std::string_view args_raw;
   for (auto f : obj) {
     od::field field;
@@ -315,8 +313,6 @@ error_code ParseEvent(od::object& obj, JsonEvent* e) {
     }
     if (err) return err;
   }
-  (void)args_value;
-  (void)ph_text;
   if (has_args && !args_raw.empty() && !e->ph.empty()) {
     // Rare: "args" before "ph". Parse that object on its own.
     simdjson::padded_string copy(args_raw);
