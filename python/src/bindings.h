@@ -5,6 +5,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
+
 namespace rlprof::python {
 
 void BindSession(pybind11::module_& m);
@@ -13,6 +15,9 @@ void BindMarkers(pybind11::module_& m);
 // Enables torch operator capture while `want` (a no-op when the extension was built without
 // libtorch). Thread-safe.
 void SyncTorchOps(bool want, bool shapes);
+// Waits up to `timeout_us` for asynchronous torch scopes (collectives) begun in the window to
+// end (a no-op without libtorch). Thread-safe.
+void WaitForTorchAsync(int64_t timeout_us);
 // Samples process memory (RSS; the torch CPU allocator has no counters) into the open window
 // as kMemory counters. A no-op outside windows. Thread-safe.
 void EmitMemoryCounters();

@@ -103,6 +103,12 @@ void SyncTorchOps(bool want, bool shapes) {
 #endif
 }
 
+void WaitForTorchAsync(int64_t timeout_us) {
+#if defined(RLPROF_HAVE_TORCH_OPS)
+  sources::TorchOps::Get().WaitForAsync(timeout_us);
+#endif
+}
+
 void EmitMemoryCounters() {
   if (!Recording()) return;
   const long rss = RssBytes();

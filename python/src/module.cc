@@ -124,8 +124,14 @@ class PySession {
   const std::vector<std::string>& stages() const { return stages_; }
 
  private:
-  // Memory counters at the end of a stage / step, before the window may close.
+  // Before a call that may close the window: collectives that finished but have not yet
+  // reported their end (c10d work ends on its worker thread) get up to 5 ms, and memory is
+  // sampled.
   void BeforeClose() {
+    if (contents_.ops && Recording()) {
+      py::gil_scoped_release nogil;
+      WaitForTorchAsync(5000);
+    }
     if (contents_.memory) EmitMemoryCounters();
   }
   // After a call that may have opened or closed a window: operator capture follows it, and a

@@ -56,6 +56,10 @@ def test_one_rank_writes_exactly_the_planned_captures(tmp_path, rlprof_cli, disc
     assert len(res["rewards"]) == SMALL.steps
 
 
+needs_ops = pytest.mark.skipif(not rlprof.HAVE_TORCH_OPS, reason="built without libtorch")
+
+
+@needs_ops
 def test_decode_schedule_captures_exactly_the_scheduled_iterations(tmp_path, rlprof_cli):
     ov = one_rank_overrides(tmp_path)
     res = grpo_tiny.train(SMALL, config=VERL, overrides=ov, verbose=False)
@@ -84,6 +88,7 @@ def test_mindspeed_config_writes_one_continuous_capture(tmp_path, rlprof_cli):
     assert m["steps"] == [2, 3] and "memory" in m["contents"]
 
 
+@needs_ops
 def test_two_ranks_over_gloo_record_all_reduce_and_clock_offsets(tmp_path, rlprof_cli):
     summary = tmp_path / "summary.json"
     ov = [f"global_profiler.save_path={tmp_path}/out",

@@ -3,9 +3,11 @@
 #include <ATen/record_function.h>
 #include <ATen/core/ivalue.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "rlprof/format/event.h"
@@ -25,6 +27,7 @@ struct OpContext : at::ObserverContext {
   uint32_t gen = 0;
   uint32_t shapes = 0;  // string id
   uint32_t bytes = 0;   // saturated
+  bool async = false;   // ends on another thread (c10d work): counted in flight
 };
 
 // Operator names: aten names live as long as the operator, but user scopes and backward node
@@ -89,6 +92,10 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
   if (gen == 0) return nullptr;
   auto ctx = std::make_unique<OpContext>();
   ctx->gen = gen;
+  if (fn.isAsync()) {
+    ctx->async = true;
+    TorchOps::Get().async_in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
   const auto inputs = fn.inputs();
   if (!inputs.empty()) {
     std::string shapes = "[";
@@ -109,6 +116,12 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
   if (raw == nullptr) return;
   const uint64_t t1 = internal::ReadTicks();
   auto* ctx = static_cast<OpContext*>(raw);
+  struct AsyncDone {  // after the event is stored: WaitForAsync() then sees it recorded
+    bool on;
+    ~AsyncDone() {
+      if (on) TorchOps::Get().async_in_flight.fetch_sub(1, std::memory_order_release);
+    }
+  } done{ctx->async};
   if (internal::OpenWindow() != ctx->gen) return;  // the window closed meanwhile
   const char* name = fn.name();
   runtime::Record e{};
@@ -171,6 +184,15 @@ void TorchOps::Sync(bool want, bool shapes) {
   }
   if (!enabled_) at::reenableCallback(handle_);
   enabled_ = true;
+}
+
+bool TorchOps::WaitForAsync(int64_t timeout_us) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
+  while (async_in_flight.load(std::memory_order_acquire) > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 void TorchOps::Uninstall() {

@@ -47,6 +47,11 @@ class TorchOps {
   // Enables the callback when `want` (registering it the first time, or again when `shapes`
   // changes), disables it otherwise. Cheap when nothing changes.
   void Sync(bool want, bool shapes);
+  // Waits (bounded) until every asynchronous scope that began in a window has ended. c10d
+  // work (gloo:all_reduce, …) completes its future before it ends its RecordFunction on the
+  // worker thread, so a window closing right after a collective would otherwise lose it.
+  // Returns false on timeout (an op still really running).
+  bool WaitForAsync(int64_t timeout_us);
   // Removes the callback from torch (e.g. at shutdown).
   void Uninstall();
   TorchOpsStats stats() const;
@@ -54,6 +59,7 @@ class TorchOps {
   // Counters bumped by the callbacks.
   std::atomic<uint64_t> ops_recorded{0};
   std::atomic<uint64_t> comm_recorded{0};
+  std::atomic<int64_t> async_in_flight{0};  // async scopes begun in a window, not yet ended
 
  private:
   TorchOps() = default;
