@@ -4,7 +4,7 @@
 #include <string_view>
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 namespace rlprof::analysis {
@@ -98,6 +98,30 @@ inline BlockMasks Classify(const char* p) {
   }
   return m;
 }
+#if defined(__GNUC__) && defined(__x86_64__)
+#define RLPROF_HAVE_AVX2_SCAN 1
+// The same classification 32 bytes at a time, for CPUs with AVX2 (chosen once at run time).
+__attribute__((target("avx2"))) BlockMasks ClassifyAvx2(const char* p) {
+  BlockMasks m;
+  for (int k = 0; k < 2; ++k) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
+    const int sh = 32 * k;
+    m.quote |= static_cast<uint64_t>(static_cast<uint32_t>(
+                   _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('"')))))
+               << sh;
+    m.backslash |= static_cast<uint64_t>(static_cast<uint32_t>(
+                       _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\\')))))
+                   << sh;
+    __m256i sv = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('{')),
+                        _mm256_cmpeq_epi8(v, _mm256_set1_epi8('}'))),
+        _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('[')),
+                        _mm256_cmpeq_epi8(v, _mm256_set1_epi8(']'))));
+    m.structural |= static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(sv))) << sh;
+  }
+  return m;
+}
+#endif
 #else
 inline BlockMasks Classify(const char* p) {
   BlockMasks m;
@@ -128,7 +152,9 @@ inline int Ctz(uint64_t x) { return __builtin_ctzll(x); }
 
 }  // namespace
 
-JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
+namespace {
+template <BlockMasks (*ClassifyFn)(const char*)>
+JsonLayout ScanImpl(char* data, size_t n, size_t chunk_bytes) {
   JsonLayout l;
   size_t first = 0;
   while (first < n && IsBlank(data[first])) ++first;
@@ -158,7 +184,7 @@ JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
       std::memcpy(tail, data + base, n - base);
       block = tail;
     }
-    BlockMasks m = Classify(block);
+    BlockMasks m = ClassifyFn(block);
     // Escaped bytes: rare, handled bit by bit.
     uint64_t escaped = 0;
     uint64_t bs = m.backslash;
@@ -259,6 +285,21 @@ JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
     l.cuts.push_back(l.events_close);
   }
   return l;
+}
+}  // namespace
+
+JsonLayout ScanJsonBaseline(char* data, size_t n, size_t chunk_bytes) {
+  return ScanImpl<Classify>(data, n, chunk_bytes);
+}
+
+JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes) {
+#if defined(RLPROF_HAVE_AVX2_SCAN)
+  static const bool kAvx2 = __builtin_cpu_supports("avx2");
+  return kAvx2 ? ScanImpl<ClassifyAvx2>(data, n, chunk_bytes)
+               : ScanImpl<Classify>(data, n, chunk_bytes);
+#else
+  return ScanImpl<Classify>(data, n, chunk_bytes);
+#endif
 }
 
 }  // namespace rlprof::analysis

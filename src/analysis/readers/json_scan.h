@@ -44,8 +44,11 @@ struct JsonLayout {
 // Replaces every byte that is not part of valid UTF-8 with '?'; returns how many.
 size_t SanitizeUtf8(char* data, size_t n);
 
-// Scans `data[0, n)`. `chunk_bytes`: aim for chunks of about this size.
+// Scans `data[0, n)`. `chunk_bytes`: aim for chunks of about this size. Uses AVX2 when the
+// CPU has it (checked once), else SSE2 (x86-64) or plain C++.
 JsonLayout ScanJson(char* data, size_t n, size_t chunk_bytes);
+// The same without AVX2 (tests compare both).
+JsonLayout ScanJsonBaseline(char* data, size_t n, size_t chunk_bytes);
 
 }  // namespace rlprof::analysis
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "src/analysis/readers/decimal.h"
 
 namespace rlprof::analysis {
@@ -28,6 +31,25 @@ TEST(JsonScan, BlanksTrailingCommasAndFindsTheLastCompleteElement) {
   EXPECT_EQ(l.trailing_commas, 3u);
   EXPECT_EQ(l.elements, 2u);
   EXPECT_EQ(s.substr(0, l.events_close), R"([{"a": 1 }, {"b": [1, 2 ] })");
+}
+
+TEST(JsonScan, AgreesWithTheBaselineScannerOnARealTrace) {
+  std::string a = std::string(RLPROF_SHARED_DIR) + "/fixtures/torch113_legacy_gloo_ddp_rank0.json";
+  FILE* f = std::fopen(a.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string text(700000, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  for (size_t cut : {text.size(), text.size() / 3, size_t{12345}}) {
+    std::string x = text.substr(0, cut), y = x;
+    JsonLayout l1 = ScanJson(x.data(), x.size(), 4096);
+    JsonLayout l2 = ScanJsonBaseline(y.data(), y.size(), 4096);
+    EXPECT_EQ(l1.cuts, l2.cuts) << cut;
+    EXPECT_EQ(l1.elements, l2.elements) << cut;
+    EXPECT_EQ(l1.truncated, l2.truncated) << cut;
+    EXPECT_EQ(l1.events_close, l2.events_close) << cut;
+    EXPECT_GT(l1.cuts.size(), 2u);
+  }
 }
 
 TEST(JsonScan, ReplacesInvalidUtf8BytesOnly) {
