@@ -410,6 +410,33 @@ TEST(JsonReader, SurvivesRandomDamageWithoutCrashing) {
   EXPECT_GT(ok, 250u);  // damage in one event costs that event (or its chunk), not the file
 }
 
+TEST(JsonReader, MapsLargeFilesEndingExactlyOnAPageBoundary) {
+  // ≥ 1 MiB plain files are memory-mapped; the padding after the last byte must still be
+  // readable when the size is a multiple of the page size, complete or cut inside a string.
+  std::string dir = format::TestDir();
+  std::string body = "[";
+  size_t events = 0;
+  while (body.size() < (2u << 20) - 200) {
+    body += std::string(events ? "," : "") + R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": )" +
+            std::to_string(events * 10) + R"(, "dur": 5})";
+    ++events;
+  }
+  std::string complete = body + "]";
+  complete.insert(complete.size() - 1, (2u << 20) - complete.size(), ' ');
+  ASSERT_EQ(complete.size(), 2u << 20);
+  auto t = ReadTrace(WriteFile(dir, "page.json", complete));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->size(), events);
+  EXPECT_TRUE(t->diagnostics.counts.empty());
+  std::string cut = body + R"(,{"ph": "X", "name": "unterminated)";
+  cut.insert(cut.size() - 5, (2u << 20) - cut.size(), 'x');
+  ASSERT_EQ(cut.size(), 2u << 20);
+  auto u = ReadTrace(WriteFile(dir, "cut.json", cut));
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->size(), events);
+  EXPECT_EQ(u->diagnostics.Get("truncated_input"), 1u);
+}
+
 TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
   std::string dir = format::TestDir();
   fs::create_directories(dir + "/run/step1/e2e/rank0-h-1");
