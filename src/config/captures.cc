@@ -190,6 +190,13 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
         }
         if (stages.empty()) stages.push_back("<each annotated stage>");
         scopes = stages;
+        if (g.proc.stages.empty()) {
+          std::string note = "discrete without a stage allow-list on " + wk.name +
+                             ": any other annotated stage (e.g. weight_sync) also gets its own "
+                             "capture; list stages (tool_config.rlprof.stages) to pin them";
+          if (std::find(sum.notes.begin(), sum.notes.end(), note) == sum.notes.end())
+            sum.notes.push_back(note);
+        }
       }
       const RolePlan* first_role = plan.FindRole(g.proc.roles.front());
       Tool tool = plan.tool;
