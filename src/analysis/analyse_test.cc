@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "src/analysis/run.h"
 #include "src/analysis/test_traces.h"
 #include "src/analysis/views.h"
 
@@ -428,6 +429,30 @@ TEST(PartitionTest, RandomIntervalsMatchAOneNanosecondBruteForce) {
       if (w.bit == kBitCompute) c.push_back({w.start, w.end});
     EXPECT_EQ(MergedSet::Build(c).Length(ws, we), got.compute()) << round;
   }
+}
+
+TEST(StageAcrossRanksTest, FindsTheSlowestRankPerStage) {
+  std::vector<InputResult> results(2);
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder b;
+    b.trace().rank = r;
+    b.Step(1, 0, 100);
+    b.Stage(1, "actor", "actor_update", 10, r == 0 ? 50 : 90);
+    b.Kernel(7, "gemm", 10, 40);
+    results[r].name = "rank" + std::to_string(r);
+    results[r].analysis = Analyse(b.Build());
+  }
+  Table t = StageAcrossRanksTable(results);
+  ASSERT_EQ(t.rows.size(), 2u);  // (none) and actor_update of step 1
+  const auto& row = t.rows[1];
+  EXPECT_EQ(std::get<std::string>(row[2]), "actor_update");
+  EXPECT_EQ(std::get<int64_t>(row[3]), 2);
+  EXPECT_DOUBLE_EQ(std::get<double>(row[4]), 40);  // min duration µs
+  EXPECT_DOUBLE_EQ(std::get<double>(row[6]), 80);  // max
+  EXPECT_DOUBLE_EQ(std::get<double>(row[7]), 40.0 / 60.0);
+  EXPECT_EQ(std::get<std::string>(row[8]), "rank1");
+  EXPECT_EQ(std::get<int64_t>(row[9]), 1);
+  EXPECT_DOUBLE_EQ(std::get<double>(row[10]), 50);  // rank 1 idles 50 µs in the stage
 }
 
 TEST(MergedSetTest, LengthInsideAWindowMatchesBruteForce) {

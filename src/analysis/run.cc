@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <tuple>
 #include <mutex>
 #include <set>
 
@@ -69,6 +71,63 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
   return results;
 }
 
+Table StageAcrossRanksTable(const std::vector<InputResult>& results) {
+  Table t{"stage_across_ranks",
+          {{"step", ColumnType::kInt, ""},
+           {"role", ColumnType::kText, ""},
+           {"stage", ColumnType::kText, ""},
+           {"ranks", ColumnType::kInt, ""},
+           {"min_duration", ColumnType::kReal, "us"},
+           {"mean_duration", ColumnType::kReal, "us"},
+           {"max_duration", ColumnType::kReal, "us"},
+           {"imbalance", ColumnType::kReal, "fraction"},
+           {"slowest_input", ColumnType::kText, ""},
+           {"slowest_rank", ColumnType::kInt, ""},
+           {"max_idle", ColumnType::kReal, "us"},
+           {"max_comm_not_overlapped", ColumnType::kReal, "us"}},
+          {}};
+  struct Agg {
+    int64_t ranks = 0, min = INT64_MAX, max = -1, sum = 0, max_idle = 0, max_exposed = 0;
+    std::string slowest;
+    int64_t slowest_rank = -1;
+  };
+  std::map<std::tuple<int64_t, std::string, std::string>, Agg> groups;
+  for (const auto& r : results) {
+    if (!r.status.ok()) continue;
+    // One row per (step, role, stage) and input: a stage split in several windows is summed.
+    std::map<std::tuple<int64_t, std::string, std::string>, StageResult> per_input;
+    for (const auto& st : r.analysis.stages) {
+      auto [it, fresh] = per_input.try_emplace({st.step, st.role, st.name}, st);
+      if (fresh) continue;
+      it->second.duration += st.duration;
+      it->second.atoms.idle += st.atoms.idle;
+      it->second.atoms.comm_only += st.atoms.comm_only;
+    }
+    for (const auto& [key, st] : per_input) {
+      Agg& g = groups[key];
+      ++g.ranks;
+      g.sum += st.duration;
+      g.min = std::min(g.min, st.duration);
+      if (st.duration > g.max) {
+        g.max = st.duration;
+        g.slowest = r.name;
+        g.slowest_rank = r.analysis.rank;
+      }
+      g.max_idle = std::max(g.max_idle, st.atoms.idle);
+      g.max_exposed = std::max(g.max_exposed, st.atoms.comm_only);
+    }
+  }
+  for (const auto& [key, g] : groups) {
+    const double mean = static_cast<double>(g.sum) / static_cast<double>(g.ranks);
+    const double imbalance = mean > 0 ? static_cast<double>(g.max - g.min) / mean : 0.0;
+    t.rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), g.ranks,
+                      static_cast<double>(g.min) / 1e3, mean / 1e3, static_cast<double>(g.max) / 1e3,
+                      imbalance, g.slowest, g.slowest_rank, static_cast<double>(g.max_idle) / 1e3,
+                      static_cast<double>(g.max_exposed) / 1e3});
+  }
+  return t;
+}
+
 nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts) {
   nlohmann::json j;
   j["format"] = "rlprof-analysis-summary";
@@ -105,6 +164,7 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
     inputs.push_back(std::move(in));
   }
   j["inputs"] = inputs;
+  j["stage_across_ranks"] = ToJson(StageAcrossRanksTable(results));
   nlohmann::json diag = nlohmann::json::object();
   for (const auto& [k, v] : total.counts) diag[k] = v;
   j["diagnostics"] = diag;

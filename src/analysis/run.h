@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/analysis/analyse.h"
+#include "src/analysis/tables.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {
@@ -36,6 +37,11 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
 
 // Short unique labels: the inputs' paths relative to their common directory, sanitised.
 std::vector<std::string> InputNames(const std::vector<std::string>& inputs);
+
+// Cross-rank RL view: per (step, role, stage) over every analysed input (rank): how many
+// ranks ran it, min / mean / max duration, the slowest input and rank, and the largest idle
+// and exposed communication of any rank (µs). Imbalance = (max − min) / mean.
+Table StageAcrossRanksTable(const std::vector<InputResult>& results);
 
 const char* AssignModeName(AssignMode m);
 const char* CompatModeName(CompatMode m);

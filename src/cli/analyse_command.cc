@@ -156,6 +156,7 @@ int Run(const AnalyseArgs& a, Io& io) {
       }
     }
   }
+  merged.push_back(analysis::StageAcrossRanksTable(results));
   if (auto s = base::MakeDirs(a.output); !s.ok()) {
     io.err << "rlprof analyse: " << s.message() << "\n";
     return kExitOutputError;

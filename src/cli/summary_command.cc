@@ -98,6 +98,12 @@ int Run(const SummaryArgs& a, Io& io) {
     for (const auto& [k, v] : r.analysis.diagnostics.counts) io.out << " " << k << "=" << v;
     io.out << "\n";
   }
+  // The RL view across ranks, when several inputs (ranks) were analysed.
+  if (a.view == "rl" && results.size() > 1) {
+    analysis::Table t = analysis::StageAcrossRanksTable(results);
+    if (a.json) j["stage_across_ranks"] = analysis::ToJson(t);
+    else io.out << "== all inputs\n-- " << t.name << "\n" << analysis::ToText(t);
+  }
   if (a.json) io.out << j.dump(2) << "\n";
   return exit;
 }
