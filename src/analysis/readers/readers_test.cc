@@ -4,6 +4,8 @@
 #include "src/analysis/readers/readers.h"
 
 #include <gtest/gtest.h>
+
+#include <cctype>
 #include <zlib.h>
 
 #include <algorithm>
@@ -104,7 +106,15 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"torch113_legacy_gloo_ddp_rank0.json", "torch-legacy", 6158,
                     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, -1, -1, 0},
         // Ascend: 276 "Ascend Hardware" tasks are device activity.
-        FixtureCase{"ascend/trace_view.json", "ascend", 2212, {1}, -1, -1, 276}));
+        FixtureCase{"ascend/trace_view.json", "ascend", 2212, {1}, -1, -1, 276}),
+    // Readable test names: the fixture file's base name, letters and digits only.
+    [](const ::testing::TestParamInfo<FixtureCase>& info) {
+      std::string name = info.param.path;
+      name = name.substr(name.find_last_of('/') + 1);
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name + "_" + std::to_string(info.index);
+    });
 
 TEST(KinetoReader, LinksKernelsToLaunchesAndKeepsShapesBytesAndGroups) {
   auto t = ReadTrace(Fixture("kineto/hta_nccl_parser_config_nccl_data.json.gz"));
