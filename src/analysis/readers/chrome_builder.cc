@@ -234,6 +234,7 @@ void ChromeTraceBuilder::AddRange(const JsonEvent& e, int64_t ts, int64_t dur, u
   t_->bytes[row] = bytes;
   t_->shapes[row] = shapes;
   t_->group[row] = group;
+  if (!e.collective_name.empty()) t_->collective[row] = strings_.Intern(e.collective_name);
   if (kind == SliceKind::kRange) AddMarker(ts, dur, name, cat, track);
 }
 

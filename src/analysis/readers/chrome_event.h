@@ -37,7 +37,7 @@ struct JsonEvent {
   // args
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
   int64_t bytes = -1, nelems = -1, sort_index = -1;
-  std::string_view dtype, shapes, group_name, group_ranks, arg_name, labels;
+  std::string_view dtype, shapes, group_name, group_ranks, arg_name, labels, collective_name;
   std::vector<std::pair<std::string, double>> series;  // counter values ("C")
   uint32_t bad_values = 0;    // args values of the wrong type, ignored
   std::string shapes_buf, ranks_buf;  // storage for compacted JSON
@@ -51,7 +51,7 @@ struct JsonEvent {
     scope = 0;
     bind_enclosing = false;
     correlation = external_id = device = stream = bytes = nelems = sort_index = -1;
-    dtype = shapes = group_name = group_ranks = arg_name = labels = {};
+    dtype = shapes = group_name = group_ranks = arg_name = labels = collective_name = {};
     series.clear();
     bad_values = 0;
   }

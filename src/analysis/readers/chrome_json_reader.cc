@@ -213,6 +213,11 @@ error_code ReadArgs(od::value& v, char ph, JsonEvent* e) {
           err = ReadCompact(val, &e->shapes_buf, &e->shapes);
         }
         break;
+      case 'C':
+        // NCCL kernels / record_param_comms: "send", "recv", "allreduce", … (p2p receives are
+        // the msprof Bubble).
+        if (KeyIs(k, "Collective name")) err = ReadString(val, &e->collective_name, &e->bad_values);
+        break;
       case 'P':
         if (KeyIs(k, "Process Group Name")) {
           err = ReadString(val, &e->group_name, &e->bad_values);

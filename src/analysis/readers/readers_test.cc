@@ -468,3 +468,26 @@ TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
 
 }  // namespace
 }  // namespace rlprof::analysis
+
+namespace rlprof::analysis {
+namespace {
+
+TEST(KinetoReader, KeepsTheCollectiveNameSoReceivesCanBeFound) {
+  std::string dir = format::TestDir();
+  std::string p = WriteFile(dir, "recv.json", R"json({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevComm*)", "pid": 0,
+       "tid": 7, "ts": 10.0, "dur": 5.0, "args": {"stream": 7, "device": 0,
+       "Collective name": "recv", "correlation": 3}},
+      {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", "pid": 0,
+       "tid": 7, "ts": 20.0, "dur": 5.0, "args": {"stream": 7, "device": 0, "correlation": 4}}
+  ]})json");
+  auto t = ReadTrace(p);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->size(), 2u);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < t->size(); ++i) names.push_back(t->str(t->collective[i]));
+  EXPECT_EQ(names, (std::vector<std::string>{"recv", ""}));
+}
+
+}  // namespace
+}  // namespace rlprof::analysis
