@@ -178,11 +178,7 @@ StepSelection ParseSteps(ParseContext& ctx, const Ref& r) {
   std::vector<int64_t> values;
   bool ok = true;
   for (size_t i = 0; i < r.node.size(); ++i) {
-    Ref e;
-    e.Set(r.node[i]);
-    e.path = r.path;
-    e.path.back() += "[" + std::to_string(i) + "]";
-    e.line = e.node.Mark().is_null() ? r.line : e.node.Mark().line + 1;
+    Ref e = Element(r, i);
     auto v = ctx.rd.AsInt(e);
     if (!v) {
       ok = false;

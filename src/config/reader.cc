@@ -18,6 +18,15 @@ std::string Describe(const YAML::Node& n) {
   return "'" + s + "'";
 }
 
+Ref Element(const Ref& list, size_t i) {
+  Ref e;
+  e.Set(list.node[i]);
+  e.path = list.path;
+  e.path.back() += "[" + std::to_string(i) + "]";
+  e.line = e.node.Mark().is_null() ? list.line : e.node.Mark().line + 1;
+  return e;
+}
+
 std::string AllowedList(const std::vector<std::string>& allowed) {
   return base::Join(allowed, ", ");
 }
@@ -161,11 +170,7 @@ std::optional<std::vector<int64_t>> Reader::IntList(const Ref& block, const std:
   std::vector<int64_t> out;
   bool ok = true;
   for (size_t i = 0; i < r.node.size(); ++i) {
-    Ref e;
-    e.Set(r.node[i]);
-    e.path = r.path;
-    e.path.back() += "[" + std::to_string(i) + "]";
-    e.line = e.node.Mark().is_null() ? r.line : e.node.Mark().line + 1;
+    Ref e = Element(r, i);
     auto v = AsInt(e, min);
     if (!v) {
       ok = false;
@@ -188,11 +193,7 @@ std::optional<std::vector<std::string>> Reader::EnumList(const Ref& block, const
   std::vector<std::string> out;
   bool ok = true;
   for (size_t i = 0; i < r.node.size(); ++i) {
-    Ref e;
-    e.Set(r.node[i]);
-    e.path = r.path;
-    e.path.back() += "[" + std::to_string(i) + "]";
-    e.line = e.node.Mark().is_null() ? r.line : e.node.Mark().line + 1;
+    Ref e = Element(r, i);
     if (e.node.IsNull()) continue;
     auto v = AsEnum(e, allowed);
     if (!v) {

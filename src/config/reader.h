@@ -53,6 +53,9 @@ class Reader {
   Doc& doc_;
 };
 
+// Element i of a list, with path "key[i]" and its own line (for messages).
+Ref Element(const Ref& list, size_t i);
+
 // "'abc'" for scalars, "a list", "a mapping" for the rest (for messages).
 std::string Describe(const YAML::Node& n);
 std::string AllowedList(const std::vector<std::string>& allowed);
