@@ -1,5 +1,7 @@
 #include "src/analysis/readers/capture_reader.h"
 
+#include <algorithm>
+
 #include <unordered_map>
 #include <vector>
 
@@ -173,6 +175,27 @@ Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
   uint64_t unmatched = 0;
   for (const auto& [id, v] : open) unmatched += v.size();
   if (unmatched) t.diagnostics.Add("unmatched_begin", unmatched);
+
+  // A discrete capture opens inside its step (and a scheduled one inside its stage), so the
+  // step / stage ranges that began earlier are not in it. The manifest says which step and
+  // stage the window belongs to: stand in markers spanning the window, on the busiest thread.
+  const int64_t w0 = m.window_open_ns, w1 = m.window_close_ns;
+  if (w1 > w0 && w0 > 0 && t.size() > 0) {
+    std::vector<size_t> per_track(t.tracks.size(), 0);
+    for (uint32_t tr : t.track) ++per_track[tr];
+    uint32_t main_track = static_cast<uint32_t>(
+        std::max_element(per_track.begin(), per_track.end()) - per_track.begin());
+    if (!t.stages.empty()) main_track = t.stages.front().track;
+    if (t.steps.empty() && m.steps.size() == 1) {
+      t.steps.push_back(Marker{m.steps.front(), w0, w1, main_track, "", "step"});
+      t.diagnostics.Add("step_from_manifest");
+    }
+    if (t.stages.empty() && !m.stage.empty()) {
+      t.stages.push_back(
+          Marker{m.steps.empty() ? 0 : m.steps.front(), w0, w1, main_track, m.role, m.stage});
+      t.diagnostics.Add("stage_from_manifest");
+    }
+  }
   t.Finalize();
   return t;
 }

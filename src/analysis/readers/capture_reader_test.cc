@@ -133,3 +133,47 @@ TEST(CaptureReader, CarriesTheRawReadersTruncationDiagnostics) {
 
 }  // namespace
 }  // namespace rlprof::analysis
+
+namespace rlprof::analysis {
+namespace {
+
+// A discrete, scheduled capture (decode iterations of rollout_generate): its step and stage
+// began before the window opened, so only the manifest knows them.
+TEST(CaptureReader, TakesStepAndStageFromTheManifestWhenTheWindowOpenedInsideThem) {
+  std::string dir = format::TestDir() + "/sched";
+  std::filesystem::create_directories(dir);
+  auto w = format::RawWriter::Create(dir + "/events.rlp", {.rank = 0, .pid = 7, .host = "h"});
+  ASSERT_TRUE(w.ok());
+  std::vector<format::StringEntry> s = {{1, "aten::mm"}, {2, "aten::add"}};
+  ASSERT_TRUE((*w)->AddStrings(s).ok());
+  std::vector<format::TrackEntry> tracks = {{1, format::TrackKind::kThread, 10, 7, "main"},
+                                            {2, format::TrackKind::kThread, 11, 7, "other"}};
+  ASSERT_TRUE((*w)->AddTracks(tracks).ok());
+  std::vector<Event> ev = {Ev(1200, 100, 1, 1, EventKind::kComplete, Category::kOperator),
+                           Ev(1400, 100, 2, 1, EventKind::kComplete, Category::kOperator),
+                           Ev(1500, 10, 2, 2, EventKind::kComplete, Category::kOperator)};
+  ASSERT_TRUE((*w)->AddEvents(ev).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  std::ofstream(dir + "/manifest.json") << R"({"format": "rlprof-capture", "format_version": 1,
+    "run_id": "r", "scope": "rollout_generate", "mode": "discrete", "steps": [3],
+    "stage": "rollout_generate", "role": "rollout",
+    "identity": {"rank": 0, "world_size": 2, "host": "h", "pid": 7},
+    "window": {"open_ns": 1000, "close_ns": 2000, "close_reason": "schedule"},
+    "counts": {"events": 3, "dropped_events": 0, "threads": 2}, "complete": true})";
+  auto t = ReadTrace(dir);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->steps.size(), 1u);
+  EXPECT_EQ(t->steps[0].step, 3);
+  EXPECT_EQ(t->steps[0].start_ns, 1000);
+  EXPECT_EQ(t->steps[0].end_ns, 2000);
+  ASSERT_EQ(t->stages.size(), 1u);
+  EXPECT_EQ(t->stages[0].name, "rollout_generate");
+  EXPECT_EQ(t->stages[0].role, "rollout");
+  // On the thread that carries the work.
+  EXPECT_EQ(t->tracks[t->stages[0].track].name, "main");
+  EXPECT_EQ(t->diagnostics.Get("step_from_manifest"), 1u);
+  EXPECT_EQ(t->diagnostics.Get("stage_from_manifest"), 1u);
+}
+
+}  // namespace
+}  // namespace rlprof::analysis
