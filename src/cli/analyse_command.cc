@@ -18,6 +18,7 @@
 #include "src/analysis/tables.h"
 #include "src/base/files.h"
 #include "src/base/strings.h"
+#include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
 #include "src/format/capture.h"
@@ -83,18 +84,9 @@ int Run(const AnalyseArgs& a, Io& io) {
       return kExitUsage;
     }
   }
-  analysis::AnalysisOptions opts;
-  opts.assign = a.assign == "by_start" ? analysis::AssignMode::kByStart : analysis::AssignMode::kClip;
-  opts.compat = a.compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
-  analysis::Classifier cls = analysis::Classifier::Default();
-  if (!a.rules.empty()) {
-    auto c = analysis::Classifier::FromRulesFile(a.rules);
-    if (!c.ok()) {
-      io.err << "rlprof analyse: " << c.status().message() << "\n";
-      return kExitBadInput;
-    }
-    cls = std::move(*c);
-  }
+  analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
+  analysis::Classifier cls;
+  if (!LoadClassifier(a.rules, "analyse", io, &cls)) return kExitBadInput;
   auto inputs = analysis::FindTraceInputs(a.paths);
   if (!inputs.ok()) {
     io.err << "rlprof analyse: " << inputs.status().message() << "\n";

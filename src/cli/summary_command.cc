@@ -9,6 +9,7 @@
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/analysis/tables.h"
+#include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
 
@@ -38,18 +39,9 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
 }
 
 int Run(const SummaryArgs& a, Io& io) {
-  analysis::AnalysisOptions opts;
-  opts.assign = a.assign == "by_start" ? analysis::AssignMode::kByStart : analysis::AssignMode::kClip;
-  opts.compat = a.compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
-  analysis::Classifier cls = analysis::Classifier::Default();
-  if (!a.rules.empty()) {
-    auto c = analysis::Classifier::FromRulesFile(a.rules);
-    if (!c.ok()) {
-      io.err << "rlprof summary: " << c.status().message() << "\n";
-      return kExitBadInput;
-    }
-    cls = std::move(*c);
-  }
+  analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
+  analysis::Classifier cls;
+  if (!LoadClassifier(a.rules, "summary", io, &cls)) return kExitBadInput;
   auto inputs = analysis::FindTraceInputs({a.path});
   if (!inputs.ok()) {
     io.err << "rlprof summary: " << inputs.status().message() << "\n";

@@ -1,0 +1,27 @@
+#include "src/cli/analysis_setup.h"
+
+#include <ostream>
+
+namespace rlprof::cli {
+
+analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const std::string& compat) {
+  analysis::AnalysisOptions opts;
+  opts.assign = assign == "by_start" ? analysis::AssignMode::kByStart : analysis::AssignMode::kClip;
+  opts.compat = compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
+  return opts;
+}
+
+bool LoadClassifier(const std::string& rules_file, const char* command, Io& io,
+                    analysis::Classifier* out) {
+  *out = analysis::Classifier::Default();
+  if (rules_file.empty()) return true;
+  auto c = analysis::Classifier::FromRulesFile(rules_file);
+  if (!c.ok()) {
+    io.err << "rlprof " << command << ": " << c.status().message() << "\n";
+    return false;
+  }
+  *out = std::move(*c);
+  return true;
+}
+
+}  // namespace rlprof::cli
