@@ -13,6 +13,7 @@
 #include "src/base/files.h"
 #include "src/base/strings.h"
 #include "src/cli/cli.h"
+#include "src/cli/cli_test_util.h"
 
 namespace rlprof {
 namespace {
@@ -25,12 +26,9 @@ struct Result {
 };
 
 Result RunRlprof(std::vector<std::string> args) {
-  args.insert(args.begin(), "rlprof");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream o, e;
-  int rc = cli::RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
-  return {rc, o.str(), e.str()};
+  Result r;
+  r.rc = cli::RunArgs(std::move(args), &r.out, &r.err);
+  return r;
 }
 
 std::vector<std::string> Words(const std::string& s) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/cli/cli.h"
+#include "src/cli/cli_test_util.h"
 #include "src/format/raw.h"
 
 namespace rlprof::cli {
@@ -21,17 +22,6 @@ namespace fs = std::filesystem;
 using format::Event;
 
 const std::string kInputs = std::string(RLPROF_SOURCE_DIR) + "/test/golden/analysis/inputs/";
-
-int RunArgs(std::vector<std::string> args, std::string* out, std::string* err) {
-  args.insert(args.begin(), "rlprof");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream o, e;
-  int rc = RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
-  *out = o.str();
-  *err = e.str();
-  return rc;
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);

@@ -1,4 +1,5 @@
 #include "src/cli/cli.h"
+#include "src/cli/cli_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -8,17 +9,6 @@
 
 namespace rlprof::cli {
 namespace {
-
-int RunArgs(std::vector<std::string> args, std::string* out, std::string* err) {
-  args.insert(args.begin(), "rlprof");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream o, e;
-  int rc = RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
-  *out = o.str();
-  *err = e.str();
-  return rc;
-}
 
 TEST(CliTest, VersionPrintsTheProjectVersion) {
   std::string out, err;

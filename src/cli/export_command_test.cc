@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/cli/cli.h"
+#include "src/cli/cli_test_util.h"
 #include "src/format/raw.h"
 
 namespace rlprof::cli {
@@ -16,17 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using format::Event;
-
-int RunArgs(std::vector<std::string> args, std::string* out, std::string* err) {
-  args.insert(args.begin(), "rlprof");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream o, e;
-  int rc = RunCli(static_cast<int>(argv.size()), argv.data(), o, e);
-  *out = o.str();
-  *err = e.str();
-  return rc;
-}
 
 class ExportCommandTest : public ::testing::Test {
  protected:
