@@ -56,6 +56,45 @@ MergedSet SetOf(const std::vector<WorkInterval>& work, uint8_t bit) {
   return MergedSet::Build(std::move(v));
 }
 
+// by_launch (msprof-analyze DB): each work interval goes whole to the step whose host range
+// contains the start of the host call that launched it. Work without a known launch (no
+// correlated host call, host work of CPU-only traces) falls back to the window containing its
+// start, and is counted. Work launched outside every host step is in no step.
+std::vector<std::vector<WorkInterval>> AssignByLaunch(const std::vector<WorkInterval>& work,
+                                                      const std::vector<int64_t>& launch,
+                                                      const std::vector<StepWindow>& windows,
+                                                      Diagnostics* diag) {
+  std::vector<std::vector<WorkInterval>> out(windows.size());
+  if (windows.empty()) return out;
+  // Windows are sorted by host start; host ranges of consecutive steps do not overlap.
+  auto host_step = [&](int64_t t) -> int64_t {
+    auto it = std::upper_bound(windows.begin(), windows.end(), t,
+                               [](int64_t v, const StepWindow& w) { return v < w.host_start; });
+    if (it == windows.begin()) return -1;
+    --it;
+    return t < it->host_end || it->whole_trace ? it - windows.begin() : -1;
+  };
+  auto window_of = [&](int64_t t) -> int64_t {
+    auto it = std::upper_bound(windows.begin(), windows.end(), t,
+                               [](int64_t v, const StepWindow& w) { return v < w.end; });
+    return it != windows.end() && it->start <= t ? it - windows.begin() : -1;
+  };
+  uint64_t no_launch = 0;
+  for (const auto& x : work) {
+    const int64_t l = x.slice >= 0 ? launch[x.slice] : -1;
+    int64_t k;
+    if (l >= 0) {
+      k = windows.front().whole_trace ? 0 : host_step(l);
+    } else {
+      ++no_launch;
+      k = window_of(x.start);
+    }
+    if (k >= 0) out[k].push_back(x);
+  }
+  if (no_launch) diag->Add("by_launch_without_launch", no_launch);
+  return out;
+}
+
 }  // namespace
 
 TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const AnalysisOptions& opts) {
@@ -98,23 +137,36 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     return std::make_pair(lo, hi);
   };
 
+  std::vector<std::vector<WorkInterval>> launched;
+  if (opts.assign == AssignMode::kByLaunch) launched = AssignByLaunch(work, launch, windows, &diag);
+
   for (const auto& w : windows) {
     StepResult r;
     r.window = w;
     const int64_t len = w.end - w.start;
     auto [lo, hi] = starts_in(w.start, w.end);
     r.kernels = hi - lo;
-    if (opts.assign == AssignMode::kByStart) {
-      std::vector<WorkInterval> mine(lo, hi);
-      int64_t end = w.end;
-      for (const auto& x : mine) end = std::max(end, x.end);
+    if (opts.assign != AssignMode::kClip) {
+      // Whole intervals: those starting in W (by_start), or those assigned by launch.
+      std::vector<WorkInterval> mine = opts.assign == AssignMode::kByStart
+                                           ? std::vector<WorkInterval>(lo, hi)
+                                           : std::move(launched[&w - windows.data()]);
+      int64_t begin = w.start, end = w.end;
+      for (const auto& x : mine) {
+        begin = std::min(begin, x.start);
+        end = std::max(end, x.end);
+      }
       Timeline own = Timeline::Build(mine);
-      r.hist = own.Histogram(w.start, end);
+      r.hist = own.Histogram(begin, end);
       r.atoms = r.hist.atoms();
       r.overflow = r.atoms.sum() - len;
       MergedSet oc = SetOf(mine, kBitCompute), om = SetOf(mine, kBitComm);
       CheckInvariants(r.atoms, len, oc.Length(), om.Length(), false, &diag);
-      r.preparing = FirstComputeOrComm(own, w.start, end);
+      r.preparing = FirstComputeOrComm(own, begin, end);
+      if (opts.assign == AssignMode::kByLaunch) {
+        for (const auto& x : mine)
+          if (x.recv && x.bit == kBitComm) r.recv_sum += x.end - x.start;
+      }
     } else {
       r.hist = tl.Histogram(w.start, w.end);
       r.atoms = r.hist.atoms();
@@ -123,7 +175,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
       r.preparing = FirstComputeOrComm(tl, w.start, w.end);
     }
     if (r.preparing >= 0) r.preparing -= w.host_start;
-    r.recv_sum = recv.Sum(w.start, w.end, opts.assign);
+    if (opts.assign != AssignMode::kByLaunch) r.recv_sum = recv.Sum(w.start, w.end, opts.assign);
     a.steps.push_back(std::move(r));
   }
   // Work outside every step window (windows are disjoint and sorted).

@@ -24,7 +24,7 @@
 
 namespace rlprof::analysis {
 
-enum class AssignMode { kClip, kByStart };
+enum class AssignMode { kClip, kByStart, kByLaunch };
 enum class CompatMode { kNative, kHta };
 
 struct AnalysisOptions {
@@ -37,12 +37,12 @@ struct AnalysisOptions {
 
 struct StepResult {
   StepWindow window;
-  MaskHistogram hist;  // over W (clip) or over W ∪ assigned intervals (by_start)
+  MaskHistogram hist;  // over W (clip) or over W ∪ assigned intervals (by_start, by_launch)
   Atoms atoms;
   int64_t recv_sum = 0;    // Σ p2p receive durations (clipped to W in clip mode)
   int64_t preparing = -1;  // first compute/communication start − h0; -1 if none
   int64_t kernels = 0;     // device work intervals touching the step
-  int64_t overflow = 0;    // by_start: Σ atoms − ‖W‖ (0 in clip mode)
+  int64_t overflow = 0;    // by_start / by_launch: Σ atoms − ‖W‖ (0 in clip mode)
 };
 
 struct StageResult {

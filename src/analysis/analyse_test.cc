@@ -164,6 +164,69 @@ TEST(ExampleCTest, CanonicalWindowKeepsDeviceWorkWithTheStepThatLaunchedIt) {
   EXPECT_EQ(a.steps[1].atoms.idle, 70 * kUs);
 }
 
+TEST(ExampleCTest, ByLaunchGivesTheWholeKernelToTheStepOfItsLaunch) {
+  AnalysisOptions o;
+  o.assign = AssignMode::kByLaunch;
+  TraceAnalysis a = Analyse(ExampleC(true), o);
+  EXPECT_EQ(a.steps[0].atoms.comm(), 40 * kUs);
+  EXPECT_EQ(a.steps[1].atoms.comm(), 0);
+  EXPECT_EQ(a.steps[0].overflow, 0);  // the canonical window already reaches 130
+  ExpectNoInvariantViolations(a);
+}
+
+// Step 2 launches a kernel at 105 that starts at 120 on another stream, while step 1's kernel
+// (launched at 80) still runs until 150, so W1 = [0, 150) and W2 = [150, 200).
+Trace CrossingLaunches() {
+  TraceBuilder b;
+  b.Step(1, 0, 100);
+  b.Step(2, 100, 200);
+  b.Kernel(7, "gemm_a", 90, 150, 1);
+  b.Launch(1, 80);
+  b.Kernel(20, "gemm_b", 120, 160, 2);
+  b.Launch(2, 105);
+  return b.Build();
+}
+
+TEST(AssignModeTest, ClipSplitsWorkAtTheWindowBoundary) {
+  TraceAnalysis a = Analyse(CrossingLaunches());
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].window.end, 150 * kUs);
+  EXPECT_EQ(a.steps[0].atoms.compute(), 60 * kUs);  // [90, 150)
+  EXPECT_EQ(a.steps[1].atoms.compute(), 10 * kUs);  // [150, 160)
+}
+
+TEST(AssignModeTest, ByLaunchKeepsEachKernelWhollyWithItsLaunchingStep) {
+  AnalysisOptions o;
+  o.assign = AssignMode::kByLaunch;
+  TraceAnalysis a = Analyse(CrossingLaunches(), o);
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].atoms.compute(), 60 * kUs);
+  EXPECT_EQ(a.steps[0].overflow, 0);
+  EXPECT_EQ(a.steps[1].atoms.compute(), 40 * kUs);  // gemm_b whole, though it began in W1
+  // The step's partition spans [120, 200): 40 compute + 40 idle = 80 over a 50 µs window.
+  EXPECT_EQ(a.steps[1].atoms.idle, 40 * kUs);
+  EXPECT_EQ(a.steps[1].overflow, 30 * kUs);
+  EXPECT_EQ(a.diagnostics.counts.count("by_launch_without_launch"), 0u);
+  ExpectNoInvariantViolations(a);
+}
+
+TEST(AssignModeTest, ByStartGivesBothKernelsToTheWindowTheyStartIn) {
+  AnalysisOptions o;
+  o.assign = AssignMode::kByStart;
+  TraceAnalysis a = Analyse(CrossingLaunches(), o);
+  EXPECT_EQ(a.steps[0].atoms.compute(), 70 * kUs);  // union of [90,150) and [120,160)
+  EXPECT_EQ(a.steps[1].atoms.compute(), 0);
+}
+
+TEST(AssignModeTest, ByLaunchFallsBackToTheStartForWorkWithoutALaunchAndCountsIt) {
+  AnalysisOptions o;
+  o.assign = AssignMode::kByLaunch;
+  TraceAnalysis a = Analyse(ExampleC(false), o);
+  EXPECT_EQ(a.steps[0].atoms.comm(), 40 * kUs);
+  EXPECT_EQ(a.steps[1].atoms.comm(), 0);
+  EXPECT_EQ(a.diagnostics.counts.at("by_launch_without_launch"), 1u);
+}
+
 TEST(ExampleDTest, IdleBreakdownSplitsHostWaitKernelWaitAndOther) {
   TraceBuilder b;
   b.Kernel(7, "K1", 0, 10, 1);

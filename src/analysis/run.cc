@@ -16,7 +16,14 @@ namespace rlprof::analysis {
 
 namespace fs = std::filesystem;
 
-const char* AssignModeName(AssignMode m) { return m == AssignMode::kClip ? "clip" : "by_start"; }
+const char* AssignModeName(AssignMode m) {
+  switch (m) {
+    case AssignMode::kByStart: return "by_start";
+    case AssignMode::kByLaunch: return "by_launch";
+    case AssignMode::kClip: break;
+  }
+  return "clip";
+}
 const char* CompatModeName(CompatMode m) { return m == CompatMode::kHta ? "hta" : "native"; }
 
 std::vector<std::string> InputNames(const std::vector<std::string>& inputs) {

@@ -1,5 +1,5 @@
 // `rlprof analyse PATH... [-o DIR] [--jobs N] [--export text,db,pftrace] [--rules FILE]
-//                  [--assign clip|by_start] [--compat native|hta] [--json]`
+//                  [--assign clip|by_start|by_launch] [--compat native|hta] [--json]`
 // Finds every trace below PATH (rlprof captures, Kineto / torch JSON, Ascend trace_view),
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
@@ -200,8 +200,8 @@ Command AddAnalyseCommand(CLI::App& app) {
   cmd->add_option("--export", args->exports, "Also export rlprof captures: text, db, pftrace")
       ->delimiter(',');
   cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
-  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu)")
-      ->check(CLI::IsMember({"clip", "by_start"}));
+  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
+      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
   cmd->add_option("--compat", args->compat, "native (default) | hta (µs rounding, last-step rule)")
       ->check(CLI::IsMember({"native", "hta"}));
   cmd->add_flag("--json", args->json, "Print summary.json to stdout");

@@ -6,7 +6,9 @@ namespace rlprof::cli {
 
 analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const std::string& compat) {
   analysis::AnalysisOptions opts;
-  opts.assign = assign == "by_start" ? analysis::AssignMode::kByStart : analysis::AssignMode::kClip;
+  opts.assign = assign == "by_start"    ? analysis::AssignMode::kByStart
+                : assign == "by_launch" ? analysis::AssignMode::kByLaunch
+                                        : analysis::AssignMode::kClip;
   opts.compat = compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
   return opts;
 }

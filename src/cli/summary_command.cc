@@ -1,5 +1,5 @@
 // `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|atoms|all] [--json]
-//                  [--rules FILE] [--assign clip|by_start] [--compat native|hta]`
+//                  [--rules FILE] [--assign clip|by_start|by_launch] [--compat native|hta]`
 // Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
 // one view as aligned tables with units; --json prints the same tables as
 // {"view": …, "inputs": [{"input", "name", "tables": {name: {columns, rows}}, "diagnostics"}]}.
@@ -109,8 +109,8 @@ Command AddSummaryCommand(CLI::App& app) {
   cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | rl | ops | kernels | atoms | all")
       ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "atoms", "all"}));
   cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
-  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu)")
-      ->check(CLI::IsMember({"clip", "by_start"}));
+  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
+      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
   cmd->add_option("--compat", args->compat, "native (default) | hta")
       ->check(CLI::IsMember({"native", "hta"}));
   cmd->add_flag("--json", args->json, "Print the tables as JSON");

@@ -180,6 +180,12 @@ Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
   // step / stage ranges that began earlier are not in it. The manifest says which step and
   // stage the window belongs to: stand in markers spanning the window, on the busiest thread.
   const int64_t w0 = m.window_open_ns, w1 = m.window_close_ns;
+  if (w1 > w0 && w0 > 0) {
+    // The capture bounds: steps reaching outside them are flagged partial, and a capture
+    // without step markers is one step spanning the whole window.
+    t.capture_start_ns = w0;
+    t.capture_end_ns = w1;
+  }
   if (w1 > w0 && w0 > 0 && t.size() > 0) {
     std::vector<size_t> per_track(t.tracks.size(), 0);
     for (uint32_t tr : t.track) ++per_track[tr];

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "src/analysis/analyse.h"
 #include "src/analysis/readers/readers.h"
 #include "src/format/raw.h"
 #include "src/format/test_util.h"
@@ -116,6 +117,25 @@ TEST(CaptureReader, ReadsAnRlprofCaptureWithMarkersIdentityAndCategories) {
   EXPECT_EQ(t->diagnostics.Get("unmatched_begin"), 1u);
   EXPECT_EQ(t->diagnostics.Get("dropped_events"), 3u);
   EXPECT_EQ(t->diagnostics.Get("truncated_input"), 0u);
+}
+
+// The window of the manifest bounds the capture: a step still running when it closed is
+// flagged partial instead of being averaged with complete steps.
+TEST(CaptureReader, SetsTheCaptureBoundsFromTheManifestWindowSoCutStepsArePartial) {
+  std::string dir = WriteCapture(format::TestDir() + "/bounded", false);
+  std::ofstream(dir + "/manifest.json") << R"({"format": "rlprof-capture", "format_version": 1,
+    "run_id": "r1", "scope": "e2e", "mode": "continuous", "steps": [5], "role": "actor",
+    "identity": {"rank": 1, "local_rank": 1, "world_size": 4, "host": "node-b", "pid": 4242},
+    "window": {"open_ns": 900, "close_ns": 9000, "close_reason": "signal"},
+    "counts": {"events": 11, "dropped_events": 0, "threads": 2}, "complete": true})";
+  auto t = ReadTrace(dir);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->capture_start_ns, 900);
+  EXPECT_EQ(t->capture_end_ns, 9000);
+  TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), AnalysisOptions{});
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_TRUE(a.steps[0].window.partial);
+  EXPECT_EQ(a.steps[0].window.partial_reason, "after_capture_end");
 }
 
 TEST(CaptureReader, CarriesTheRawReadersTruncationDiagnostics) {
