@@ -1,10 +1,15 @@
-// Reader throughput: generates a Kineto-style trace (cpu_op with shapes, cuda_runtime launches,
-// kernels on a GPU stream, ac2g flows, memcpys, ProfilerStep ranges; Kineto's own layout) of
-// RLPROF_BENCH_MB megabytes (default 20), then measures in the same run
-//   - rlprof::analysis::ReadTrace: MB/s (one thread) and peak RSS relative to the file size;
-//   - the baseline `/usr/bin/python3 -c 'import json; json.load(open(F))'` wall time.
-// Prints the figures and the ratio. RLPROF_BENCH_FILE=path reads that file instead;
-// RLPROF_BENCH_NO_PYTHON=1 skips the baseline (for profiling the reader alone).
+// Reader and analysis throughput: generates a Kineto-style trace (cpu_op with shapes,
+// cuda_runtime launches, kernels on a GPU stream, ac2g flows, ProfilerStep ranges; Kineto's own
+// layout) of RLPROF_BENCH_MB megabytes (default 20), then measures in the same run
+//   - rlprof::analysis::ReadTrace alone, and ingest + breakdown (ReadTrace + AnalyseTrace: the
+//     partition, every view, op statistics): MB/s per CPU second (one thread) and peak RSS
+//     relative to the file size;
+//   - the baseline `/usr/bin/python3 -c 'import json; json.load(open(F))'` on the same file;
+//   - scaling with jobs: RLPROF_BENCH_FILES files (default 4) of MB/FILES each analysed by
+//     AnalyseInputs (what `rlprof analyse --jobs N` runs) with 1 job and with every core,
+//     wall time, speed-up and efficiency (speed-up / jobs).
+// Prints the figures and the ratios. RLPROF_BENCH_FILE=path reads that file instead (no
+// scaling part); RLPROF_BENCH_NO_PYTHON=1 skips the baseline (for profiling the reader alone).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,8 +19,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "src/analysis/analyse.h"
 #include "src/analysis/readers/readers.h"
+#include "src/analysis/run.h"
 
 namespace {
 
@@ -37,18 +46,19 @@ size_t Generate(const std::string& path, size_t target) {
                "\"baseTimeNanoseconds\": 1767225600000000000,\n  \"traceEvents\": [\n");
   const char* ops[] = {"aten::mm", "aten::add_", "aten::linear", "aten::layer_norm", "aten::softmax"};
   size_t events = 0;
+  constexpr uint64_t kIterationsPerStep = 4000;
   int64_t ts = 1000000;  // ns
   uint64_t corr = 1;
   int step = 0;
   auto us = [](int64_t ns) { return std::to_string(ns / 1000) + "." + std::to_string(1000 + ns % 1000).substr(1); };
   const char* sep = "";
   while (static_cast<size_t>(std::ftell(f)) < target) {
-    if (events % 20000 == 0) {
+    if (corr % kIterationsPerStep == 1) {  // one ProfilerStep per 4000 launches (80 ms)
       std::fprintf(f,
                    "%s  {\n    \"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": "
                    "\"ProfilerStep#%d\", \"pid\": 4100, \"tid\": 4100,\n    \"ts\": %s, \"dur\": "
                    "%s,\n    \"args\": {\n      \"External id\": %llu\n    }\n  }",
-                   sep, step++, us(ts).c_str(), us(5000000).c_str(),
+                   sep, step++, us(ts).c_str(), us(kIterationsPerStep * 20000 - 1000).c_str(),
                    static_cast<unsigned long long>(corr));
       sep = ",\n";
       ++events;
@@ -116,6 +126,57 @@ long MaxRssKb(int who) {
 
 }  // namespace
 
+std::string TempPath(const std::string& tag) {
+  return (std::filesystem::temp_directory_path() /
+          ("rlprof_reader_bench_" + std::to_string(getpid()) + tag + ".json"))
+      .string();
+}
+
+// AnalyseInputs over `files` with `jobs` threads: wall seconds (best of `reps`).
+double AnalyseWall(const std::vector<std::string>& files, size_t jobs, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    rusage u0{}, u1{};
+    getrusage(RUSAGE_SELF, &u0);
+    auto t0 = Clock::now();
+    auto results = rlprof::analysis::AnalyseInputs(files, rlprof::analysis::Classifier::Default(),
+                                                   rlprof::analysis::AnalysisOptions{}, jobs);
+    auto t1 = Clock::now();
+    getrusage(RUSAGE_SELF, &u1);
+    if (std::getenv("RLPROF_BENCH_VERBOSE"))
+      std::printf("  jobs %zu: wall %.3f user %.3f sys %.3f\n", jobs, Seconds(t0, t1),
+                  (u1.ru_utime.tv_sec - u0.ru_utime.tv_sec) + (u1.ru_utime.tv_usec - u0.ru_utime.tv_usec) / 1e6,
+                  (u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) + (u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) / 1e6);
+    for (const auto& res : results)
+      if (!res.status.ok()) std::fprintf(stderr, "analyse failed: %s\n", res.status.ToString().c_str());
+    best = std::min(best, Seconds(t0, t1));
+  }
+  return best;
+}
+
+void Scaling(size_t mb) {
+  const char* files_env = std::getenv("RLPROF_BENCH_FILES");
+  const size_t n = files_env ? std::strtoull(files_env, nullptr, 10) : 4;
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (n < 2 || cores < 2) return;
+  std::vector<std::string> files;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    files.push_back(TempPath("_part" + std::to_string(i)));
+    Generate(files.back(), std::max<size_t>(1, mb / n) << 20);
+    total += static_cast<double>(std::filesystem::file_size(files.back()));
+  }
+  const double w1 = AnalyseWall(files, 1, 2);
+  const double wn = AnalyseWall(files, cores, 2);
+  const double mbytes = total / (1 << 20);
+  std::printf("scaling              %zu files, %.1f MiB: --jobs 1 %.3f s (%.0f MiB/s), --jobs %zu "
+              "%.3f s (%.0f MiB/s)\n",
+              n, mbytes, w1, mbytes / w1, cores, wn, mbytes / wn);
+  std::printf("speed-up             %.2fx with %zu jobs = %.0f%% efficiency (wall, best of 2)\n",
+              w1 / wn, cores, 100.0 * w1 / wn / static_cast<double>(cores));
+  for (const auto& f : files) std::filesystem::remove(f);
+}
+
 int main() {
   const char* mb_env = std::getenv("RLPROF_BENCH_MB");
   const char* file_env = std::getenv("RLPROF_BENCH_FILE");
@@ -125,9 +186,7 @@ int main() {
   if (file_env != nullptr) {
     path = file_env;
   } else {
-    path = (std::filesystem::temp_directory_path() /
-            ("rlprof_reader_bench_" + std::to_string(getpid()) + ".json"))
-               .string();
+    path = TempPath("");
     size_t n = Generate(path, mb << 20);
     std::printf("generated %s: %zu events\n", path.c_str(), n);
     generated = true;
@@ -144,15 +203,27 @@ int main() {
     std::fprintf(stderr, "ReadTrace failed: %s\n", trace.status().ToString().c_str());
     return 1;
   }
-  long rss_after = MaxRssKb(RUSAGE_SELF);
+  long rss_read = MaxRssKb(RUSAGE_SELF);
   double read_s = Seconds(t0, t1);
   size_t slices = trace->size();
-  trace = rlprof::base::Status(rlprof::base::StatusCode::kInternal, "released");  // free it
 
+  // The breakdown of the trace just read (one thread, like the read).
+  double a0 = CpuSeconds(RUSAGE_SELF);
+  auto analysis = rlprof::analysis::AnalyseTrace(*trace, rlprof::analysis::Classifier::Default(),
+                                                 rlprof::analysis::AnalysisOptions{});
+  double analyse_cpu = CpuSeconds(RUSAGE_SELF) - a0;
+  long rss_after = MaxRssKb(RUSAGE_SELF);
+  const size_t steps = analysis.steps.size();
+  trace = rlprof::base::Status(rlprof::base::StatusCode::kInternal, "released");  // free it
+  analysis = {};
+
+  double mbytes = bytes / (1 << 20);
   if (std::getenv("RLPROF_BENCH_NO_PYTHON") != nullptr) {
     std::printf("rlprof ReadTrace     %.3f s wall  %.3f s CPU  %.0f MiB/s per core, %zu slices\n",
-                read_s, read_cpu, bytes / (1 << 20) / read_cpu, slices);
-    if (generated) std::filesystem::remove(path);
+                read_s, read_cpu, mbytes / read_cpu, slices);
+    std::printf("ingest + breakdown   %.3f s CPU  %.0f MiB/s per core\n", read_cpu + analyse_cpu,
+                mbytes / (read_cpu + analyse_cpu));
+    if (generated && std::getenv("RLPROF_BENCH_KEEP") == nullptr) std::filesystem::remove(path);
     return 0;
   }
   auto p0 = Clock::now();
@@ -169,21 +240,29 @@ int main() {
   double py_cpu = CpuSeconds(RUSAGE_CHILDREN);
   bool py_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
-  double mbytes = bytes / (1 << 20);
-  std::printf("file                 %.1f MiB (%zu slices read)\n", mbytes, slices);
+  const double total_cpu = read_cpu + analyse_cpu;
+  std::printf("file                 %.1f MiB (%zu slices read, %zu steps)\n", mbytes, slices, steps);
   // CPU seconds are the fair "per core" measure on a shared machine; wall time is shown too.
   std::printf("rlprof ReadTrace     %.3f s wall  %.3f s CPU  %.0f MiB/s per core (1 thread)\n",
               read_s, read_cpu, mbytes / read_cpu);
+  std::printf("ingest + breakdown   %.3f s CPU (analysis %.3f s)  %.0f MiB/s per core (1 thread)\n",
+              total_cpu, analyse_cpu, mbytes / total_cpu);
   if (py_ok) {
     std::printf("python3 json.load    %.3f s wall  %.3f s CPU  %.0f MiB/s   (peak RSS %.0f MiB)\n",
                 py_s, py_cpu, mbytes / py_cpu, MaxRssKb(RUSAGE_CHILDREN) / 1024.0);
-    std::printf("ratio                %.1fx faster than python json.load (CPU; wall %.1fx)\n",
-                py_cpu / read_cpu, py_s / read_s);
+    std::printf("ratio                read %.1fx, ingest + breakdown %.1fx faster than python "
+                "json.load alone (CPU; read wall %.1fx)\n",
+                py_cpu / read_cpu, py_cpu / total_cpu, py_s / read_s);
   } else {
     std::printf("python3 json.load    failed (status %d)\n", status);
   }
-  std::printf("peak RSS             %.0f MiB (before read %.0f MiB) = %.2fx the file\n",
-              rss_after / 1024.0, rss_before / 1024.0, rss_after * 1024.0 / bytes);
-  if (generated) std::filesystem::remove(path);
+  std::printf("peak RSS             %.0f MiB after the read = %.2fx the file; %.0f MiB after the "
+              "breakdown = %.2fx (before read %.0f MiB)\n",
+              rss_read / 1024.0, rss_read * 1024.0 / bytes, rss_after / 1024.0,
+              rss_after * 1024.0 / bytes, rss_before / 1024.0);
+  if (generated) {
+    if (std::getenv("RLPROF_BENCH_KEEP") == nullptr) std::filesystem::remove(path);
+    Scaling(mb);
+  }
   return 0;
 }
