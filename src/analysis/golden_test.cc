@@ -1,16 +1,19 @@
 // Golden outputs of the analysis (test/golden/analysis/): the worked example A written as
-// every table, TraceLens's own gpu_timeline for its H100 trace, and CPU-only breakdowns of
-// the torch-without-Kineto and HTA cpu-only fixtures. Set RLPROF_UPDATE_GOLDEN=1 to rewrite
+// every table, TraceLens's own gpu_timeline for its H100 trace, CPU-only breakdowns of
+// the torch-without-Kineto and HTA cpu-only fixtures, and the discrete captures of step 2 of a
+// 2-rank GRPO run (examples/grpo_tiny). Set RLPROF_UPDATE_GOLDEN=1 to rewrite
 // the expected files (then review the diff: the numbers of example A are also asserted
 // one by one in analyse_test.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 
 #include "src/analysis/analyse.h"
 #include "src/analysis/readers/readers.h"
+#include "src/analysis/run.h"
 #include "src/analysis/tables.h"
 #include "src/analysis/test_traces.h"
 #include "src/base/files.h"
@@ -105,6 +108,44 @@ TEST(GoldenTest, HtaCpuOnlyTraceDoesNotNeedDeviceEvents) {
   EXPECT_EQ(a.rank, 34);
   EXPECT_TRUE(a.kernel_rows.empty());
   ExpectTablesGolden("hta_cpu_only", a, {"step_trace_time", "step_atoms", "classes", "diagnostics"});
+}
+
+// Step 2 of `grpo_tiny.py --ranks 2 --steps 3 --small` profiled from grpo_verl.yaml (steps
+// [2]): one discrete capture per stage and rank (the rollout's is its decode schedule).
+TEST(GoldenTest, GrpoCapturesOfBothRanksGiveEveryStageAndTheCrossRankView) {
+  auto inputs = FindTraceInputs({kGolden + "inputs/grpo_tiny_step2"});
+  ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
+  ASSERT_EQ(inputs->size(), 8u);
+  std::vector<InputResult> results = AnalyseInputs(*inputs, Classifier::Default(), {}, 2);
+  std::map<std::string, int> stages_seen;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.status.ok()) << r.input << ": " << r.status.ToString();
+    const TraceAnalysis& a = r.analysis;
+    EXPECT_EQ(a.format, "rlprof");
+    EXPECT_TRUE(a.cpu_only) << r.name;
+    ASSERT_EQ(a.steps.size(), 1u) << r.name;
+    EXPECT_EQ(a.steps[0].window.step, 2) << r.name;
+    EXPECT_FALSE(a.steps[0].window.partial) << r.name << ": " << a.steps[0].window.partial_reason;
+    EXPECT_GT(a.steps[0].atoms.compute(), 0) << r.name;
+    EXPECT_GT(a.host_ops.size(), 0u) << r.name;
+    for (const auto& [k, v] : a.diagnostics.counts) EXPECT_NE(k.rfind("invariant_", 0), 0u) << k;
+    // The capture's directory names its stage; the analysis finds it there.
+    const std::string stage = std::filesystem::path(r.input).parent_path().filename().string();
+    bool found = false;
+    for (const auto& st : a.stages) found = found || st.name == stage;
+    EXPECT_TRUE(found) << r.name;
+    ++stages_seen[stage];
+    // DDP's gradient all-reduce (gloo) is communication, on both ranks.
+    if (stage == "actor_update") EXPECT_GT(a.steps[0].atoms.comm(), 0) << r.name;
+    std::string dir = "grpo_tiny_step2/" + r.name;
+    ExpectTablesGolden(dir, a, {"step_trace_time", "step_atoms", "stage_time", "op_statistic",
+                                "classes", "diagnostics"});
+  }
+  EXPECT_EQ(stages_seen, (std::map<std::string, int>{{"actor_compute_log_prob", 2},
+                                                     {"actor_update", 2},
+                                                     {"ref_compute_log_prob", 2},
+                                                     {"rollout_generate", 2}}));
+  ExpectGolden("grpo_tiny_step2/stage_across_ranks.csv", ToCsv(StageAcrossRanksTable(results)));
 }
 
 }  // namespace
