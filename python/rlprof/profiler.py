@@ -223,61 +223,36 @@ def sub_step(kind: str) -> None:
         p._session.sub_step(kind)
 
 
-class annotate:  # noqa: N801  (used like a function: @rlprof.annotate(...), with rlprof.annotate(...))
-    """A named range, as a decorator or a context manager.
-
-    With `role`, it is an RL *stage* (actor_update, rollout_generate, …): it drives the current
-    Profiler's stage boundaries, so discrete configs open one capture per call. Without a
-    role it is a plain range recorded inside whatever window is open. `counts` names the
-    sub-step unit the stage's loop advances (verl's annotate(scheduled=True)): only such
-    stages follow the config's schedule. An exception closes the range and propagates; the
-    decorated function is never called again.
-    """
-
-    __slots__ = ("name", "role", "counts", "_stack")
-
-    def __init__(self, name: Optional[str] = None, role: Optional[str] = None,
-                 counts: Optional[str] = None) -> None:
-        self.name = name
-        self.role = role
-        self.counts = counts
-        # Stages remember which profiler they began on (re-entrant use of one object nests).
-        self._stack: Optional[List[Optional["Profiler"]]] = [] if role is not None else None
-
-    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        name = self.name or fn.__name__
-        role, counts = self.role, self.counts
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with annotate(name, role, counts):
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-    def __enter__(self) -> "annotate":
-        if self._stack is None:
-            if self.name is None:
-                raise ValueError("rlprof.annotate used as a context manager needs a name")
-            _push_range(self.name)
-            return self
-        if self.name is None:
-            raise ValueError("rlprof.annotate used as a context manager needs a name")
-        p = _current
-        self._stack.append(p)
-        if p is not None:
-            p.begin_stage(self.name, self.role, self.counts)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._stack is None:
-            _pop_range()
-            return None
-        p = self._stack.pop() if self._stack else None
-        if p is not None:
-            p.end_stage()
-        return None
+# rlprof.annotate is a C type (python/src/annotate.cc): its plain-range path (`with
+# rlprof.annotate("x"):`) never enters Python. Stages (role=...) and the decorator form call
+# the hooks below, which keep the Profiler logic here.
+annotate = _rlprof.annotate
 
 
-_push_range = _rlprof.push_range
-_pop_range = _rlprof.pop_range
+def _stage_enter(a: "annotate") -> None:
+    # Stages remember which profiler they began on (re-entrant use of one object nests).
+    p = _current
+    a._stack.append(p)
+    if p is not None:
+        p.begin_stage(a.name, a.role, a.counts)
+
+
+def _stage_exit(a: "annotate") -> None:
+    p = a._stack.pop() if a._stack else None
+    if p is not None:
+        p.end_stage()
+
+
+def _decorate(a: "annotate", fn: Callable[..., Any]) -> Callable[..., Any]:
+    name = a.name or fn.__name__
+    role, counts = a.role, a.counts
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with annotate(name, role, counts):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+_rlprof._set_annotate_hooks(_stage_enter, _stage_exit, _decorate)

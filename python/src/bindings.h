@@ -11,6 +11,8 @@ namespace rlprof::python {
 
 void BindSession(pybind11::module_& m);
 void BindMarkers(pybind11::module_& m);
+// rlprof.annotate, a C type (annotate.cc), and _set_annotate_hooks.
+void BindAnnotate(pybind11::module_& m);
 
 // Enables torch operator capture while `want` (a no-op when the extension was built without
 // libtorch). Thread-safe.

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "python/src/bindings.h"
 #include "rlprof/format/event.h"
@@ -19,31 +18,6 @@ namespace py = pybind11;
 
 namespace rlprof::python {
 namespace {
-
-// The `with rlprof.annotate(...)` / decorator ranges of one thread: begin pushes, end pops.
-struct OpenRange {
-  uint32_t gen;
-  const char* name;
-  uint64_t t0;
-};
-thread_local std::vector<OpenRange> t_ranges;
-
-void PushRange(const std::string& name) {
-  const uint32_t gen = internal::OpenWindow();
-  if (gen == 0) {
-    t_ranges.push_back({0, nullptr, 0});
-    return;
-  }
-  t_ranges.push_back({gen, InternName(name), internal::ReadTicks()});
-}
-
-void PopRange() {
-  if (t_ranges.empty()) return;
-  const OpenRange r = t_ranges.back();
-  t_ranges.pop_back();
-  if (r.gen != 0 && internal::OpenWindow() == r.gen)
-    internal::EmitComplete(r.gen, r.name, r.t0, internal::ReadTicks());
-}
 
 uint64_t RangeStartPy(const std::string& name) {
   if (!Recording()) return 0;
@@ -117,8 +91,6 @@ void EmitMemoryCounters() {
 
 void BindMarkers(py::module_& m) {
   m.def("recording", &Recording, "True while a capture window is open in this process.");
-  m.def("push_range", &PushRange, py::arg("name"));
-  m.def("pop_range", &PopRange);
   m.def("range_start", &RangeStartPy, py::arg("name"));
   m.def("range_end", &RangeEnd, py::arg("range_id"));
   m.def("mark", &MarkPy, py::arg("name"));

@@ -222,4 +222,5 @@ PYBIND11_MODULE(_rlprof, m) {
   m.attr("__version__") = "0.1.0";
   rlprof::python::BindSession(m);
   rlprof::python::BindMarkers(m);
+  rlprof::python::BindAnnotate(m);
 }
