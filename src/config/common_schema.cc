@@ -68,7 +68,7 @@ void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
   Reader& rd = ctx.rd;
   if (!block.present() || !rd.IsBlock(block) || block.null()) return;
   std::vector<std::string> keys = {"export",          "combine",    "budget",
-                                   "buffer",          "flush_interval_s", "backstop_s",
+                                   "buffer",          "flush_interval_s", "backstop_s", "memory_interval_s",
                                    "custom_stages"};
   keys.insert(keys.end(), extra_allowed.begin(), extra_allowed.end());
   rd.CheckKeys(block, keys);
@@ -100,6 +100,7 @@ void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
   }
   if (auto f = rd.Number(block, "flush_interval_s", 0.001)) p.flush_interval_s = *f;
   if (auto b = rd.Number(block, "backstop_s", 0.001)) p.backstop_s = *b;
+  if (auto m = rd.Number(block, "memory_interval_s", 0)) p.memory_interval_s = *m;
   Ref custom = ctx.doc.Child(block, "custom_stages");
   if (!custom.null()) {
     if (!custom.node.IsSequence()) {

@@ -57,6 +57,7 @@ nlohmann::ordered_json PlanToJson(const Plan& p) {
                  {"policy", p.buffer_policy == BufferPolicy::kDrop ? "drop" : "flush"}};
   j["flush_interval_s"] = p.flush_interval_s;
   j["backstop_s"] = p.backstop_s;
+  j["memory_interval_s"] = p.memory_interval_s;
   nlohmann::ordered_json roles = nlohmann::ordered_json::array();
   for (const auto& r : p.roles) roles.push_back(RolePlanToJson(r));
   j["roles"] = roles;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -17,6 +18,16 @@ namespace {
 
 using format::Category;
 using format::EventKind;
+
+// Resident set size of this process from /proc/self/statm (two integers), or -1.
+int64_t ReadRssBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : -1;
+}
 
 std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan& p) {
   nlohmann::ordered_json j = config::PlanToJson(plan);
@@ -88,6 +99,12 @@ std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
   wo.config_json = ProcessPlanJson(plan, s->proc_);
   wo.clock = s->clock_;
   wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 0.1;
+  // contents memory: the writer's wake-ups (OnTick) also drive the RSS samples.
+  s->sample_memory_ = s->proc_.contents.memory;
+  s->memory_interval_ns_ = static_cast<int64_t>(plan.memory_interval_s * 1e9);
+  s->rss_name_ = rec.interner().InternString("rss_bytes");
+  if (s->sample_memory_ && plan.memory_interval_s > 0)
+    wo.flush_interval_s = std::min(wo.flush_interval_s, plan.memory_interval_s);
   wo.budget = plan.budget;
   wo.quiet = options.quiet;
   SessionImpl* self = s.get();
@@ -133,6 +150,22 @@ void SessionImpl::RecordBoundary(uint32_t gen, Category cat, EventKind kind, uin
   e.arg0 = arg0;
   e.arg1 = arg1;
   EmitRecord(gen, e);
+}
+
+void SessionImpl::SampleMemoryLocked() {
+  if (!sample_memory_) return;
+  const uint32_t gen = internal::OpenWindow();
+  if (gen == 0) return;
+  const int64_t rss = ReadRssBytes();
+  if (rss < 0) return;
+  Record e{};
+  e.ts_ns = static_cast<int64_t>(internal::ReadTicks());
+  e.name = rss_name_;
+  e.kind = EventKind::kCounter;
+  e.category = Category::kMemory;
+  e.set_counter_value(static_cast<double>(rss));
+  EmitRecord(gen, e);
+  last_memory_sample_ns_ = MonotonicNowNs();
 }
 
 uint32_t SessionImpl::recording_gen() const {
@@ -220,6 +253,7 @@ void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
   sp.role = in.InternString(role);
   sp.t0 = internal::ReadTicks();
   stages_.push_back(sp);
+  SampleMemoryLocked();
 }
 
 void SessionImpl::EndStage() {
@@ -228,6 +262,7 @@ void SessionImpl::EndStage() {
   if (stopped_ || stages_.empty()) return;
   const Span sp = stages_.back();
   stages_.pop_back();
+  SampleMemoryLocked();
   RecordBoundary(sp.gen, Category::kStage, EventKind::kComplete, sp.name, sp.t0,
                  internal::ReadTicks(), 0, sp.role);
   Apply(ctl_->OnStageEnd(MonotonicNowNs()));
@@ -289,7 +324,11 @@ std::vector<std::string> SessionImpl::Captures() const {
 
 void SessionImpl::OnTick() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_ || ctl_gen_ == 0) return;
+  if (stopped_) return;
+  if (sample_memory_ && memory_interval_ns_ > 0 &&
+      MonotonicNowNs() - last_memory_sample_ns_ >= memory_interval_ns_)
+    SampleMemoryLocked();
+  if (ctl_gen_ == 0) return;
   Apply(ctl_->OnTick(MonotonicNowNs()));
 }
 

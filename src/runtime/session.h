@@ -71,6 +71,7 @@ class SessionImpl {
   void CloseManualLocked(const char* reason);
   void Disable(const std::string& why);
   void OnTick();
+  void SampleMemoryLocked();  // contents memory: one rss_bytes counter if a window is open
   void OnBudget(uint32_t gen);
   void OnFatal(const std::string& message);
   void RecordBoundary(uint32_t gen, format::Category cat, format::EventKind kind, uint32_t name,
@@ -112,6 +113,11 @@ class SessionImpl {
   int64_t current_step_ = 0;
   std::vector<Span> stages_;
   std::map<config::SubStepKind, int64_t> substeps_;
+  // contents memory (mu_).
+  bool sample_memory_ = false;
+  int64_t memory_interval_ns_ = 0;
+  int64_t last_memory_sample_ns_ = 0;
+  uint32_t rss_name_ = 0;
 };
 
 }  // namespace rlprof::runtime

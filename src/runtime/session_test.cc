@@ -1,5 +1,6 @@
 #include "src/runtime/session.h"
 
+#include <chrono>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -33,6 +34,41 @@ std::vector<std::string> EventNames(const format::RawCapture& cap, format::Event
     if (e.kind == kind) out.push_back(cap.str(e.name));
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// contents: [memory]: the RSS is a counter at each stage boundary and every
+// memory_interval_s while the window is open, and nowhere else.
+TEST(SessionTest, MemoryContentsSampleRssAtStageBoundariesAndAtTheInterval) {
+  const std::string save = FreshDir("memory");
+  config::Plan plan = MakePlan(save, {1});
+  plan.roles[0].contents.memory = true;
+  plan.memory_interval_s = 0.01;
+  auto s = SessionImpl::Create(plan, Quiet("mem"), NoEnv);
+  ASSERT_TRUE(s->enabled());
+  s->BeginStep(1);
+  s->BeginStage("actor", "actor_update", std::nullopt);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  s->EndStage();
+  s->EndStep();
+  s->BeginStep(2);  // not selected: no window, no samples
+  s->BeginStage("actor", "actor_update", std::nullopt);
+  s->EndStage();
+  s->EndStep();
+  s->Shutdown();
+  const std::vector<std::string> caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok()) << cap.status().ToString();
+  int samples = 0;
+  for (const auto& e : cap->events) {
+    if (e.kind != format::EventKind::kCounter || cap->str(e.name) != "rss_bytes") continue;
+    EXPECT_EQ(e.category, format::Category::kMemory);
+    EXPECT_GT(e.counter_value(), 1 << 20);  // this test binary is bigger than 1 MiB
+    ++samples;
+  }
+  // Two at the stage's bounds, and about one per 10 ms of the 300 ms (the writer wakes at
+  // the interval; a loaded machine may skip some, never all).
+  EXPECT_GE(samples, 4);
 }
 
 TEST(SessionTest, WritesOneCapturePerSelectedStepWithAFullManifest) {
