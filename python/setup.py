@@ -1,5 +1,6 @@
-"""Builds rlprof._rlprof with CMake (the repository's own build) for pip; metadata is in
-pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
+"""Builds rlprof's extensions with CMake (the repository's own build) for pip: rlprof._rlprof
+(the runtime) and, when libtorch is found, rlprof._torch_ops (the operator hook). Metadata is
+in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
 parallelism."""
 import glob
 import os
@@ -31,13 +32,18 @@ class CMakeBuild(build_ext):
         args += shlex.split(os.environ.get("RLPROF_CMAKE_ARGS", ""))
         subprocess.run(["cmake", *args], check=True)
         jobs = os.environ.get("RLPROF_JOBS", str(os.cpu_count() or 2))
-        subprocess.run(["cmake", "--build", build, "--target", "_rlprof", "-j", jobs], check=True)
+        # rlprof_python builds _rlprof, and _torch_ops where libtorch is found.
+        subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "-j", jobs],
+                       check=True)
         built = glob.glob(os.path.join(build, "python", "rlprof", "_rlprof*.so"))
         if not built:
             raise RuntimeError("rlprof: the CMake build produced no _rlprof extension")
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[0], dest)
+        # The optional operator hook goes next to it (installed with the package directory).
+        for f in glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")):
+            shutil.copyfile(f, os.path.join(os.path.dirname(dest), os.path.basename(f)))
 
 
 setup(ext_modules=[CMakeExtension("rlprof._rlprof")], cmdclass={"build_ext": CMakeBuild})

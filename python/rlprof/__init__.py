@@ -13,10 +13,12 @@
     print(prof.captures())
 
 The capture windows (steps, ranks, roles, stages, schedules) come from the config; outside a
-window every call here is a cheap no-op. See docs/python.md.
+window every call here is a cheap no-op. `import rlprof` does not load torch; operator capture
+(rlprof.torch) is loaded when a Profiler's contents include operators. See docs/python.md.
 """
+import importlib.util as _importlib_util
+
 from rlprof._rlprof import (  # noqa: F401  (re-exported)
-    HAVE_TORCH_OPS,
     counter,
     mark,
     range_end,
@@ -32,6 +34,10 @@ from rlprof.profiler import (  # noqa: F401
 )
 
 __version__ = "0.1.0"
+
+# Whether operator capture was built (rlprof.torch, which loads libtorch, is imported only by a
+# Profiler that captures operators, or explicitly).
+HAVE_TORCH_OPS: bool = _importlib_util.find_spec("rlprof._torch_ops") is not None
 
 __all__ = [
     "Profiler",

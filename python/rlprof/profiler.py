@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import time
+import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
@@ -92,6 +93,8 @@ class Profiler:
             self.clock_offset_ns = 0
         self._step_open = False
         self._torch_memory = "memory" in self._session.contents
+        if "ops" in self._session.contents and self._session.selected:
+            _load_torch_ops(quiet)
         _current = self
         # A profiler that is never shut down still finalises its captures at normal exit
         # (multiprocessing children leave through os._exit: call shutdown() there).
@@ -208,6 +211,19 @@ class Profiler:
         if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
             _rlprof.memory_counter("cuda_allocated_bytes", float(torch.cuda.memory_allocated()))
             _rlprof.memory_counter("cuda_reserved_bytes", float(torch.cuda.memory_reserved()))
+
+
+def _load_torch_ops(quiet: bool) -> None:
+    """Imports the operator hook (loading libtorch) once; the session switches it with the
+    capture windows from then on."""
+    if _rlprof._torch_ops_loaded():
+        return
+    try:
+        import rlprof.torch  # noqa: F401  (registers the hook with the core extension)
+    except ImportError as e:
+        if not quiet:
+            warnings.warn(f"rlprof: operator capture is not available ({e}); recording "
+                          "without operators", RuntimeWarning, stacklevel=3)
 
 
 def _shutdown_at_exit(ref: "weakref.ReferenceType[Profiler]") -> None:

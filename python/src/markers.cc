@@ -1,18 +1,17 @@
 // Free marker functions of rlprof._rlprof: ranges, marks, counters, memory samples, and the
-// torch operator hook's switch. Outside a capture window every marker returns after one
-// relaxed atomic load (the Python call itself, ~50 ns, dominates).
+// link to the torch operator hook (python/src/torch_hooks.h). Outside a capture window every
+// marker returns after one relaxed atomic load (the Python call itself, ~50 ns, dominates).
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
 
 #include "python/src/bindings.h"
+#include "python/src/torch_hooks.h"
 #include "rlprof/format/event.h"
 #include "rlprof/rlprof.hpp"
 #include "src/runtime/thread_buffer.h"
-#if defined(RLPROF_HAVE_TORCH_OPS)
-#include "src/sources/torch_ops.h"
-#endif
+#include "src/sources/runtime_link.h"
 
 namespace py = pybind11;
 
@@ -53,35 +52,29 @@ long RssBytes() {
   return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
 }
 
-py::dict TorchOpsStatsPy() {
-  py::dict d;
-#if defined(RLPROF_HAVE_TORCH_OPS)
-  const sources::TorchOpsStats s = sources::TorchOps::Get().stats();
-  d["available"] = true;
-  d["ops"] = s.ops;
-  d["communication"] = s.communication;
-  d["installed"] = s.installed;
-  d["enabled"] = s.enabled;
-  d["shapes"] = s.shapes;
-#else
-  d["available"] = false;
-#endif
-  return d;
+// Set once, when rlprof._torch_ops is imported (with the GIL held), and never changed: the
+// extension is never unloaded.
+const TorchOpsHooks* g_torch = nullptr;
+
+void SetTorchOps(py::capsule hooks) {
+  auto* h = static_cast<const TorchOpsHooks*>(PyCapsule_GetPointer(hooks.ptr(), kTorchHooksCapsule));
+  if (h == nullptr) throw py::error_already_set();
+  if (h->abi != TorchOpsHooks::kAbi || h->size != sizeof(TorchOpsHooks))
+    throw py::value_error("rlprof: rlprof._torch_ops is from another rlprof build");
+  g_torch = h;
 }
 
 }  // namespace
 
 void SyncTorchOps(bool want, bool shapes) {
-#if defined(RLPROF_HAVE_TORCH_OPS)
-  sources::TorchOps::Get().Sync(want, shapes);
-#endif
+  if (g_torch != nullptr) g_torch->sync(want, shapes);
 }
 
 void WaitForTorchAsync(int64_t timeout_us) {
-#if defined(RLPROF_HAVE_TORCH_OPS)
-  sources::TorchOps::Get().WaitForAsync(timeout_us);
-#endif
+  if (g_torch != nullptr) g_torch->wait_for_async(timeout_us);
 }
+
+bool TorchOpsLoaded() { return g_torch != nullptr; }
 
 void EmitMemoryCounters() {
   if (!Recording()) return;
@@ -98,12 +91,12 @@ void BindMarkers(py::module_& m) {
   m.def("memory_counter", &EmitMemoryCounter, py::arg("name"), py::arg("value"));
   m.def("sample_memory", &EmitMemoryCounters);
   m.def("set_thread_name", &SetThreadName, py::arg("name"));
-  m.def("torch_ops_stats", &TorchOpsStatsPy);
-#if defined(RLPROF_HAVE_TORCH_OPS)
-  m.attr("HAVE_TORCH_OPS") = true;
-#else
-  m.attr("HAVE_TORCH_OPS") = false;
-#endif
+  // The torch operator hook's side of python/src/torch_hooks.h.
+  static const sources::RuntimeLink link = sources::LocalRuntimeLink();
+  m.attr("_runtime_link") =
+      py::capsule(static_cast<const void*>(&link), kRuntimeLinkCapsule);
+  m.def("_set_torch_ops", &SetTorchOps, py::arg("hooks"));
+  m.def("_torch_ops_loaded", &TorchOpsLoaded);
 }
 
 }  // namespace rlprof::python

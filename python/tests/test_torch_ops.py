@@ -1,12 +1,16 @@
 """Torch operator capture: operators inside windows only, in the right stage, with shapes."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import rlprof
 from conftest import capture_key, events, manifest
 
 torch = pytest.importorskip("torch")
+if rlprof.HAVE_TORCH_OPS:
+    import rlprof.torch  # noqa: E402,F401
 pytestmark = pytest.mark.skipif(not rlprof.HAVE_TORCH_OPS, reason="built without libtorch")
 
 
@@ -23,7 +27,7 @@ def work(x):
 
 def test_operators_land_inside_their_stage_and_only_in_windows(tmp_path, rlprof_cli):
     x = torch.randn(8, 8, requires_grad=True)
-    before = rlprof._rlprof.torch_ops_stats()["ops"]
+    before = rlprof.torch.stats()["ops"] if rlprof._rlprof._torch_ops_loaded() else 0
     prof = rlprof.Profiler(cfg(tmp_path, ["cpu", "ops"]), role="actor", quiet=True)
     for step in (1, 2, 3):
         with prof.step(step):
@@ -32,7 +36,7 @@ def test_operators_land_inside_their_stage_and_only_in_windows(tmp_path, rlprof_
             with rlprof.annotate("actor_update", role="actor"):
                 work(x)
     caps = prof.shutdown()
-    stats = rlprof._rlprof.torch_ops_stats()
+    stats = rlprof.torch.stats()
     assert not stats["enabled"]  # off outside windows
     assert [capture_key(c) for c in caps] == [(2, "e2e", 0)]
     evs = events(rlprof_cli, caps[0], str(tmp_path))
@@ -66,6 +70,29 @@ def test_shapes_and_memory_when_asked(tmp_path, rlprof_cli):
     assert mm["args"]["shapes"] == "[[4, 6], [6, 4]]"
     mem = [e for e in evs if e["cat"] == "memory" and e["name"] == "rss_bytes"]
     assert len(mem) >= 2 and all(e["args"]["value"] > 1e6 for e in mem)
+
+
+def test_import_rlprof_does_not_load_libtorch_until_operators_are_asked_for(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent(f"""
+        import sys
+        import rlprof
+        def libtorch():
+            with open("/proc/self/maps") as f:
+                return "libtorch" in f.read()
+        assert "torch" not in sys.modules and not libtorch(), "import rlprof loaded torch"
+        cfg = {{"rlprof": {{"steps": [1], "save_path": {str(tmp_path)!r},
+                          "roles": {{"actor": {{"ranks": [0], "contents": ["cpu"]}}}}}}}}
+        rlprof.Profiler(cfg, role="actor", quiet=True).shutdown()
+        assert not libtorch(), "a Profiler without ops loaded libtorch"
+        cfg["rlprof"]["roles"]["actor"]["contents"] = ["cpu", "ops"]
+        rlprof.Profiler(cfg, role="actor", quiet=True).shutdown()
+        assert libtorch() and rlprof._rlprof._torch_ops_loaded()
+        assert rlprof.torch.stats()["bound"]
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, env=dict(os.environ))
 
 
 def test_user_record_function_scopes_are_recorded(tmp_path, rlprof_cli):

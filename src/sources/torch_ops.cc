@@ -1,8 +1,10 @@
 #include "src/sources/torch_ops.h"
 
-#include <ATen/record_function.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <time.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -11,8 +13,6 @@
 #include <unordered_map>
 
 #include "rlprof/format/event.h"
-#include "rlprof/rlprof.hpp"
-#include "src/runtime/thread_buffer.h"
 
 namespace rlprof::sources {
 namespace {
@@ -22,64 +22,131 @@ using format::EventKind;
 
 constexpr uint32_t kNoSequence = UINT32_MAX;  // torch's seqNr() == -1
 
-struct OpContext : at::ObserverContext {
-  uint64_t t0 = 0;
-  uint32_t gen = 0;
-  uint32_t shapes = 0;  // string id
-  uint32_t bytes = 0;   // saturated
-  bool async = false;   // ends on another thread (c10d work): counted in flight
+// The runtime the callbacks record into; written by Bind() before the callback is registered
+// (registration and the callbacks' first run are ordered by torch's callback registry).
+RuntimeLink g_link;
+
+inline uint32_t OpenWindow() { return g_link.window_gen->load(std::memory_order_relaxed); }
+
+// The same clock as the runtime's internal::ReadTicks(), chosen by the runtime's flag.
+inline uint64_t ReadTicks() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (g_link.use_tsc->load(std::memory_order_relaxed)) return __builtin_ia32_rdtsc();
+#endif
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// ---- Per-thread state: name cache, shapes buffer ----
+
+// Transparent hashing so that lookups by string_view do not build a std::string.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TextMap = std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>>;
+
+struct NameInfo {
+  uint32_t id = 0;
+  bool communication = false;
 };
 
 // Operator names: aten names live as long as the operator, but user scopes and backward node
 // names are owned by the RecordFunction, so a pointer may come back with other text. The
-// cache is keyed by pointer and verified by content; it is dropped when the window changes
-// (string ids are per session, and window generations are never reused).
-struct NameCacheEntry {
-  std::string text;
-  uint32_t id = 0;
+// direct-mapped cache is keyed by pointer and verified against its own copy of the text
+// (strcmp of a short name, no hashing); misses go to a content map. Both are dropped when the
+// window changes (string ids are per session, and window generations are never reused).
+struct NameSlot {
+  const char* ptr = nullptr;
+  const char* text = nullptr;  // the key stored in `by_text`
+  NameInfo info;
 };
-struct ThreadNames {
+constexpr size_t kNameSlots = 512;
+
+struct ThreadState {
   uint32_t gen = 0;
-  std::unordered_map<const char*, NameCacheEntry> by_ptr;
+  NameSlot slots[kNameSlots];
+  std::unordered_map<std::string, NameInfo, TextHash, std::equal_to<>> by_text;
+  std::string shapes;  // reused: formatting allocates only when a longer text appears
+  TextMap shape_ids;
 };
 
-uint32_t NameId(uint32_t gen, const char* name) {
-  thread_local ThreadNames names;
-  if (names.gen != gen) {
-    names.by_ptr.clear();
-    names.gen = gen;
+// A trivially destructible thread_local pointer (one TLS load on the hot path); the state is
+// freed at thread exit by a second thread_local that exists only on threads that made one.
+thread_local ThreadState* t_state = nullptr;
+struct StateReaper {
+  ~StateReaper() {
+    delete t_state;
+    t_state = nullptr;
   }
-  if (name == nullptr) return 0;
-  auto it = names.by_ptr.find(name);
-  if (it != names.by_ptr.end() && it->second.text == name) return it->second.id;
-  NameCacheEntry e;
-  e.text = name;
-  e.id = runtime::Recorder::Get().interner().InternString(e.text);
-  const uint32_t id = e.id;
-  names.by_ptr[name] = std::move(e);
-  return id;
+};
+
+ThreadState* State(uint32_t gen) {
+  ThreadState* s = t_state;
+  if (s == nullptr) {
+    thread_local StateReaper reaper;
+    (void)reaper;
+    s = t_state = new ThreadState;
+  }
+  if (s->gen != gen) {
+    for (NameSlot& slot : s->slots) slot = NameSlot{};
+    s->by_text.clear();
+    s->shape_ids.clear();
+    s->gen = gen;
+  }
+  return s;
+}
+
+NameInfo LookupName(ThreadState* s, const char* name) {
+  const auto v = reinterpret_cast<uintptr_t>(name);
+  NameSlot& slot = s->slots[((v >> 3) ^ (v >> 13)) & (kNameSlots - 1)];
+  if (slot.ptr == name && std::strcmp(slot.text, name) == 0) return slot.info;
+  const std::string_view text(name);
+  auto it = s->by_text.find(text);
+  if (it == s->by_text.end()) {
+    NameInfo info;
+    info.id = g_link.intern(text);
+    info.communication = IsCommunicationOp(text);
+    it = s->by_text.emplace(std::string(text), info).first;
+  }
+  slot.ptr = name;
+  slot.text = it->first.c_str();
+  slot.info = it->second;
+  return it->second;
+}
+
+// ---- Shapes (only with `shapes`) ----
+
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+void AppendShape(const at::Tensor& t, std::string* out, uint64_t* bytes) {
+  out->push_back('[');
+  if (t.defined()) {
+    const auto sizes = t.sizes();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i) out->append(", ");
+      AppendInt(out, sizes[i]);
+    }
+    *bytes += static_cast<uint64_t>(t.numel()) * t.element_size();
+  }
+  out->push_back(']');
 }
 
 void AppendShape(const c10::IValue& v, std::string* out, uint64_t* bytes) {
   if (v.isTensor()) {
-    const at::Tensor& t = v.toTensor();
-    out->push_back('[');
-    if (t.defined()) {
-      const auto sizes = t.sizes();
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        if (i) out->append(", ");
-        out->append(std::to_string(sizes[i]));
-      }
-      *bytes += static_cast<uint64_t>(t.numel()) * t.element_size();
-    }
-    out->push_back(']');
+    AppendShape(v.toTensor(), out, bytes);
   } else if (v.isTensorList()) {
     out->push_back('[');
     bool first = true;
-    for (const at::Tensor& t : v.toTensorVector()) {
+    for (const at::Tensor& t : v.toTensorList()) {  // a List handle: no vector copy
       if (!first) out->append(", ");
       first = false;
-      AppendShape(c10::IValue(t), out, bytes);
+      AppendShape(t, out, bytes);
     }
     out->push_back(']');
   } else {
@@ -87,34 +154,84 @@ void AppendShape(const c10::IValue& v, std::string* out, uint64_t* bytes) {
   }
 }
 
+// ---- Contexts: one per recorded op, from a per-thread free list ----
+
+// torch owns the context through a unique_ptr<ObserverContext> and deletes it through the
+// base's virtual destructor, which uses this class's operator delete: the memory goes back to
+// the free list of the thread that ends the op (async ops end on another thread; the list is
+// capped so such a thread does not hoard).
+struct OpContext final : at::ObserverContext {
+  uint64_t t0 = 0;
+  uint32_t gen = 0;
+  uint32_t shapes = 0;  // string id
+  uint32_t bytes = 0;   // saturated
+  bool async = false;   // ends on another thread (c10d work): counted in flight
+
+  static void* operator new(size_t n);
+  static void operator delete(void* p) noexcept;
+};
+
+struct FreeNode {
+  FreeNode* next;
+};
+constexpr uint32_t kMaxFree = 1024;
+thread_local FreeNode* t_free = nullptr;  // leaked at thread exit (at most kMaxFree small blocks)
+thread_local uint32_t t_free_count = 0;
+
+void* OpContext::operator new(size_t n) {
+  if (FreeNode* f = t_free; f != nullptr && n == sizeof(OpContext)) {
+    t_free = f->next;
+    --t_free_count;
+    return f;
+  }
+  return ::operator new(sizeof(OpContext));
+}
+
+void OpContext::operator delete(void* p) noexcept {
+  if (t_free_count >= kMaxFree) {
+    ::operator delete(p);
+    return;
+  }
+  auto* f = static_cast<FreeNode*>(p);
+  f->next = t_free;
+  t_free = f;
+  ++t_free_count;
+}
+
+// ---- Callbacks ----
+
 std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
-  const uint32_t gen = internal::OpenWindow();
+  const uint32_t gen = OpenWindow();
   if (gen == 0) return nullptr;
-  auto ctx = std::make_unique<OpContext>();
+  auto ctx = std::unique_ptr<OpContext>(new OpContext);
   ctx->gen = gen;
   if (fn.isAsync()) {
     ctx->async = true;
     TorchOps::Get().async_in_flight.fetch_add(1, std::memory_order_relaxed);
   }
-  const auto inputs = fn.inputs();
+  const auto inputs = fn.inputs();  // empty unless registered with needsInputs (shapes on)
   if (!inputs.empty()) {
-    std::string shapes = "[";
+    ThreadState* s = State(gen);
+    std::string& text = s->shapes;
+    text.assign("[");
     uint64_t bytes = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (i) shapes.append(", ");
-      AppendShape(inputs[i], &shapes, &bytes);
+      if (i) text.append(", ");
+      AppendShape(inputs[i], &text, &bytes);
     }
-    shapes.push_back(']');
-    ctx->shapes = runtime::Recorder::Get().interner().InternString(shapes);
+    text.push_back(']');
+    auto it = s->shape_ids.find(std::string_view(text));
+    if (it == s->shape_ids.end()) it = s->shape_ids.emplace(text, g_link.intern(text)).first;
+    ctx->shapes = it->second;
     ctx->bytes = bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(bytes);
   }
-  ctx->t0 = internal::ReadTicks();  // last: formatting is not the operator's time
+  ctx->t0 = ReadTicks();  // last: formatting is not the operator's time
   return ctx;
 }
 
 void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
   if (raw == nullptr) return;
-  const uint64_t t1 = internal::ReadTicks();
+  const uint64_t t1 = ReadTicks();
   auto* ctx = static_cast<OpContext*>(raw);
   struct AsyncDone {  // after the event is stored: WaitForAsync() then sees it recorded
     bool on;
@@ -122,14 +239,15 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
       if (on) TorchOps::Get().async_in_flight.fetch_sub(1, std::memory_order_release);
     }
   } done{ctx->async};
-  if (internal::OpenWindow() != ctx->gen) return;  // the window closed meanwhile
+  if (OpenWindow() != ctx->gen) return;  // the window closed meanwhile
   const char* name = fn.name();
-  runtime::Record e{};
+  const NameInfo info = name != nullptr ? LookupName(State(ctx->gen), name) : NameInfo{};
+  format::Event e{};
   e.ts_ns = static_cast<int64_t>(ctx->t0);
   e.payload = static_cast<int64_t>(t1 - ctx->t0);
-  e.name = NameId(ctx->gen, name);
+  e.name = info.id;
   e.kind = EventKind::kComplete;
-  if (name != nullptr && IsCommunicationOp(name)) {
+  if (info.communication) {
     e.category = Category::kCommunication;
     e.arg0 = ctx->bytes;
     TorchOps::Get().comm_recorded.fetch_add(1, std::memory_order_relaxed);
@@ -140,7 +258,7 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
     e.arg1 = ctx->shapes;
     TorchOps::Get().ops_recorded.fetch_add(1, std::memory_order_relaxed);
   }
-  runtime::EmitRecord(ctx->gen, e);
+  g_link.emit(ctx->gen, e);
 }
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -158,9 +276,21 @@ TorchOps& TorchOps::Get() {
   return *ops;
 }
 
+bool TorchOps::Bind(const RuntimeLink& link) {
+  if (link.abi != RuntimeLink::kAbi || link.size != sizeof(RuntimeLink) ||
+      link.window_gen == nullptr || link.use_tsc == nullptr || link.emit == nullptr ||
+      link.intern == nullptr)
+    return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (enabled_) return false;  // never swap the runtime under a running callback
+  g_link = link;
+  bound_ = true;
+  return true;
+}
+
 void TorchOps::Sync(bool want, bool shapes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!want) {
+  if (!want || !bound_) {
     if (enabled_) at::disableCallback(handle_);
     enabled_ = false;
     return;
@@ -171,9 +301,11 @@ void TorchOps::Sync(bool want, bool shapes) {
     enabled_ = false;
   }
   if (handle_ == 0) {
+    // No needsIds: the callbacks use the sequence number (always set) but not torch's
+    // per-RecordFunction handle, which costs a global atomic increment per op. Inputs only
+    // for shapes: asking for them makes the dispatcher box every op's arguments.
     handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&OnEnter, &OnExit)
                                         .needsInputs(shapes)
-                                        .needsIds(true)
                                         .scopes({at::RecordScope::FUNCTION,
                                                  at::RecordScope::BACKWARD_FUNCTION,
                                                  at::RecordScope::TORCHSCRIPT_FUNCTION,
@@ -210,6 +342,7 @@ TorchOpsStats TorchOps::stats() const {
   s.installed = handle_ != 0;
   s.enabled = enabled_;
   s.shapes = shapes_;
+  s.bound = bound_;
   return s;
 }
 

@@ -6,19 +6,28 @@
 // recorded).
 //
 //   rlprof::sources::TorchOps& ops = rlprof::sources::TorchOps::Get();
+//   ops.Bind(rlprof::sources::LocalRuntimeLink());   // once: the runtime to record into
 //   ops.Sync(/*want=*/rlprof::Recording() && plan.contents.ops, /*shapes=*/plan.contents.shapes);
 //   ... torch code ...             // recorded into the open window's per-thread buffers
 //   ops.Sync(false, false);        // the callback is disabled: torch pays nothing for it
 //
+// The runtime is reached through a RuntimeLink (runtime_link.h) rather than by linking it:
+// the Python package loads this hook as its own extension (rlprof._torch_ops, the only part
+// that needs libtorch), and only the core extension's copy of the runtime has windows open.
+//
 // Cost: outside windows the callback is disabled (torch's RecordFunction then does no work
 // for it); call Sync() after every session call that may open or close a window. While
-// enabled, each op costs the callback's enter/exit (two clock reads, one small allocation,
-// one 32-byte record) plus shape formatting when shapes are on. A window that closes while
-// the callback is still enabled (budget, backstop) is safe: the callback re-checks the open
-// window on every op and records nothing.
+// enabled, each op costs the callback's enter/exit: two clock reads, a context object from a
+// per-thread free list (no allocation in steady state), a per-thread name cache keyed by
+// pointer and verified by content, and one 32-byte record; shapes formatting (into a reused
+// per-thread buffer) only when shapes are on, which is also the only case in which torch is
+// asked to hand over the inputs. A window that closes while the callback is still enabled
+// (budget, backstop) is safe: the callback re-checks the open window on every op and records
+// nothing.
 //
-// Thread-safety: Sync/Uninstall are serialised by an internal mutex; the callbacks run on
-// every torch thread (autograd, gloo workers) and touch only thread-local state.
+// Thread-safety: Bind/Sync/Uninstall are serialised by an internal mutex (Bind before the
+// first Sync); the callbacks run on every torch thread (autograd, gloo workers) and touch only
+// thread-local state and relaxed atomics.
 #ifndef RLPROF_SRC_SOURCES_TORCH_OPS_H_
 #define RLPROF_SRC_SOURCES_TORCH_OPS_H_
 
@@ -26,6 +35,8 @@
 #include <cstdint>
 #include <mutex>
 #include <string_view>
+
+#include "src/sources/runtime_link.h"
 
 namespace rlprof::sources {
 
@@ -38,14 +49,18 @@ struct TorchOpsStats {
   bool installed = false;       // the callback is registered with torch
   bool enabled = false;         // and currently enabled
   bool shapes = false;
+  bool bound = false;           // a runtime is bound
 };
 
 class TorchOps {
  public:
   static TorchOps& Get();
 
+  // Sets the runtime to record into. Returns false (and keeps the old one) when `link` is of
+  // another layout (an extension built from a different rlprof).
+  bool Bind(const RuntimeLink& link);
   // Enables the callback when `want` (registering it the first time, or again when `shapes`
-  // changes), disables it otherwise. Cheap when nothing changes.
+  // changes), disables it otherwise. Cheap when nothing changes. No-op until Bind().
   void Sync(bool want, bool shapes);
   // Waits (bounded) until every asynchronous scope that began in a window has ended. c10d
   // work (gloo:all_reduce, …) completes its future before it ends its RecordFunction on the
@@ -67,6 +82,7 @@ class TorchOps {
   uint64_t handle_ = 0;  // at::CallbackHandle; 0 = not registered
   bool enabled_ = false;
   bool shapes_ = false;
+  bool bound_ = false;
 };
 
 }  // namespace rlprof::sources
