@@ -226,12 +226,14 @@ void SessionImpl::BeginStep(int64_t step) {
   sp.value = step;
   sp.t0 = internal::ReadTicks();
   step_ = sp;
+  SampleMemoryLocked();
 }
 
 void SessionImpl::EndStep() {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
+  SampleMemoryLocked();
   if (step_) {
     RecordBoundary(step_->gen, Category::kStep, EventKind::kComplete, step_->name, step_->t0,
                    internal::ReadTicks(), static_cast<uint32_t>(step_->value), 0);

@@ -115,7 +115,7 @@ struct Plan {
   BufferPolicy buffer_policy = BufferPolicy::kFlush;
   double flush_interval_s = 0.1;                // crash safety: flush at least this often
   double backstop_s = 600.0;                    // close a scheduled window after this long
-  double memory_interval_s = 0.1;  // contents memory: RSS sampled this often in a window (0: stage bounds only)
+  double memory_interval_s = 0.1;  // contents memory: RSS sampled this often in a window (0: boundaries only)
   std::vector<RolePlan> roles;
   std::vector<std::string> warnings;            // semantics made explicit (printed by plan)
   std::string resolved_yaml;                    // normalised config, for the manifest
