@@ -96,9 +96,14 @@ class Profiler:
         if "ops" in self._session.contents and self._session.selected:
             _load_torch_ops(quiet)
         _current = self
-        # A profiler that is never shut down still finalises its captures at normal exit
-        # (multiprocessing children leave through os._exit: call shutdown() there).
-        atexit.register(_shutdown_at_exit, weakref.ref(self))
+        # A profiler that is never shut down still finalises its captures at normal exit.
+        # Processes started by multiprocessing with fork or forkserver leave through
+        # os._exit, which skips atexit, but first run multiprocessing's finalizers that have
+        # an exit priority (util._exit_function): register with both (shutdown is idempotent).
+        ref = weakref.ref(self)
+        atexit.register(_shutdown_at_exit, ref)
+        from multiprocessing import util as _mp_util  # lazily: a few ms, only with a Profiler
+        _mp_util.Finalize(None, _shutdown_at_exit, args=(ref,), exitpriority=10)
 
     # ---- identity and plan ----
     @property

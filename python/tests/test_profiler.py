@@ -177,3 +177,45 @@ def test_a_profiler_never_shut_down_finalises_at_exit(tmp_path):
     m = manifest(caps[0])
     assert m["complete"] is True and m["window"]["close_reason"] == "step_end"  # shutdown ends the step
     assert m["counts"]["events"] >= 1
+
+
+CHILD_SCRIPT = '''
+import multiprocessing as mp
+import sys
+
+import rlprof
+
+
+def child(save):
+    p = rlprof.Profiler({"rlprof": {"steps": [1], "save_path": save,
+                                    "roles": {"actor": {"ranks": [0]}}}}, role="actor", quiet=True)
+    p.start(1)
+    with rlprof.annotate("in_child"):
+        rlprof.mark("left_open")
+    # Neither stop() nor shutdown(): multiprocessing children leave through os._exit.
+
+
+if __name__ == "__main__":
+    proc = mp.get_context(sys.argv[2]).Process(target=child, args=(sys.argv[1],))
+    proc.start()
+    proc.join()
+    sys.exit(proc.exitcode)
+'''
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_a_multiprocessing_child_that_never_shuts_down_writes_a_complete_capture(
+        tmp_path, rlprof_cli, method):
+    import subprocess
+    import sys
+    script = tmp_path / "mp_child.py"
+    script.write_text(CHILD_SCRIPT)
+    save = tmp_path / "out"
+    subprocess.run([sys.executable, str(script), str(save), method], check=True,
+                   env=dict(os.environ), timeout=120)
+    caps = all_captures(str(save))
+    assert len(caps) == 1
+    m = manifest(caps[0])
+    assert m["complete"] is True and m["window"]["close_reason"] == "step_end"
+    names = {e["name"] for e in events(rlprof_cli, caps[0], str(tmp_path))}
+    assert {"in_child", "left_open"} <= names
