@@ -1,6 +1,7 @@
 #include "src/analysis/analyse.h"
 
 #include <algorithm>
+#include <map>
 
 #include "src/analysis/analyse_internal.h"
 
@@ -54,6 +55,46 @@ MergedSet SetOf(const std::vector<WorkInterval>& work, uint8_t bit) {
   for (const auto& w : work)
     if (w.bit == bit && w.end > w.start) v.push_back({w.start, w.end});
   return MergedSet::Build(std::move(v));
+}
+
+// Per process group g and step window W: ‖M_g ∩ W‖ and ‖(M_g − C) ∩ W‖ (clipped to W in every
+// assignment mode), and how many of the group's intervals start in W.
+std::vector<GroupComm> CommByGroup(const Trace& t, const std::vector<WorkInterval>& work,
+                                   const MergedSet& cset, const std::vector<StepWindow>& windows) {
+  std::map<uint32_t, std::vector<std::pair<int64_t, int64_t>>> by_group;
+  for (const auto& w : work)
+    if (w.bit == kBitComm && w.end > w.start)
+      by_group[w.slice >= 0 ? t.group[w.slice] : 0].push_back({w.start, w.end});
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> named;
+  for (auto& [id, v] : by_group) {
+    std::string name = id != 0 ? t.str(id) : "";
+    if (name.empty()) name = "(none)";
+    auto& dst = named[name];
+    dst.insert(dst.end(), v.begin(), v.end());
+  }
+  std::vector<GroupComm> out;
+  for (auto& [name, v] : named) {
+    std::sort(v.begin(), v.end());
+    std::vector<int64_t> starts;
+    starts.reserve(v.size());
+    for (const auto& iv : v) starts.push_back(iv.first);
+    MergedSet m = MergedSet::Build(v);
+    MergedSet exposed = MergedSet::Build(Subtract(m.intervals(), cset.intervals()));
+    for (const auto& w : windows) {
+      GroupComm g;
+      g.step = w.step;
+      g.group = name;
+      g.comm = m.Length(w.start, w.end);
+      g.ops = std::lower_bound(starts.begin(), starts.end(), w.end) -
+              std::lower_bound(starts.begin(), starts.end(), w.start);
+      if (g.comm == 0 && g.ops == 0) continue;
+      g.comm_not_overlapped = exposed.Length(w.start, w.end);
+      out.push_back(std::move(g));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const GroupComm& a, const GroupComm& b) { return a.step < b.step; });
+  return out;
 }
 
 // by_launch (msprof-analyze DB): each work interval goes whole to the step whose host range
@@ -188,6 +229,8 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     }
     if (outside) diag.Add("work_outside_step_windows", outside);
   }
+
+  a.comm_by_group = CommByGroup(t, work, cset, windows);
 
   // Stages, and the "(none)" remainder of each step.
   std::vector<StageWindow> stage_windows = BuildStageWindows(t, windows, work, launch);

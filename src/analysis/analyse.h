@@ -45,6 +45,15 @@ struct StepResult {
   int64_t overflow = 0;    // by_start / by_launch: Σ atoms − ‖W‖ (0 in clip mode)
 };
 
+// Communication of one process group in one step (docs/definitions.md §3 comm_by_group).
+struct GroupComm {
+  int64_t step = 0;
+  std::string group;  // process group / HCCL group name, "(none)" when the trace has none
+  int64_t ops = 0;    // communication intervals of the group starting in the window
+  int64_t comm = 0;   // ‖M_g ∩ W‖
+  int64_t comm_not_overlapped = 0;  // ‖(M_g − C) ∩ W‖
+};
+
 struct StageResult {
   int64_t step = 0;
   std::string role;
@@ -98,6 +107,7 @@ struct TraceAnalysis {
   bool cpu_only = false;  // no device work: the partition runs over host threads
   std::vector<StepResult> steps;
   std::vector<StageResult> stages;
+  std::vector<GroupComm> comm_by_group;  // by step, then group name
   HtaBreakdown hta;
   std::vector<IdleBreakdownRow> idle_breakdown;
   TraceLensTimeline tracelens;

@@ -227,6 +227,39 @@ TEST(AssignModeTest, ByLaunchFallsBackToTheStartForWorkWithoutALaunchAndCountsIt
   EXPECT_EQ(a.diagnostics.counts.at("by_launch_without_launch"), 1u);
 }
 
+TEST(CommByGroupTest, EachProcessGroupHasItsCommunicationAndItsExposedPart) {
+  TraceBuilder b;
+  b.Step(1, 0, 100);
+  b.Step(2, 100, 200);
+  b.Kernel(7, "gemm", 0, 50);
+  Trace& t = b.trace();
+  const uint32_t tp = t.Intern("tp"), dp = t.Intern("dp");
+  t.group[b.Kernel(20, "ncclDevKernel_AllReduce", 40, 60)] = tp;   // 10 hidden under gemm
+  t.group[b.Kernel(21, "ncclDevKernel_AllGather", 70, 90)] = dp;
+  t.group[b.Kernel(21, "ncclDevKernel_AllGather", 85, 120)] = dp;  // crosses into step 2
+  b.Kernel(22, "ncclDevKernel_SendRecv", 95, 100);                  // no group
+  TraceAnalysis a = Analyse(b.Build());
+  ASSERT_EQ(a.comm_by_group.size(), 4u);
+  auto row = [&](int64_t step, const std::string& g) {
+    for (const auto& r : a.comm_by_group)
+      if (r.step == step && r.group == g) return r;
+    ADD_FAILURE() << "no row " << step << " " << g;
+    return GroupComm{};
+  };
+  EXPECT_EQ(row(1, "(none)").comm, 5 * kUs);
+  EXPECT_EQ(row(1, "dp").comm, 30 * kUs);  // [70, 100): the union, clipped to the window
+  EXPECT_EQ(row(1, "dp").comm_not_overlapped, 30 * kUs);
+  EXPECT_EQ(row(1, "dp").ops, 2);
+  EXPECT_EQ(row(1, "tp").comm, 20 * kUs);
+  EXPECT_EQ(row(1, "tp").comm_not_overlapped, 10 * kUs);
+  EXPECT_EQ(row(2, "dp").comm, 20 * kUs);
+  EXPECT_EQ(row(2, "dp").ops, 0);  // started in step 1
+  // Groups overlap each other (the SendRecv runs under dp's AllGather): their exposed parts
+  // (5 + 30 + 10) add up to more than the step's exposed communication, a union.
+  EXPECT_EQ(a.steps[0].atoms.comm_only, 40 * kUs);
+  ExpectNoInvariantViolations(a);
+}
+
 TEST(ExampleDTest, IdleBreakdownSplitsHostWaitKernelWaitAndOther) {
   TraceBuilder b;
   b.Kernel(7, "K1", 0, 10, 1);

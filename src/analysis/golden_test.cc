@@ -46,7 +46,7 @@ void ExpectTablesGolden(const std::string& dir, const TraceAnalysis& a,
 TEST(GoldenTest, ExampleAEveryTable) {
   TraceAnalysis a = AnalyseTrace(testing::ExampleA(), Classifier::Default(), {});
   ExpectTablesGolden("example_a", a,
-                     {"step_trace_time", "step_atoms", "stage_time", "op_statistic", "kernel_details",
+                     {"step_trace_time", "step_atoms", "stage_time", "comm_by_group", "op_statistic", "kernel_details",
                       "hta_temporal_breakdown", "hta_idle_breakdown", "gpu_timeline", "classes",
                       "diagnostics"});
 }
@@ -138,7 +138,7 @@ TEST(GoldenTest, GrpoCapturesOfBothRanksGiveEveryStageAndTheCrossRankView) {
     // DDP's gradient all-reduce (gloo) is communication, on both ranks.
     if (stage == "actor_update") EXPECT_GT(a.steps[0].atoms.comm(), 0) << r.name;
     std::string dir = "grpo_tiny_step2/" + r.name;
-    ExpectTablesGolden(dir, a, {"step_trace_time", "step_atoms", "stage_time", "op_statistic",
+    ExpectTablesGolden(dir, a, {"step_trace_time", "step_atoms", "stage_time", "comm_by_group", "op_statistic",
                                 "classes", "diagnostics"});
   }
   EXPECT_EQ(stages_seen, (std::map<std::string, int>{{"actor_compute_log_prob", 2},

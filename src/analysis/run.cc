@@ -161,6 +161,7 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
     in["step_trace_time"] = ToJson(StepTraceTimeTable(a));
     in["step_atoms"] = ToJson(StepAtomsTable(a));
     in["stage_time"] = ToJson(StageTimeTable(a));
+    in["comm_by_group"] = ToJson(CommByGroupTable(a));
     in["hta_temporal_breakdown"] = ToJson(HtaTemporalTable(a));
     in["gpu_timeline"] = ToJson(GpuTimelineTable(a));
     in["classes"] = ToJson(ClassTable(a));

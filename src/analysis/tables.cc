@@ -71,6 +71,16 @@ Table StageTimeTable(const TraceAnalysis& a) {
   return t;
 }
 
+Table CommByGroupTable(const TraceAnalysis& a) {
+  Table t{"comm_by_group",
+          {Int("rank"), Int("step"), Text("group"), Int("ops"), Real("communication", "us"),
+           Real("comm_not_overlapped", "us")},
+          {}};
+  for (const auto& g : a.comm_by_group)
+    t.rows.push_back({a.rank, g.step, g.group, g.ops, Us(g.comm), Us(g.comm_not_overlapped)});
+  return t;
+}
+
 Table OpStatisticTable(const TraceAnalysis& a) {
   Table t{"op_statistic",
           {Text("type"), Text("name"), Text("shapes"), Int("count"), Real("total", "us"),
@@ -157,7 +167,7 @@ Table DiagnosticsTable(const Diagnostics& d) {
 }
 
 std::vector<Table> AllTables(const TraceAnalysis& a) {
-  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), OpStatisticTable(a),
+  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a), OpStatisticTable(a),
           KernelDetailsTable(a), HtaTemporalTable(a), HtaIdleTable(a), GpuTimelineTable(a),
           ClassTable(a), DiagnosticsTable(a.diagnostics)};
 }

@@ -43,6 +43,7 @@ struct Table {
 Table StepTraceTimeTable(const TraceAnalysis& a);  // step_trace_time: msprof columns, µs
 Table StepAtomsTable(const TraceAnalysis& a);      // step_atoms: rlprof atoms, ns
 Table StageTimeTable(const TraceAnalysis& a);      // stage_time: RL view, µs
+Table CommByGroupTable(const TraceAnalysis& a);    // comm_by_group: per step × process group, µs
 Table OpStatisticTable(const TraceAnalysis& a);    // op_statistic: host ops and kernels, µs
 Table KernelDetailsTable(const TraceAnalysis& a);  // kernel_details: device work, µs
 Table HtaTemporalTable(const TraceAnalysis& a);    // hta_temporal_breakdown, µs and %

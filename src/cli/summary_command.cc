@@ -1,4 +1,4 @@
-// `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|atoms|all] [--json]
+// `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|comm|atoms|all] [--json]
 //                  [--rules FILE] [--assign clip|by_start|by_launch] [--compat native|hta]`
 // Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
 // one view as aligned tables with units; --json prints the same tables as
@@ -33,8 +33,9 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
   if (view == "rl") return {StageTimeTable(a)};
   if (view == "ops") return {OpStatisticTable(a)};
   if (view == "kernels") return {KernelDetailsTable(a)};
+  if (view == "comm") return {CommByGroupTable(a)};
   if (view == "atoms") return {StepAtomsTable(a), ClassTable(a)};
-  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), HtaTemporalTable(a),
+  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a), HtaTemporalTable(a),
           HtaIdleTable(a), GpuTimelineTable(a), ClassTable(a)};
 }
 
@@ -107,7 +108,7 @@ Command AddSummaryCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("summary", "Print a breakdown view of traces in the terminal");
   cmd->add_option("path", args->path, "Capture directory, trace file, or a folder of them")->required();
   cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | rl | ops | kernels | atoms | all")
-      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "atoms", "all"}));
+      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "all"}));
   cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
   cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
       ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
