@@ -21,6 +21,17 @@
 #include "python/src/bindings.h"
 #include "rlprof/rlprof.hpp"
 
+#if PY_VERSION_HEX < 0x030A0000  // Py_NewRef / Py_XNewRef arrived in 3.10; the package allows 3.9
+inline PyObject* Py_NewRef(PyObject* o) {
+  Py_INCREF(o);
+  return o;
+}
+inline PyObject* Py_XNewRef(PyObject* o) {
+  Py_XINCREF(o);
+  return o;
+}
+#endif
+
 namespace rlprof::python {
 namespace {
 
