@@ -33,6 +33,9 @@ struct AnalysisOptions {
   // ProfilerStep when there are ≥ 2 (HTA's include_last_profiler_step=False).
   CompatMode compat = CompatMode::kNative;
   int64_t consecutive_kernel_delay_ns = 30000;  // HTA idle breakdown threshold (30 µs)
+  // The user's step option (docs/definitions.md §2.1): a regex over host range names whose
+  // matches replace the trace's step markers (applied by AnalyseInputs after reading).
+  std::string step_marker;
 };
 
 struct StepResult {

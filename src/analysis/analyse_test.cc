@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <regex>
 
 #include "src/analysis/run.h"
 #include "src/analysis/test_traces.h"
@@ -258,6 +259,50 @@ TEST(CommByGroupTest, EachProcessGroupHasItsCommunicationAndItsExposedPart) {
   // (5 + 30 + 10) add up to more than the step's exposed communication, a union.
   EXPECT_EQ(a.steps[0].atoms.comm_only, 40 * kUs);
   ExpectNoInvariantViolations(a);
+}
+
+// The user's step option: a regex over host range names replaces ProfilerStep markers.
+Trace UserSteps() {
+  TraceBuilder b;
+  b.Step(1, 0, 300);  // one ProfilerStep around everything
+  b.HostOp(b.host(), "train_step_12", "user_annotation", 0, 100);
+  b.HostOp(b.host(), "train_step_13", "user_annotation", 100, 200);
+  b.HostOp(b.host(), "warmup", "user_annotation", 200, 300);
+  b.Kernel(7, "gemm", 20, 60);
+  b.Kernel(7, "gemm", 120, 190);
+  return b.Build();
+}
+
+TEST(StepMarkerTest, MatchingRangesBecomeTheStepsNumberedByTheDigitsInTheirName) {
+  Trace t = UserSteps();
+  EXPECT_EQ(ApplyStepMarker(&t, std::regex("^train_step")), 2u);
+  TraceAnalysis a = Analyse(t);
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].window.step, 12);
+  EXPECT_EQ(a.steps[0].atoms.compute(), 40 * kUs);
+  EXPECT_EQ(a.steps[1].window.step, 13);
+  EXPECT_EQ(a.steps[1].atoms.compute(), 70 * kUs);
+  EXPECT_EQ(a.steps[1].window.end, 200 * kUs);
+}
+
+TEST(StepMarkerTest, ACaptureGroupGivesTheNumberAndNamesWithoutOneCountOccurrences) {
+  Trace t = UserSteps();
+  EXPECT_EQ(ApplyStepMarker(&t, std::regex("step_1(\\d)")), 2u);
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].step, 2);
+  EXPECT_EQ(t.steps[1].step, 3);
+  Trace u = UserSteps();
+  EXPECT_EQ(ApplyStepMarker(&u, std::regex("warmup|train")), 3u);
+  EXPECT_EQ(u.steps[2].name, "warmup");
+  EXPECT_EQ(u.steps[2].step, 3);  // no digits: its occurrence
+}
+
+TEST(StepMarkerTest, NoMatchKeepsTheTracesStepsAndSaysSo) {
+  Trace t = UserSteps();
+  EXPECT_EQ(ApplyStepMarker(&t, std::regex("^nothing$")), 0u);
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.steps[0].step, 1);
+  EXPECT_EQ(t.diagnostics.Get("step_marker_not_found"), 1u);
 }
 
 TEST(ExampleDTest, IdleBreakdownSplitsHostWaitKernelWaitAndOther) {

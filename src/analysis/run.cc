@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <set>
 
 #include "src/analysis/readers/readers.h"
@@ -53,6 +55,15 @@ std::vector<std::string> InputNames(const std::vector<std::string>& inputs) {
   return out;
 }
 
+base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return base::InvalidArgument("--step-marker '" + pattern + "' is not a valid regular expression: " +
+                                 e.what());
+  }
+}
+
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,
                                        const ProgressFn& progress) {
@@ -60,6 +71,19 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
   std::vector<std::string> names = InputNames(inputs);
   std::mutex mu;
   size_t done = 0;
+  std::optional<std::regex> step_marker;
+  if (!opts.step_marker.empty()) {
+    auto re = CompileStepMarker(opts.step_marker);
+    if (!re.ok()) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        results[i].input = inputs[i];
+        results[i].name = names[i];
+        results[i].status = re.status();
+      }
+      return results;
+    }
+    step_marker = std::move(*re);
+  }
   base::ParallelFor(inputs.size(), jobs, [&](size_t i) {
     InputResult& r = results[i];
     r.input = inputs[i];
@@ -68,6 +92,7 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
     if (!trace.ok()) {
       r.status = trace.status();
     } else {
+      if (step_marker) ApplyStepMarker(&*trace, *step_marker);
       r.analysis = AnalyseTrace(*trace, cls, opts);
     }
     if (progress) {
@@ -141,7 +166,8 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
   j["schema_version"] = 1;
   j["options"] = {{"assign", AssignModeName(opts.assign)},
                   {"compat", CompatModeName(opts.compat)},
-                  {"consecutive_kernel_delay_ns", opts.consecutive_kernel_delay_ns}};
+                  {"consecutive_kernel_delay_ns", opts.consecutive_kernel_delay_ns},
+                  {"step_marker", opts.step_marker}};
   nlohmann::json inputs = nlohmann::json::array();
   Diagnostics total;
   for (const auto& r : results) {

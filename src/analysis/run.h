@@ -11,6 +11,7 @@
 #define RLPROF_SRC_ANALYSIS_RUN_H_
 
 #include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ using ProgressFn = std::function<void(size_t done, size_t total)>;
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,
                                        const ProgressFn& progress = nullptr);
+
+// The regex of AnalysisOptions::step_marker, or InvalidArgument naming the pattern.
+base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern);
 
 // Short unique labels: the inputs' paths relative to their common directory, sanitised.
 std::vector<std::string> InputNames(const std::vector<std::string>& inputs);

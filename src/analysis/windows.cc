@@ -33,6 +33,64 @@ struct LaunchedWork {
 
 }  // namespace
 
+namespace {
+
+bool ParseStepNumber(const std::string& s, int64_t* out) {
+  if (s.empty() || s.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+size_t ApplyStepMarker(Trace* t, const std::regex& re) {
+  // Match each distinct name once: traces have millions of slices but few names.
+  std::vector<int8_t> matches(t->strings.size(), -1);
+  std::vector<int64_t> number(t->strings.size(), -1);
+  std::vector<Marker> steps;
+  for (size_t i = 0; i < t->size(); ++i) {
+    if (t->kind[i] != SliceKind::kRange || t->tracks[t->track[i]].type == TrackType::kDeviceStream)
+      continue;
+    const uint32_t id = t->name[i];
+    if (matches[id] < 0) {
+      const std::string& name = t->str(id);
+      std::smatch m;
+      matches[id] = std::regex_search(name, m, re) ? 1 : 0;
+      int64_t n = -1;
+      if (matches[id] && !(m.size() > 1 && ParseStepNumber(m[1].str(), &n))) {
+        const size_t d = name.find_first_of("0123456789");
+        if (d != std::string::npos) {
+          const size_t e = name.find_first_not_of("0123456789", d);
+          if (!ParseStepNumber(name.substr(d, e == std::string::npos ? e : e - d), &n)) n = -1;
+        }
+      }
+      number[id] = n;
+    }
+    if (matches[id] == 1)
+      steps.push_back(Marker{number[id], t->ts[i], t->ts[i] + t->dur[i], t->track[i], "", t->str(id)});
+  }
+  if (steps.empty()) {
+    t->diagnostics.Add("step_marker_not_found");
+    return 0;
+  }
+  std::sort(steps.begin(), steps.end(), [](const Marker& a, const Marker& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  // Names without a number: their occurrence, in start order.
+  int64_t k = 0;
+  for (auto& m : steps) {
+    ++k;
+    if (m.step < 0) m.step = k;
+  }
+  t->steps = std::move(steps);
+  return t->steps.size();
+}
+
 std::vector<int64_t> LaunchTimes(const Trace& t) {
   std::unordered_map<int64_t, int64_t> host_launch;  // correlation → host call start
   for (size_t i = 0; i < t.size(); ++i) {

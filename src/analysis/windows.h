@@ -12,6 +12,7 @@
 #define RLPROF_SRC_ANALYSIS_WINDOWS_H_
 
 #include <cstdint>
+#include <regex>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,13 @@ struct StageWindow {
   int64_t start = 0;
   int64_t end = 0;
 };
+
+// The user's step option (`--step-marker REGEX`): host ranges whose name matches `re`
+// (std::regex_search, ECMAScript) replace the trace's step markers. The step number is the
+// regex's first capture group if it is an integer, else the first integer in the name, else
+// the 1-based occurrence of the range in start order. Returns the number of markers; with no
+// match the trace's own steps are kept and `step_marker_not_found` is counted.
+size_t ApplyStepMarker(Trace* t, const std::regex& re);
 
 // For every slice: the start of the host call that launched it (matched by correlation id on
 // a host track), or -1. Host slices get -1.

@@ -1,5 +1,5 @@
 // `rlprof analyse PATH... [-o DIR] [--jobs N] [--export text,db,pftrace] [--rules FILE]
-//                  [--assign clip|by_start|by_launch] [--compat native|hta] [--json]`
+//                  [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta] [--json]`
 // Finds every trace below PATH (rlprof captures, Kineto / torch JSON, Ascend trace_view),
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
@@ -38,6 +38,7 @@ struct AnalyseArgs {
   std::string rules;
   std::string assign = "clip";
   std::string compat = "native";
+  std::string step_marker;
   bool json = false;
 };
 
@@ -85,6 +86,7 @@ int Run(const AnalyseArgs& a, Io& io) {
     }
   }
   analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
+  if (!SetStepMarker(a.step_marker, "analyse", io, &opts)) return kExitUsage;
   analysis::Classifier cls;
   if (!LoadClassifier(a.rules, "analyse", io, &cls)) return kExitBadInput;
   auto inputs = analysis::FindTraceInputs(a.paths);
@@ -202,6 +204,8 @@ Command AddAnalyseCommand(CLI::App& app) {
   cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
   cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
       ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
+  cmd->add_option("--step-marker", args->step_marker,
+                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
   cmd->add_option("--compat", args->compat, "native (default) | hta (µs rounding, last-step rule)")
       ->check(CLI::IsMember({"native", "hta"}));
   cmd->add_flag("--json", args->json, "Print summary.json to stdout");

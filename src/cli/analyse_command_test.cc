@@ -105,6 +105,23 @@ TEST_F(AnalyseCommandTest, WritesCsvsPerInputAndRunLevelSummaryAndDatabase) {
   EXPECT_NE(out.find("2/2 inputs analysed"), std::string::npos) << out;
 }
 
+TEST_F(AnalyseCommandTest, StepMarkerMakesUserRangesTheStepsAndABadRegexIsAUsageError) {
+  std::string out, err;
+  const std::string in = kInputs + "torch113_legacy_gloo_ddp_rank0.json.gz";
+  ASSERT_EQ(RunArgs({"summary", in, "--step-marker", "^forward$", "--json"}, &out, &err), kExitOk) << err;
+  auto j = nlohmann::json::parse(out);
+  const auto& rows = j["inputs"][0]["tables"]["step_trace_time"]["rows"];
+  ASSERT_EQ(rows.size(), 20u);  // one forward per step: numbered by occurrence
+  EXPECT_EQ(rows[0][0], 1);
+  EXPECT_EQ(rows[19][0], 20);
+  out.clear();
+  err.clear();
+  EXPECT_EQ(RunArgs({"analyse", in, "-o", root_ + "/o", "--step-marker", "(unclosed"}, &out, &err),
+            kExitUsage);
+  EXPECT_NE(err.find("--step-marker '(unclosed' is not a valid regular expression"), std::string::npos)
+      << err;
+}
+
 TEST_F(AnalyseCommandTest, AnalysesAnRlprofCaptureAndExportsIt) {
   std::string cap = WriteCapture();
   std::string out, err, o = root_ + "/out";

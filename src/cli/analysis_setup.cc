@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "src/analysis/run.h"
+
 namespace rlprof::cli {
 
 analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const std::string& compat) {
@@ -11,6 +13,18 @@ analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const s
                                         : analysis::AssignMode::kClip;
   opts.compat = compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
   return opts;
+}
+
+bool SetStepMarker(const std::string& pattern, const char* command, Io& io,
+                   analysis::AnalysisOptions* opts) {
+  if (pattern.empty()) return true;
+  auto re = analysis::CompileStepMarker(pattern);
+  if (!re.ok()) {
+    io.err << "rlprof " << command << ": " << re.status().message() << "\n";
+    return false;
+  }
+  opts->step_marker = pattern;
+  return true;
 }
 
 bool LoadClassifier(const std::string& rules_file, const char* command, Io& io,

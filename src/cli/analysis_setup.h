@@ -12,6 +12,10 @@
 namespace rlprof::cli {
 
 analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const std::string& compat);
+// --step-marker: checks the regex and sets it; on a bad one prints "rlprof <command>: <why>"
+// and returns false (usage error for the caller).
+bool SetStepMarker(const std::string& pattern, const char* command, Io& io,
+                   analysis::AnalysisOptions* opts);
 // The default rule table, with the rules of `rules_file` (if any) in front. On a bad file it
 // prints "rlprof <command>: <why>" and returns false (exit code 2 for the caller).
 bool LoadClassifier(const std::string& rules_file, const char* command, Io& io,

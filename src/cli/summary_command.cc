@@ -1,5 +1,5 @@
 // `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|comm|atoms|all] [--json]
-//                  [--rules FILE] [--assign clip|by_start|by_launch] [--compat native|hta]`
+//                  [--rules FILE] [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta]`
 // Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
 // one view as aligned tables with units; --json prints the same tables as
 // {"view": …, "inputs": [{"input", "name", "tables": {name: {columns, rows}}, "diagnostics"}]}.
@@ -22,6 +22,7 @@ struct SummaryArgs {
   std::string rules;
   std::string assign = "clip";
   std::string compat = "native";
+  std::string step_marker;
   bool json = false;
 };
 
@@ -41,6 +42,7 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
 
 int Run(const SummaryArgs& a, Io& io) {
   analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
+  if (!SetStepMarker(a.step_marker, "summary", io, &opts)) return kExitUsage;
   analysis::Classifier cls;
   if (!LoadClassifier(a.rules, "summary", io, &cls)) return kExitBadInput;
   auto inputs = analysis::FindTraceInputs({a.path});
@@ -112,6 +114,8 @@ Command AddSummaryCommand(CLI::App& app) {
   cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
   cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
       ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
+  cmd->add_option("--step-marker", args->step_marker,
+                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
   cmd->add_option("--compat", args->compat, "native (default) | hta")
       ->check(CLI::IsMember({"native", "hta"}));
   cmd->add_flag("--json", args->json, "Print the tables as JSON");
