@@ -209,7 +209,8 @@ class Profiler:
         self.shutdown()
 
     def _sample_torch_memory(self) -> None:
-        # RSS is sampled by the extension at every boundary; this adds the CUDA allocator.
+        # RSS is sampled by the C++ session at every boundary (and every memory_interval_s); this
+        # adds the CUDA allocator.
         if not self._torch_memory or not _rlprof.recording():
             return
         torch = _dist.torch_if_loaded()

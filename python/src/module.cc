@@ -54,7 +54,7 @@ class PySession {
       py::gil_scoped_release nogil;
       s_->BeginStep(step);
     }
-    AfterControl(true);
+    AfterControl();
   }
   void EndStep() {
     BeforeClose();
@@ -62,17 +62,17 @@ class PySession {
       py::gil_scoped_release nogil;
       s_->EndStep();
     }
-    AfterControl(false);
+    AfterControl();
   }
   void BeginStage(const std::string& role, const std::string& stage,
                   const std::optional<std::string>& counts) {
     s_->BeginStage(role, stage, ParseKind(counts));
-    AfterControl(true);
+    AfterControl();
   }
   void EndStage() {
     BeforeClose();
     s_->EndStage();
-    AfterControl(false);
+    AfterControl();
   }
   void SubStep(const std::string& kind) {
     s_->SubStep(*ParseKind(kind));
@@ -80,13 +80,13 @@ class PySession {
   }
   bool StartCapture(const std::string& scope) {
     const bool ok = s_->StartCapture(scope);
-    AfterControl(true);
+    AfterControl();
     return ok;
   }
   void StopCapture() {
     BeforeClose();
     s_->StopCapture();
-    AfterControl(false);
+    AfterControl();
   }
   bool Flush(double timeout_s) {
     py::gil_scoped_release nogil;
@@ -125,21 +125,16 @@ class PySession {
 
  private:
   // Before a call that may close the window: collectives that finished but have not yet
-  // reported their end (c10d work ends on its worker thread) get up to 5 ms, and memory is
-  // sampled.
+  // reported their end (c10d work ends on its worker thread) get up to 5 ms. (Memory is
+  // sampled by the C++ session at every step and stage boundary.)
   void BeforeClose() {
     if (contents_.ops && Recording()) {
       py::gil_scoped_release nogil;
       WaitForTorchAsync(5000);
     }
-    if (contents_.memory) EmitMemoryCounters();
   }
-  // After a call that may have opened or closed a window: operator capture follows it, and a
-  // window that just opened gets a first memory sample.
-  void AfterControl(bool opening) {
-    SyncOps();
-    if (opening && contents_.memory) EmitMemoryCounters();
-  }
+  // After a call that may have opened or closed a window: operator capture follows it.
+  void AfterControl() { SyncOps(); }
   void SyncOps() {
     if (contents_.ops) SyncTorchOps(Recording() && s_->enabled(), contents_.shapes);
   }
