@@ -10,6 +10,7 @@
 #include "python/src/torch_hooks.h"
 #include "rlprof/format/event.h"
 #include "rlprof/rlprof.hpp"
+#include "src/base/files.h"
 #include "src/runtime/thread_buffer.h"
 #include "src/sources/runtime_link.h"
 
@@ -43,15 +44,6 @@ void EmitMemoryCounter(const std::string& name, double value) {
   runtime::EmitRecord(gen, e);
 }
 
-long RssBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return -1;
-  long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
-}
-
 // Set once, when rlprof._torch_ops is imported (with the GIL held), and never changed: the
 // extension is never unloaded.
 const TorchOpsHooks* g_torch = nullptr;
@@ -78,7 +70,7 @@ bool TorchOpsLoaded() { return g_torch != nullptr; }
 
 void EmitMemoryCounters() {
   if (!Recording()) return;
-  const long rss = RssBytes();
+  const int64_t rss = base::ResidentSetBytes();
   if (rss >= 0) EmitMemoryCounter("rss_bytes", static_cast<double>(rss));
 }
 

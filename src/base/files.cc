@@ -1,6 +1,7 @@
 #include "src/base/files.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,15 @@ std::string AbsolutePath(const std::string& path) {
   auto p = fs::absolute(path, ec);
   if (ec) return path;
   return p.lexically_normal().string();
+}
+
+int64_t ResidentSetBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : -1;
 }
 
 }  // namespace rlprof::base

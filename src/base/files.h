@@ -3,6 +3,7 @@
 #ifndef RLPROF_SRC_BASE_FILES_H_
 #define RLPROF_SRC_BASE_FILES_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view data);
 Status MakeDirs(const std::string& path);
 bool PathExists(const std::string& path);
 std::string AbsolutePath(const std::string& path);
+// This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.
+int64_t ResidentSetBytes();
 
 }  // namespace rlprof::base
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <vector>
 
 namespace rlprof::base {
 namespace {
@@ -38,6 +39,15 @@ TEST_F(FilesTest, MissingFileIsNotFound) {
 TEST_F(FilesTest, WriteIntoUnwritablePlaceFails) {
   auto s = WriteFileAtomic("/proc/rlprof_cannot_write_here", "x");
   EXPECT_EQ(s.code(), StatusCode::kIoError);
+}
+
+TEST(ResidentSetTest, GrowsWhenTouchedMemoryGrows) {
+  const int64_t before = ResidentSetBytes();
+  ASSERT_GT(before, 0);
+  std::vector<char> block(64 << 20);
+  for (size_t i = 0; i < block.size(); i += 4096) block[i] = 1;  // fault every page in
+  EXPECT_GE(ResidentSetBytes(), before + (48 << 20));
+  EXPECT_EQ(block[4096], 1);
 }
 
 }  // namespace

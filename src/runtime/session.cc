@@ -19,16 +19,6 @@ namespace {
 using format::Category;
 using format::EventKind;
 
-// Resident set size of this process from /proc/self/statm (two integers), or -1.
-int64_t ReadRssBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return -1;
-  long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%ld %ld", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : -1;
-}
-
 std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan& p) {
   nlohmann::ordered_json j = config::PlanToJson(plan);
   nlohmann::ordered_json proc;
@@ -156,7 +146,7 @@ void SessionImpl::SampleMemoryLocked() {
   if (!sample_memory_) return;
   const uint32_t gen = internal::OpenWindow();
   if (gen == 0) return;
-  const int64_t rss = ReadRssBytes();
+  const int64_t rss = base::ResidentSetBytes();
   if (rss < 0) return;
   Record e{};
   e.ts_ns = static_cast<int64_t>(internal::ReadTicks());
