@@ -245,8 +245,10 @@ def _free_port() -> int:
 
 def _worker(rank: int, world: int, port: int, cfg: GrpoConfig, kwargs: Dict[str, Any],
             summary: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    """One rank. port 0: the launcher (torchrun) already set the rendezvous environment."""
+    if port:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                          WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
@@ -260,9 +262,20 @@ def _worker(rank: int, world: int, port: int, cfg: GrpoConfig, kwargs: Dict[str,
         dist.destroy_process_group()
 
 
-def launch(cfg: GrpoConfig, ranks: int, summary: str = "", **kwargs: Any) -> None:
-    """Runs `ranks` processes (mp.spawn) over gloo; rank 0 writes `summary` (JSON)."""
+def launched_by_torchrun() -> bool:
+    return "TORCHELASTIC_RUN_ID" in os.environ and "RANK" in os.environ
+
+
+def launch(cfg: GrpoConfig, ranks: int, summary: str = "", **kwargs: Any) -> int:
+    """Runs `ranks` processes (mp.spawn) over gloo; rank 0 writes `summary` (JSON). Under
+    torchrun (torchrun_py311.py beside this file on Python 3.11) this process is one rank of
+    the launcher's world instead. Returns the number of ranks."""
+    if launched_by_torchrun():
+        world = int(os.environ["WORLD_SIZE"])
+        _worker(int(os.environ["RANK"]), world, 0, cfg, kwargs, summary)
+        return world
     mp.spawn(_worker, args=(ranks, _free_port(), cfg, kwargs, summary), nprocs=ranks, join=True)
+    return ranks
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -283,9 +296,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cfg = dataclasses.replace(cfg, max_digit=2, group=4, sft_steps=20)
     mode = "off" if args.no_profile else "torch" if args.torch_profiler else "rlprof"
     t0 = time.time()
-    launch(cfg, args.ranks, summary=args.summary, config=os.path.abspath(args.config),
-           overrides=args.override, mode=mode, trace_dir=os.getcwd())
-    print(f"{args.ranks} ranks x {cfg.steps} steps in {time.time() - t0:.1f} s")
+    ranks = launch(cfg, args.ranks, summary=args.summary, config=os.path.abspath(args.config),
+                   overrides=args.override, mode=mode, trace_dir=os.getcwd())
+    if not launched_by_torchrun() or os.environ.get("RANK") == "0":
+        print(f"{ranks} ranks x {cfg.steps} steps in {time.time() - t0:.1f} s")
     return 0
 
 

@@ -116,3 +116,27 @@ def test_two_ranks_over_gloo_record_all_reduce_and_clock_offsets(tmp_path, rlpro
         assert len([e for e in comm if "all_reduce" in e["name"]]) == SMALL.mini_batches
     # Same rewards on both ranks (all-reduced mean).
     assert ranks[0]["rewards"] == ranks[1]["rewards"]
+
+
+def test_torchrun_launch_on_python_311_writes_one_run_for_both_ranks(tmp_path, rlprof_cli):
+    # examples/grpo_tiny/torchrun_py311.py: Debian's torchrun (torch 1.13) fails on Python 3.11.
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    summary = tmp_path / "summary.json"
+    env = dict(os.environ)
+    proc = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLE, "torchrun_py311.py"), "--nproc_per_node", "2",
+         "--master_port", str(grpo_tiny._free_port()), os.path.join(EXAMPLE, "grpo_tiny.py"), "--small", "--steps", "3",
+         "--override", f"global_profiler.save_path={out}", "--override", "global_profiler.steps=[2]",
+         "--summary", str(summary)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    result = json.loads(summary.read_text())
+    ranks = result["ranks"]
+    assert [r["captures"] != [] for r in ranks] == [True, True]
+    assert ranks[0]["run_dir"] == ranks[1]["run_dir"]
+    want = plan_captures(rlprof_cli, VERL, [f"global_profiler.save_path={out}",
+                                            "global_profiler.steps=[2]"], world_size=2)
+    assert {capture_key(c) for c in ranks[0]["captures"] + ranks[1]["captures"]} == want
