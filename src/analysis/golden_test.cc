@@ -12,6 +12,7 @@
 #include <map>
 
 #include "src/analysis/analyse.h"
+#include "src/analysis/compare.h"
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/analysis/tables.h"
@@ -146,6 +147,18 @@ TEST(GoldenTest, GrpoCapturesOfBothRanksGiveEveryStageAndTheCrossRankView) {
                                                      {"ref_compute_log_prob", 2},
                                                      {"rollout_generate", 2}}));
   ExpectGolden("grpo_tiny_step2/stage_across_ranks.csv", ToCsv(StageAcrossRanksTable(results)));
+}
+
+// HTA's own trace-compare fixtures (tests/data/trace_compare): baseline vs new, every table.
+TEST(GoldenTest, CompareOfHtasTraceCompareFixtures) {
+  auto base = AnalyseInputs({kGolden + "inputs/hta_trace_compare_base_base.json.gz"},
+                            Classifier::Default(), {}, 1);
+  auto test = AnalyseInputs({kGolden + "inputs/hta_trace_compare_test_test.json.gz"},
+                            Classifier::Default(), {}, 1);
+  Comparison c = CompareRuns(base, test, {});
+  ASSERT_EQ(c.steps.rows.size(), 8u);
+  EXPECT_GT(c.ops.rows.size(), 5u);
+  for (const Table* t : {&c.steps, &c.stages, &c.ops}) ExpectGolden("compare_hta/" + t->name + ".csv", ToCsv(*t));
 }
 
 }  // namespace

@@ -122,6 +122,24 @@ TEST_F(AnalyseCommandTest, StepMarkerMakesUserRangesTheStepsAndABadRegexIsAUsage
       << err;
 }
 
+TEST_F(AnalyseCommandTest, CompareWritesItsTablesAndRejectsAMissingSide) {
+  std::string out, err, o = root_ + "/cmp";
+  const std::string base = kInputs + "hta_trace_compare_base_base.json.gz";
+  const std::string test = kInputs + "hta_trace_compare_test_test.json.gz";
+  ASSERT_EQ(RunArgs({"compare", base, test, "-o", o, "--top", "3"}, &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("-- compare_stages"), std::string::npos) << out;
+  for (const char* f : {"compare_steps.csv", "compare_stages.csv", "compare_ops.csv", "compare.json"})
+    EXPECT_TRUE(fs::exists(o + "/" + f)) << f;
+  auto j = nlohmann::json::parse(Slurp(o + "/compare.json"));
+  EXPECT_EQ(j["format"], "rlprof-compare");
+  EXPECT_EQ(j["compare_ops"]["rows"].size(), 3u);
+  out.clear();
+  err.clear();
+  EXPECT_EQ(RunArgs({"compare", base, root_ + "/nothing-here"}, &out, &err), kExitBadInput);
+  EXPECT_NE(err.find("rlprof compare: new:"), std::string::npos) << err;
+  EXPECT_EQ(RunArgs({"compare", base}, &out, &err), kExitUsage);
+}
+
 TEST_F(AnalyseCommandTest, AnalysesAnRlprofCaptureAndExportsIt) {
   std::string cap = WriteCapture();
   std::string out, err, o = root_ + "/out";

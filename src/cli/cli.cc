@@ -34,6 +34,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddExportCommand(app));
   add(AddAnalyseCommand(app));
   add(AddSummaryCommand(app));
+  add(AddCompareCommand(app));
 
   try {
     app.parse(argc, argv);

@@ -33,6 +33,7 @@ Command AddPlanCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddAnalyseCommand(CLI::App& app);
 Command AddSummaryCommand(CLI::App& app);
+Command AddCompareCommand(CLI::App& app);
 
 }  // namespace rlprof::cli
 

@@ -1,0 +1,113 @@
+// rlprof compare: the comparison of two runs (docs/definitions.md §5.8).
+#include "src/analysis/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "src/analysis/test_traces.h"
+
+namespace rlprof::analysis {
+namespace {
+
+using testing::kUs;
+using testing::TraceBuilder;
+
+// One rank with `steps` steps of 100 µs; each has stage actor/update of `update_us` with a
+// gemm kernel inside it, and (from step 2 on) an all-reduce of `comm_us` after the gemm.
+InputResult SyntheticRun(int steps, int64_t update_us, int64_t comm_us, bool last_partial = false) {
+  TraceBuilder b;
+  for (int s = 0; s < steps; ++s) {
+    const int64_t t0 = s * 100;
+    b.Step(s + 1, t0, t0 + 100);
+    b.Stage(s + 1, "actor", "actor_update", t0 + 10, t0 + 10 + update_us);
+    b.Kernel(7, "gemm", t0 + 10, t0 + 10 + update_us / 2);
+    b.Kernel(20, "ncclDevKernel_AllReduce", t0 + 10 + update_us / 2, t0 + 10 + update_us / 2 + comm_us);
+  }
+  Trace t = b.Build();
+  if (last_partial) t.capture_end_ns = (steps * 100 - 50) * kUs;
+  InputResult r;
+  r.input = r.name = "synthetic";
+  r.analysis = AnalyseTrace(t, Classifier::Default(), {});
+  return r;
+}
+
+double Real(const Cell& c) { return std::get<double>(c); }
+
+TEST(CompareTest, StepStageAndOperatorDeltasAreNewMinusBaselinePerRankStep) {
+  // Baseline: 2 steps, update 40 µs (gemm 20), all-reduce 10. New: 3 steps, update 60 (gemm 30),
+  // all-reduce 30 — exposed communication grows by 20 µs per step.
+  Comparison c = CompareRuns({SyntheticRun(2, 40, 10)}, {SyntheticRun(3, 60, 30)}, {});
+  ASSERT_EQ(c.steps.rows.size(), 8u);
+  const auto& window = c.steps.rows[0];
+  EXPECT_EQ(std::get<std::string>(window[0]), "Step (window)");
+  EXPECT_DOUBLE_EQ(Real(window[1]), 100.0);
+  EXPECT_DOUBLE_EQ(Real(window[3]), 0.0);
+  const auto& exposed = c.steps.rows[2];
+  EXPECT_EQ(std::get<std::string>(exposed[0]), "Communication(Not Overlapped)");
+  EXPECT_DOUBLE_EQ(Real(exposed[1]), 10.0);
+  EXPECT_DOUBLE_EQ(Real(exposed[2]), 30.0);
+  EXPECT_DOUBLE_EQ(Real(exposed[3]), 20.0);
+  EXPECT_DOUBLE_EQ(Real(exposed[4]), 200.0);  // %
+  EXPECT_EQ(std::get<int64_t>(exposed[5]), 2);
+  EXPECT_EQ(std::get<int64_t>(exposed[6]), 3);
+  // Stages by |delta|: actor_update grew by 20 µs, the step time outside it shrank by as much.
+  ASSERT_EQ(c.stages.rows.size(), 2u);
+  const auto& top = std::get<std::string>(c.stages.rows[0][1]) == "actor_update" ? c.stages.rows[0]
+                                                                                  : c.stages.rows[1];
+  EXPECT_EQ(std::get<std::string>(top[1]), "actor_update");
+  EXPECT_DOUBLE_EQ(std::fabs(Real(c.stages.rows[0][4])), 20.0);
+  EXPECT_DOUBLE_EQ(std::fabs(Real(c.stages.rows[1][4])), 20.0);
+  EXPECT_DOUBLE_EQ(Real(top[2]), 40.0);
+  EXPECT_DOUBLE_EQ(Real(top[3]), 60.0);
+  EXPECT_DOUBLE_EQ(Real(top[4]), 20.0);
+  EXPECT_DOUBLE_EQ(Real(top[6]), 20.0);  // baseline compute (the gemm)
+  EXPECT_DOUBLE_EQ(Real(top[7]), 30.0);
+  // Kernels per rank-step: the all-reduce moved +20 µs, the gemm +10 µs.
+  ASSERT_GE(c.ops.rows.size(), 2u);
+  EXPECT_EQ(std::get<std::string>(c.ops.rows[0][1]), "ncclDevKernel_AllReduce");
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][6]), 20.0);
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][2]), 1.0);  // one per step on both sides
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][3]), 1.0);
+  EXPECT_EQ(std::get<std::string>(c.ops.rows[1][1]), "gemm");
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[1][6]), 10.0);
+  EXPECT_TRUE(c.diagnostics.counts.empty());
+}
+
+TEST(CompareTest, PartialStepsAreLeftOutOfTheMeansAndCounted) {
+  Comparison c = CompareRuns({SyntheticRun(2, 40, 10)}, {SyntheticRun(3, 60, 30, /*last_partial=*/true)}, {});
+  EXPECT_EQ(std::get<int64_t>(c.steps.rows[0][6]), 2);  // 3 steps, one partial
+  EXPECT_EQ(c.diagnostics.Get("partial_steps_left_out_new"), 1u);
+}
+
+TEST(CompareTest, StagesOnOneSideOnlyHaveEmptyDeltasAndComeLast) {
+  InputResult extra = SyntheticRun(1, 40, 10);
+  TraceBuilder b;
+  b.Step(1, 0, 100);
+  b.Stage(1, "rollout", "rollout_generate", 0, 90);
+  Trace t = b.Build();
+  extra.analysis = AnalyseTrace(t, Classifier::Default(), {});
+  Comparison c = CompareRuns({SyntheticRun(1, 40, 10)}, {extra}, {});
+  const auto& last = c.stages.rows.back();
+  const bool one_sided = std::holds_alternative<std::monostate>(last[4]);
+  EXPECT_TRUE(one_sided);
+  bool found = false;
+  for (const auto& r : c.stages.rows)
+    if (std::get<std::string>(r[1]) == "rollout_generate") {
+      found = true;
+      EXPECT_TRUE(std::holds_alternative<std::monostate>(r[2]));  // not in the baseline
+      EXPECT_DOUBLE_EQ(Real(r[3]), 90.0);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(CompareTest, UnreadableInputsAreCountedPerSide) {
+  InputResult bad;
+  bad.status = base::InvalidArgument("broken");
+  Comparison c = CompareRuns({SyntheticRun(1, 40, 10), bad}, {SyntheticRun(1, 40, 10)}, {.top_ops = 1});
+  EXPECT_EQ(c.diagnostics.Get("unreadable_inputs_baseline"), 1u);
+  EXPECT_EQ(c.ops.rows.size(), 1u);
+}
+
+}  // namespace
+}  // namespace rlprof::analysis

@@ -1,0 +1,139 @@
+// `rlprof compare BASELINE NEW [--top N] [-o DIR] [--json] [--jobs N] [--rules FILE]
+//                  [--assign …] [--step-marker REGEX] [--compat …]`
+// Analyses two runs (each a capture directory, run directory, trace file or folder of traces,
+// like `rlprof summary`) and prints what changed: the step breakdown, every RL stage and the
+// operators / kernels that moved most (docs/analysis.md "rlprof compare"). With -o, writes
+// compare_{steps,stages,ops}.csv and compare.json. Exit codes: 2 bad input, 4 output error.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/analysis/compare.h"
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/run.h"
+#include "src/base/files.h"
+#include "src/cli/analysis_setup.h"
+#include "src/cli/cli.h"
+#include "src/cli/command.h"
+
+namespace rlprof::cli {
+namespace {
+
+struct CompareArgs {
+  std::string baseline, test, output, rules;
+  std::string assign = "clip";
+  std::string compat = "native";
+  std::string step_marker;
+  size_t top = 30;
+  size_t jobs = 2;
+  bool json = false;
+};
+
+// Reads and analyses one side; prints why on failure.
+bool AnalyseSide(const std::string& path, const char* side, const analysis::Classifier& cls,
+                 const analysis::AnalysisOptions& opts, size_t jobs, Io& io,
+                 std::vector<analysis::InputResult>* out) {
+  auto inputs = analysis::FindTraceInputs({path});
+  if (!inputs.ok()) {
+    io.err << "rlprof compare: " << side << ": " << inputs.status().message() << "\n";
+    return false;
+  }
+  if (inputs->empty()) {
+    io.err << "rlprof compare: " << side << ": no trace found under " << path << "\n";
+    return false;
+  }
+  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
+  for (const auto& r : *out)
+    if (!r.status.ok()) io.err << "rlprof compare: " << side << ": " << r.input << ": " << r.status.message() << "\n";
+  return true;
+}
+
+nlohmann::json ComparisonJson(const analysis::Comparison& c, const CompareArgs& a,
+                              const analysis::AnalysisOptions& opts) {
+  nlohmann::json j;
+  j["format"] = "rlprof-compare";
+  j["schema_version"] = 1;
+  j["baseline"] = a.baseline;
+  j["new"] = a.test;
+  j["options"] = {{"assign", analysis::AssignModeName(opts.assign)},
+                  {"compat", analysis::CompatModeName(opts.compat)},
+                  {"step_marker", opts.step_marker},
+                  {"top", a.top}};
+  for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops}) j[t->name] = analysis::ToJson(*t);
+  j["diagnostics"] = nlohmann::json::object();
+  for (const auto& [k, v] : c.diagnostics.counts) j["diagnostics"][k] = v;
+  return j;
+}
+
+int Run(const CompareArgs& a, Io& io) {
+  analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
+  if (!SetStepMarker(a.step_marker, "compare", io, &opts)) return kExitUsage;
+  analysis::Classifier cls;
+  if (!LoadClassifier(a.rules, "compare", io, &cls)) return kExitBadInput;
+  std::vector<analysis::InputResult> base, test;
+  if (!AnalyseSide(a.baseline, "baseline", cls, opts, a.jobs, io, &base) ||
+      !AnalyseSide(a.test, "new", cls, opts, a.jobs, io, &test))
+    return kExitBadInput;
+  analysis::Comparison c = analysis::CompareRuns(base, test, {.top_ops = a.top});
+  int exit = kExitOk;
+  for (const auto* side : {&base, &test})
+    for (const auto& r : *side)
+      if (!r.status.ok()) exit = kExitBadInput;
+
+  const nlohmann::json j = ComparisonJson(c, a, opts);
+  if (!a.output.empty()) {
+    base::Status s = base::MakeDirs(a.output);
+    for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops})
+      if (s.ok()) s = base::WriteFileAtomic(a.output + "/" + t->name + ".csv", analysis::ToCsv(*t));
+    if (s.ok()) s = base::WriteFileAtomic(a.output + "/compare.json", j.dump(1) + "\n");
+    if (!s.ok()) {
+      io.err << "rlprof compare: " << s.message() << "\n";
+      return kExitOutputError;
+    }
+  }
+  if (a.json) {
+    io.out << j.dump(2) << "\n";
+    return exit;
+  }
+  io.out << "baseline: " << a.baseline << " (" << base.size() << " inputs)\n"
+         << "new:      " << a.test << " (" << test.size() << " inputs)\n";
+  for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops}) {
+    io.out << "-- " << t->name << " (mean per rank-step, us; delta = new - baseline)\n"
+           << analysis::ToText(*t);
+  }
+  io.out << "diagnostics:";
+  if (c.diagnostics.counts.empty()) io.out << " none";
+  for (const auto& [k, v] : c.diagnostics.counts) io.out << " " << k << "=" << v;
+  io.out << "\n";
+  if (!a.output.empty()) io.out << "wrote " << a.output << "/{compare_steps,compare_stages,compare_ops}.csv, compare.json\n";
+  return exit;
+}
+
+}  // namespace
+
+Command AddCompareCommand(CLI::App& app) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "What changed between two runs: steps, RL stages, operators (baseline vs new)");
+  cmd->add_option("baseline", args->baseline, "The baseline run: capture/run directory or trace(s)")
+      ->required();
+  cmd->add_option("new", args->test, "The run to compare with it")->required();
+  cmd->add_option("--top", args->top, "Operator rows shown, by |delta| (default 30)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("-o,--output", args->output, "Also write compare_*.csv and compare.json here");
+  cmd->add_option("-j,--jobs", args->jobs, "Inputs analysed in parallel per side (default 2)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
+  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
+      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
+  cmd->add_option("--step-marker", args->step_marker,
+                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
+  cmd->add_option("--compat", args->compat, "native (default) | hta")
+      ->check(CLI::IsMember({"native", "hta"}));
+  cmd->add_flag("--json", args->json, "Print compare.json to stdout");
+  return {cmd, [args](Io& io) { return Run(*args, io); }};
+}
+
+}  // namespace rlprof::cli
