@@ -35,10 +35,7 @@ struct AnalyseArgs {
   std::string output = "rlprof-analysis";
   size_t jobs = 2;
   std::vector<std::string> exports;
-  std::string rules;
-  std::string assign = "clip";
-  std::string compat = "native";
-  std::string step_marker;
+  AnalysisArgs analysis;
   bool json = false;
 };
 
@@ -85,10 +82,9 @@ int Run(const AnalyseArgs& a, Io& io) {
       return kExitUsage;
     }
   }
-  analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
-  if (!SetStepMarker(a.step_marker, "analyse", io, &opts)) return kExitUsage;
+  analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (!LoadClassifier(a.rules, "analyse", io, &cls)) return kExitBadInput;
+  if (int rc = PrepareAnalysis(a.analysis, "analyse", io, &opts, &cls); rc != kExitOk) return rc;
   auto inputs = analysis::FindTraceInputs(a.paths);
   if (!inputs.ok()) {
     io.err << "rlprof analyse: " << inputs.status().message() << "\n";
@@ -201,13 +197,7 @@ Command AddAnalyseCommand(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   cmd->add_option("--export", args->exports, "Also export rlprof captures: text, db, pftrace")
       ->delimiter(',');
-  cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
-  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
-      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
-  cmd->add_option("--step-marker", args->step_marker,
-                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
-  cmd->add_option("--compat", args->compat, "native (default) | hta (µs rounding, last-step rule)")
-      ->check(CLI::IsMember({"native", "hta"}));
+  AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print summary.json to stdout");
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }

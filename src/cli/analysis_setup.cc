@@ -3,41 +3,45 @@
 #include <ostream>
 
 #include "src/analysis/run.h"
+#include "src/cli/cli.h"
 
 namespace rlprof::cli {
 
-analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const std::string& compat) {
-  analysis::AnalysisOptions opts;
-  opts.assign = assign == "by_start"    ? analysis::AssignMode::kByStart
-                : assign == "by_launch" ? analysis::AssignMode::kByLaunch
-                                        : analysis::AssignMode::kClip;
-  opts.compat = compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
-  return opts;
+void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args) {
+  cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
+  cmd->add_option("--assign", args->assign,
+                  "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
+      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
+  cmd->add_option("--step-marker", args->step_marker,
+                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
+  cmd->add_option("--compat", args->compat, "native (default) | hta (µs rounding, last-step rule)")
+      ->check(CLI::IsMember({"native", "hta"}));
 }
 
-bool SetStepMarker(const std::string& pattern, const char* command, Io& io,
-                   analysis::AnalysisOptions* opts) {
-  if (pattern.empty()) return true;
-  auto re = analysis::CompileStepMarker(pattern);
-  if (!re.ok()) {
-    io.err << "rlprof " << command << ": " << re.status().message() << "\n";
-    return false;
+int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
+                    analysis::AnalysisOptions* opts, analysis::Classifier* cls) {
+  *opts = analysis::AnalysisOptions{};
+  opts->assign = args.assign == "by_start"    ? analysis::AssignMode::kByStart
+                 : args.assign == "by_launch" ? analysis::AssignMode::kByLaunch
+                                              : analysis::AssignMode::kClip;
+  opts->compat = args.compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
+  if (!args.step_marker.empty()) {
+    auto re = analysis::CompileStepMarker(args.step_marker);
+    if (!re.ok()) {
+      io.err << "rlprof " << command << ": " << re.status().message() << "\n";
+      return kExitUsage;
+    }
+    opts->step_marker = args.step_marker;
   }
-  opts->step_marker = pattern;
-  return true;
-}
-
-bool LoadClassifier(const std::string& rules_file, const char* command, Io& io,
-                    analysis::Classifier* out) {
-  *out = analysis::Classifier::Default();
-  if (rules_file.empty()) return true;
-  auto c = analysis::Classifier::FromRulesFile(rules_file);
+  *cls = analysis::Classifier::Default();
+  if (args.rules.empty()) return kExitOk;
+  auto c = analysis::Classifier::FromRulesFile(args.rules);
   if (!c.ok()) {
     io.err << "rlprof " << command << ": " << c.status().message() << "\n";
-    return false;
+    return kExitBadInput;
   }
-  *out = std::move(*c);
-  return true;
+  *cls = std::move(*c);
+  return kExitOk;
 }
 
 }  // namespace rlprof::cli

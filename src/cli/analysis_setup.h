@@ -1,5 +1,13 @@
-// The analysis settings `rlprof analyse` and `rlprof summary` share: --assign, --compat and
-// --rules turned into AnalysisOptions and a Classifier, with one error path.
+// The analysis settings `rlprof analyse`, `summary` and `compare` share — --rules, --assign,
+// --step-marker, --compat — registered once and turned into AnalysisOptions and a Classifier
+// with one error path.
+//
+//   AnalysisArgs args;                        // in the command's argument struct
+//   AddAnalysisOptions(cmd, &args);           // when registering the subcommand
+//   …
+//   analysis::AnalysisOptions opts;
+//   analysis::Classifier cls;
+//   if (int rc = PrepareAnalysis(args, "summary", io, &opts, &cls); rc != kExitOk) return rc;
 #ifndef RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 #define RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 
@@ -11,15 +19,20 @@
 
 namespace rlprof::cli {
 
-analysis::AnalysisOptions MakeAnalysisOptions(const std::string& assign, const std::string& compat);
-// --step-marker: checks the regex and sets it; on a bad one prints "rlprof <command>: <why>"
-// and returns false (usage error for the caller).
-bool SetStepMarker(const std::string& pattern, const char* command, Io& io,
-                   analysis::AnalysisOptions* opts);
-// The default rule table, with the rules of `rules_file` (if any) in front. On a bad file it
-// prints "rlprof <command>: <why>" and returns false (exit code 2 for the caller).
-bool LoadClassifier(const std::string& rules_file, const char* command, Io& io,
-                    analysis::Classifier* out);
+struct AnalysisArgs {
+  std::string rules;
+  std::string assign = "clip";
+  std::string compat = "native";
+  std::string step_marker;
+};
+
+void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args);
+
+// Options and classifier from the arguments. On a bad regex (usage error, exit 1) or rules
+// file (bad input, exit 2) it prints "rlprof <command>: <why>" and returns that exit code;
+// kExitOk otherwise.
+int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
+                    analysis::AnalysisOptions* opts, analysis::Classifier* cls);
 
 }  // namespace rlprof::cli
 

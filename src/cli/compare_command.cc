@@ -22,10 +22,8 @@ namespace rlprof::cli {
 namespace {
 
 struct CompareArgs {
-  std::string baseline, test, output, rules;
-  std::string assign = "clip";
-  std::string compat = "native";
-  std::string step_marker;
+  std::string baseline, test, output;
+  AnalysisArgs analysis;
   size_t top = 30;
   size_t jobs = 2;
   bool json = false;
@@ -68,10 +66,9 @@ nlohmann::json ComparisonJson(const analysis::Comparison& c, const CompareArgs& 
 }
 
 int Run(const CompareArgs& a, Io& io) {
-  analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
-  if (!SetStepMarker(a.step_marker, "compare", io, &opts)) return kExitUsage;
+  analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (!LoadClassifier(a.rules, "compare", io, &cls)) return kExitBadInput;
+  if (int rc = PrepareAnalysis(a.analysis, "compare", io, &opts, &cls); rc != kExitOk) return rc;
   std::vector<analysis::InputResult> base, test;
   if (!AnalyseSide(a.baseline, "baseline", cls, opts, a.jobs, io, &base) ||
       !AnalyseSide(a.test, "new", cls, opts, a.jobs, io, &test))
@@ -125,13 +122,7 @@ Command AddCompareCommand(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Also write compare_*.csv and compare.json here");
   cmd->add_option("-j,--jobs", args->jobs, "Inputs analysed in parallel per side (default 2)")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
-  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
-      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
-  cmd->add_option("--step-marker", args->step_marker,
-                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
-  cmd->add_option("--compat", args->compat, "native (default) | hta")
-      ->check(CLI::IsMember({"native", "hta"}));
+  AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print compare.json to stdout");
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }

@@ -19,10 +19,7 @@ namespace {
 struct SummaryArgs {
   std::string path;
   std::string view = "msprof";
-  std::string rules;
-  std::string assign = "clip";
-  std::string compat = "native";
-  std::string step_marker;
+  AnalysisArgs analysis;
   bool json = false;
 };
 
@@ -41,10 +38,9 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
 }
 
 int Run(const SummaryArgs& a, Io& io) {
-  analysis::AnalysisOptions opts = MakeAnalysisOptions(a.assign, a.compat);
-  if (!SetStepMarker(a.step_marker, "summary", io, &opts)) return kExitUsage;
+  analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (!LoadClassifier(a.rules, "summary", io, &cls)) return kExitBadInput;
+  if (int rc = PrepareAnalysis(a.analysis, "summary", io, &opts, &cls); rc != kExitOk) return rc;
   auto inputs = analysis::FindTraceInputs({a.path});
   if (!inputs.ok()) {
     io.err << "rlprof summary: " << inputs.status().message() << "\n";
@@ -109,15 +105,9 @@ Command AddSummaryCommand(CLI::App& app) {
   auto args = std::make_shared<SummaryArgs>();
   auto* cmd = app.add_subcommand("summary", "Print a breakdown view of traces in the terminal");
   cmd->add_option("path", args->path, "Capture directory, trace file, or a folder of them")->required();
-  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | rl | ops | kernels | atoms | all")
+  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | rl | ops | kernels | comm | atoms | all")
       ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "all"}));
-  cmd->add_option("--rules", args->rules, "YAML classification rules, before the defaults");
-  cmd->add_option("--assign", args->assign, "clip (default) | by_start (torch_npu) | by_launch (msprof-analyze DB)")
-      ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
-  cmd->add_option("--step-marker", args->step_marker,
-                  "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
-  cmd->add_option("--compat", args->compat, "native (default) | hta")
-      ->check(CLI::IsMember({"native", "hta"}));
+  AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print the tables as JSON");
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }
