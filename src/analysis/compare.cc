@@ -204,6 +204,14 @@ Table OpsTable(const Side& b, const Side& t, size_t top) {
 
 }  // namespace
 
+nlohmann::json ComparisonToJson(const Comparison& c) {
+  nlohmann::json j;
+  for (const Table* t : {&c.steps, &c.stages, &c.ops}) j[t->name] = ToJson(*t);
+  j["diagnostics"] = nlohmann::json::object();
+  for (const auto& [k, v] : c.diagnostics.counts) j["diagnostics"][k] = v;
+  return j;
+}
+
 Comparison CompareRuns(const std::vector<InputResult>& baseline, const std::vector<InputResult>& test,
                        const CompareOptions& opts) {
   Comparison c;

@@ -32,6 +32,9 @@ struct Comparison {
   Diagnostics diagnostics;  // e.g. partial_steps_left_out_baseline, unreadable_inputs_new
 };
 
+// {"compare_steps", "compare_stages", "compare_ops": tables as in summary.json, "diagnostics"}.
+nlohmann::json ComparisonToJson(const Comparison& c);
+
 Comparison CompareRuns(const std::vector<InputResult>& baseline, const std::vector<InputResult>& test,
                        const CompareOptions& opts);
 

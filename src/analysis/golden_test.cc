@@ -137,7 +137,9 @@ TEST(GoldenTest, GrpoCapturesOfBothRanksGiveEveryStageAndTheCrossRankView) {
     EXPECT_TRUE(found) << r.name;
     ++stages_seen[stage];
     // DDP's gradient all-reduce (gloo) is communication, on both ranks.
-    if (stage == "actor_update") EXPECT_GT(a.steps[0].atoms.comm(), 0) << r.name;
+    if (stage == "actor_update") {
+      EXPECT_GT(a.steps[0].atoms.comm(), 0) << r.name;
+    }
     std::string dir = "grpo_tiny_step2/" + r.name;
     ExpectTablesGolden(dir, a, {"step_trace_time", "step_atoms", "stage_time", "comm_by_group", "op_statistic",
                                 "classes", "diagnostics"});

@@ -3,7 +3,7 @@
 // Finds every trace below PATH (rlprof captures, Kineto / torch JSON, Ascend trace_view),
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
-// DIR/analysis.db (the same tables, with an `input` column). Exit codes: 2 bad input (an
+// DIR/analysis.db (the same tables, with an `input` column) and DIR/report.html. Exit codes: 2 bad input (an
 // unreadable input or rules file; the others are still analysed), 4 output error.
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "src/cli/command.h"
 #include "src/format/capture.h"
 #include "src/format/export.h"
+#include "src/report/html_report.h"
 
 namespace rlprof::cli {
 namespace {
@@ -159,6 +160,13 @@ int Run(const AnalyseArgs& a, Io& io) {
     io.err << "rlprof analyse: " << s.message() << "\n";
     return kExitOutputError;
   }
+  const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
+  if (auto s = report::WriteHtmlReport(a.output + "/report.html",
+                                       report::ReportData(results, opts, title, RLPROF_VERSION));
+      !s.ok()) {
+    io.err << "rlprof analyse: " << s.message() << "\n";
+    return kExitOutputError;
+  }
   if (a.json) {
     io.out << summary.dump(2) << "\n";
     return exit;
@@ -178,7 +186,7 @@ int Run(const AnalyseArgs& a, Io& io) {
     }
   }
   io.out << ok << "/" << results.size() << " inputs analysed; wrote " << a.output
-         << "/{summary.json,analysis.db} and one folder of CSVs per input";
+         << "/{summary.json,analysis.db,report.html} and one folder of CSVs per input";
   if (!exported.empty()) io.out << "; exported " << exported.size() << " file(s)";
   io.out << "\n";
   return exit;

@@ -140,6 +140,30 @@ TEST_F(AnalyseCommandTest, CompareWritesItsTablesAndRejectsAMissingSide) {
   EXPECT_EQ(RunArgs({"compare", base}, &out, &err), kExitUsage);
 }
 
+TEST_F(AnalyseCommandTest, ReportWritesOneSelfContainedPageWithTheComparison) {
+  std::string out, err, html = root_ + "/r.html";
+  const std::string base = kInputs + "hta_trace_compare_base_base.json.gz";
+  const std::string test = kInputs + "hta_trace_compare_test_test.json.gz";
+  ASSERT_EQ(RunArgs({"report", test, "--baseline", base, "-o", html, "--title", "t<1>"}, &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_NE(out.find("compared with"), std::string::npos) << out;
+  const std::string page = Slurp(html);
+  const std::string open = "<script id=\"rlprof-data\" type=\"application/json\">";
+  const size_t a = page.find(open), b = page.find("</script>", a);
+  ASSERT_NE(a, std::string::npos);
+  auto data = nlohmann::json::parse(page.substr(a + open.size(), b - a - open.size()));
+  EXPECT_EQ(data["title"], "t<1>");
+  EXPECT_EQ(data["summary"]["inputs"].size(), 1u);
+  EXPECT_TRUE(data["summary"]["inputs"][0].contains("op_statistic"));
+  EXPECT_EQ(data["compare"]["compare_steps"]["rows"].size(), 8u);
+  // analyse writes the same page next to summary.json.
+  ASSERT_EQ(RunArgs({"analyse", test, "-o", root_ + "/an"}, &out, &err), kExitOk) << err;
+  EXPECT_TRUE(fs::exists(root_ + "/an/report.html"));
+  EXPECT_EQ(RunArgs({"report", root_ + "/missing"}, &out, &err), kExitBadInput);
+  EXPECT_EQ(RunArgs({"report", test, "-o", "/proc/rlprof_no/r.html"}, &out, &err), kExitOutputError);
+}
+
 TEST_F(AnalyseCommandTest, AnalysesAnRlprofCaptureAndExportsIt) {
   std::string cap = WriteCapture();
   std::string out, err, o = root_ + "/out";

@@ -35,6 +35,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddAnalyseCommand(app));
   add(AddSummaryCommand(app));
   add(AddCompareCommand(app));
+  add(AddReportCommand(app));
 
   try {
     app.parse(argc, argv);

@@ -34,6 +34,7 @@ Command AddExportCommand(CLI::App& app);
 Command AddAnalyseCommand(CLI::App& app);
 Command AddSummaryCommand(CLI::App& app);
 Command AddCompareCommand(CLI::App& app);
+Command AddReportCommand(CLI::App& app);
 
 }  // namespace rlprof::cli
 

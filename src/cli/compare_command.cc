@@ -59,9 +59,7 @@ nlohmann::json ComparisonJson(const analysis::Comparison& c, const CompareArgs& 
                   {"compat", analysis::CompatModeName(opts.compat)},
                   {"step_marker", opts.step_marker},
                   {"top", a.top}};
-  for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops}) j[t->name] = analysis::ToJson(*t);
-  j["diagnostics"] = nlohmann::json::object();
-  for (const auto& [k, v] : c.diagnostics.counts) j["diagnostics"][k] = v;
+  j.update(analysis::ComparisonToJson(c));
   return j;
 }
 

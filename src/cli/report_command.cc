@@ -1,0 +1,86 @@
+// `rlprof report PATH [-o FILE] [--baseline PATH] [--title TEXT] [--jobs N] [--rules FILE]
+//                 [--assign …] [--step-marker REGEX] [--compat …]`
+// Analyses PATH (like `rlprof summary`) and writes one self-contained HTML page
+// (src/report/html_report.h): overview, step breakdown per rank, RL stages across ranks,
+// communication per process group, top operators, diagnostics, and with --baseline what
+// changed against it. Exit codes: 2 bad input (unreadable inputs are listed in the page),
+// 4 output error.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/analysis/compare.h"
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/run.h"
+#include "src/cli/analysis_setup.h"
+#include "src/cli/cli.h"
+#include "src/cli/command.h"
+#include "src/report/html_report.h"
+
+namespace rlprof::cli {
+namespace {
+
+struct ReportArgs {
+  std::string path, output = "rlprof-report.html", baseline, title;
+  size_t jobs = 2;
+  AnalysisArgs analysis;
+};
+
+// Finds and analyses the inputs under `path`; false (message printed) when there are none.
+bool AnalysePath(const std::string& path, const analysis::Classifier& cls,
+                 const analysis::AnalysisOptions& opts, size_t jobs, Io& io,
+                 std::vector<analysis::InputResult>* out) {
+  auto inputs = analysis::FindTraceInputs({path});
+  if (!inputs.ok() || inputs->empty()) {
+    io.err << "rlprof report: " << (inputs.ok() ? "no trace found under " + path : inputs.status().message())
+           << "\n";
+    return false;
+  }
+  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
+  return true;
+}
+
+int Run(const ReportArgs& a, Io& io) {
+  analysis::AnalysisOptions opts;
+  analysis::Classifier cls;
+  if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
+  std::vector<analysis::InputResult> results, base;
+  if (!AnalysePath(a.path, cls, opts, a.jobs, io, &results)) return kExitBadInput;
+  if (!a.baseline.empty() && !AnalysePath(a.baseline, cls, opts, a.jobs, io, &base)) return kExitBadInput;
+  int exit = kExitOk;
+  for (const auto* side : {&results, &base})
+    for (const auto& r : *side)
+      if (!r.status.ok()) {
+        io.err << "rlprof report: " << r.input << ": " << r.status.message() << "\n";
+        exit = kExitBadInput;
+      }
+  std::unique_ptr<analysis::Comparison> cmp;
+  if (!a.baseline.empty())
+    cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
+  const std::string title = a.title.empty() ? a.path : a.title;
+  const auto data = report::ReportData(results, opts, title, RLPROF_VERSION, cmp.get(), a.baseline, a.path);
+  if (base::Status s = report::WriteHtmlReport(a.output, data); !s.ok()) {
+    io.err << "rlprof report: " << s.message() << "\n";
+    return kExitOutputError;
+  }
+  io.out << "wrote " << a.output << " (" << results.size() << " input(s)"
+         << (cmp ? ", compared with " + a.baseline : std::string()) << ")\n";
+  return exit;
+}
+
+}  // namespace
+
+Command AddReportCommand(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand("report", "Write a self-contained HTML report of a run");
+  cmd->add_option("path", args->path, "Capture/run directory, trace file, or a folder of them")->required();
+  cmd->add_option("-o,--output", args->output, "The HTML file (default: rlprof-report.html)");
+  cmd->add_option("--baseline", args->baseline, "Also compare with this run (like rlprof compare)");
+  cmd->add_option("--title", args->title, "Page title (default: the path)");
+  cmd->add_option("-j,--jobs", args->jobs, "Inputs analysed in parallel (default: 2)")
+      ->check(CLI::Range(1, 256));
+  AddAnalysisOptions(cmd, &args->analysis);
+  return {cmd, [args](Io& io) { return Run(*args, io); }};
+}
+
+}  // namespace rlprof::cli
