@@ -1,12 +1,16 @@
-// `rlprof export CAPTURE [--format json|pftrace|db] -o FILE [--json]`
-// Converts a capture directory, a bare events.rlp, or a tree of capture directories (a run,
-// a step) into a file other tools open: Chrome trace JSON (.json / .json.gz, Perfetto UI and
+// `rlprof export INPUT [--format json|pftrace|db] -o FILE [--json]`
+// Converts a capture directory, a bare events.rlp, a tree of capture directories (a run,
+// a step), or traces rlprof reads (Kineto / torch JSON, Ascend trace_view.json, a folder of
+// them) into a file other tools open: Chrome trace JSON (.json / .json.gz, Perfetto UI and
 // chrome://tracing), Perfetto protobuf (.pftrace) or SQLite (.db). The format defaults from
 // the output's extension. Exit codes: 2 unreadable input, 4 unwritable output.
 #include <filesystem>
 #include <memory>
 #include <ostream>
 
+#include "src/analysis/classify.h"
+#include "src/analysis/readers/readers.h"
+#include "src/analysis/to_capture.h"
 #include "src/base/strings.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
@@ -26,11 +30,37 @@ struct ExportArgs {
   bool json = false;
 };
 
-// A capture directory or events file loads as one capture; any other directory as a tree.
+// Traces that are not rlprof captures (Kineto / torch JSON, Ascend trace_view.json), read by
+// the analysis readers and converted; a folder of them converts every trace below it.
+base::StatusOr<std::vector<format::Capture>> LoadTraces(const std::string& path,
+                                                        std::vector<std::string>* diag) {
+  RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, analysis::FindTraceInputs({path}));
+  std::vector<format::Capture> out;
+  const analysis::Classifier cls = analysis::Classifier::Default();
+  for (const auto& in : inputs) {
+    auto t = analysis::ReadTrace(in);
+    if (!t.ok()) {
+      if (inputs.size() == 1) return t.status();
+      diag->push_back(in + ": " + t.status().message());
+      continue;
+    }
+    out.push_back(analysis::CaptureFromTrace(*t, cls));
+  }
+  if (out.empty()) return base::InvalidArgument(path + ": no readable trace or capture");
+  return out;
+}
+
+bool IsRawEvents(const std::string& path) {
+  return fs::path(path).extension() == ".rlp";
+}
+
+// A capture directory or events file loads as one capture; another directory as a tree of
+// captures, or — when it holds none — of traces; any other file as a trace.
 base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
                                                        std::vector<std::string>* diag) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return base::NotFound(path + ": no such file or directory");
+  if (!fs::is_directory(path, ec) && !IsRawEvents(path)) return LoadTraces(path, diag);
   bool single = !fs::is_directory(path, ec) || fs::exists(fs::path(path) / "manifest.json", ec) ||
                 fs::exists(fs::path(path) / "events.rlp", ec);
   std::vector<format::Capture> out;
@@ -38,9 +68,10 @@ base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
     RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(path));
     out.push_back(std::move(c));
   } else {
-    RLPROF_ASSIGN_OR_RETURN(format::CaptureSet set, format::LoadCaptureTree(path));
-    out = std::move(set.captures);
-    *diag = std::move(set.diagnostics);
+    auto set = format::LoadCaptureTree(path);
+    if (!set.ok() || set->captures.empty()) return LoadTraces(path, diag);
+    out = std::move(set->captures);
+    *diag = std::move(set->diagnostics);
   }
   for (const auto& c : out) diag->insert(diag->end(), c.diagnostics.begin(), c.diagnostics.end());
   return out;
@@ -95,8 +126,9 @@ int Run(const ExportArgs& a, Io& io) {
 Command AddExportCommand(CLI::App& app) {
   auto args = std::make_shared<ExportArgs>();
   auto* cmd = app.add_subcommand(
-      "export", "Convert a capture (directory, events.rlp, or a tree of them) to JSON, pftrace or db");
-  cmd->add_option("capture", args->input, "Capture directory, events.rlp, or a directory of captures")
+      "export", "Convert captures or traces (Kineto/torch JSON, Ascend) to JSON, pftrace or db");
+  cmd->add_option("input", args->input,
+                  "Capture directory, events.rlp, a directory of captures, or trace file(s)")
       ->required();
   cmd->add_option("-o,--output", args->output,
                   "Output file: .json, .json.gz, .pftrace or .db (sets the default format)")

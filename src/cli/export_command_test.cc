@@ -96,6 +96,20 @@ TEST_F(ExportCommandTest, ExportsATreeOfCaptures) {
   EXPECT_NE(out.find("from 1 capture"), std::string::npos) << out;
 }
 
+TEST_F(ExportCommandTest, ConvertsAKinetoTraceAndRejectsATextFileThatIsNoTrace) {
+  std::string out, err;
+  const std::string kineto =
+      std::string(RLPROF_SOURCE_DIR) + "/test/golden/analysis/inputs/tracelens_h100_falconsai.json.gz";
+  ASSERT_EQ(RunArgs({"export", kineto, "-o", root_ + "/k.pftrace", "--json"}, &out, &err), kExitOk)
+      << err;
+  EXPECT_NE(out.find("\"captures\": 1"), std::string::npos) << out;
+  EXPECT_GT(std::filesystem::file_size(root_ + "/k.pftrace"), 10000u);
+  { std::ofstream(root_ + "/notes.json") << "hello"; }
+  EXPECT_EQ(RunArgs({"export", root_ + "/notes.json", "-o", root_ + "/n.pftrace"}, &out, &err),
+            kExitBadInput);
+  EXPECT_NE(err.find("not a JSON trace"), std::string::npos) << err;
+}
+
 TEST_F(ExportCommandTest, MissingInputIsExitTwoWithThePath) {
   std::string out, err;
   EXPECT_EQ(RunArgs({"export", root_ + "/nope", "-o", root_ + "/t.json"}, &out, &err),
