@@ -3,6 +3,7 @@
 #include <array>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -16,17 +17,29 @@ namespace {
 
 double Us(double ns) { return ns / 1e3; }
 
-// A mean over samples, in ns.
-struct Mean {
-  double sum = 0;
-  int64_t n = 0;
-  void Add(double v) {
-    sum += v;
-    ++n;
+// The samples of one quantity (ns): the median is the comparison's figure, min and max its
+// spread (definitions §6: aggregate over steps by median, spread shown).
+struct Stat {
+  std::vector<double> v;
+  void Add(double x) { v.push_back(x); }
+  bool empty() const { return v.empty(); }
+  int64_t n() const { return static_cast<int64_t>(v.size()); }
+  double median() const {
+    if (v.empty()) return 0;
+    std::vector<double> s = v;
+    std::sort(s.begin(), s.end());
+    const size_t m = s.size() / 2;
+    return s.size() % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
   }
-  bool empty() const { return n == 0; }
-  double value() const { return n ? sum / static_cast<double>(n) : 0; }
+  double min() const { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+  double max() const { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
 };
+
+// new / baseline with msprof-analyze's convention: inf when only the baseline is 0, 1 when both.
+double Ratio(double base, double now) {
+  if (base == 0) return now == 0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return now / base;
+}
 
 struct StageKey {
   std::string role, name;
@@ -34,7 +47,7 @@ struct StageKey {
 };
 
 struct StageStats {
-  Mean duration, compute, exposed_comm, idle;
+  Stat duration, compute, exposed_comm, idle;
 };
 
 struct OpTotals {
@@ -44,7 +57,7 @@ struct OpTotals {
 // Everything one side contributes.
 struct Side {
   static constexpr int kMetrics = 8;
-  std::array<Mean, kMetrics> metrics;
+  std::array<Stat, kMetrics> metrics;
   std::map<StageKey, StageStats> stages;
   std::map<std::pair<std::string, std::string>, OpTotals> ops;  // (type, name)
   int64_t steps = 0;  // every step window analysed (op totals are per step)
@@ -122,16 +135,17 @@ Column T(std::string n) { return {std::move(n), ColumnType::kText, ""}; }
 Table StepsTable(const Side& b, const Side& t) {
   Table out{"compare_steps",
             {T("metric"), R("baseline", "us"), R("new", "us"), R("delta", "us"), R("delta_pct", "%"),
-             I("baseline_samples"), I("new_samples")},
+             R("ratio", ""), R("baseline_min", "us"), R("baseline_max", "us"), R("new_min", "us"),
+             R("new_max", "us"), I("baseline_samples"), I("new_samples")},
             {}};
   for (int k = 0; k < Side::kMetrics; ++k) {
-    const Mean& x = b.metrics[k];
-    const Mean& y = t.metrics[k];
-    const bool both = !x.empty() && !y.empty();
-    const double d = Us(y.value() - x.value());
-    out.rows.push_back({std::string(kMetricNames[k]), Opt(!x.empty(), Us(x.value())),
-                        Opt(!y.empty(), Us(y.value())), Opt(both, d), Pct(both, Us(x.value()), d),
-                        x.n, y.n});
+    const Stat& x = b.metrics[k];
+    const Stat& y = t.metrics[k];
+    const bool hb = !x.empty(), ht = !y.empty(), both = hb && ht;
+    const double bm = Us(x.median()), tm = Us(y.median()), d = tm - bm;
+    out.rows.push_back({std::string(kMetricNames[k]), Opt(hb, bm), Opt(ht, tm), Opt(both, d),
+                        Pct(both, bm, d), Opt(both, Ratio(bm, tm)), Opt(hb, Us(x.min())),
+                        Opt(hb, Us(x.max())), Opt(ht, Us(y.min())), Opt(ht, Us(y.max())), x.n(), y.n()});
   }
   return out;
 }
@@ -139,10 +153,11 @@ Table StepsTable(const Side& b, const Side& t) {
 Table StagesTable(const Side& b, const Side& t) {
   Table out{"compare_stages",
             {T("role"), T("stage"), R("baseline", "us"), R("new", "us"), R("delta", "us"),
-             R("delta_pct", "%"), R("baseline_compute", "us"), R("new_compute", "us"),
-             R("baseline_comm_not_overlapped", "us"), R("new_comm_not_overlapped", "us"),
-             R("baseline_idle", "us"), R("new_idle", "us"), I("baseline_samples"),
-             I("new_samples")},
+             R("delta_pct", "%"), R("ratio", ""), R("baseline_min", "us"), R("baseline_max", "us"),
+             R("new_min", "us"), R("new_max", "us"), R("baseline_compute", "us"),
+             R("new_compute", "us"), R("baseline_comm_not_overlapped", "us"),
+             R("new_comm_not_overlapped", "us"), R("baseline_idle", "us"), R("new_idle", "us"),
+             I("baseline_samples"), I("new_samples")},
             {}};
   std::set<StageKey> keys;
   for (const auto& [k, v] : b.stages) keys.insert(k);
@@ -158,13 +173,15 @@ Table StagesTable(const Side& b, const Side& t) {
     const StageStats& x = bi != b.stages.end() ? bi->second : none;
     const StageStats& y = ti != t.stages.end() ? ti->second : none;
     const bool hb = !x.duration.empty(), ht = !y.duration.empty(), both = hb && ht;
-    const double d = Us(y.duration.value() - x.duration.value());
+    const double bm = Us(x.duration.median()), tm = Us(y.duration.median()), d = tm - bm;
     rows.push_back({both ? std::fabs(d) : -1.0,
-                    {k.role, k.name, Opt(hb, Us(x.duration.value())), Opt(ht, Us(y.duration.value())),
-                     Opt(both, d), Pct(both, Us(x.duration.value()), d), Opt(hb, Us(x.compute.value())),
-                     Opt(ht, Us(y.compute.value())), Opt(hb, Us(x.exposed_comm.value())),
-                     Opt(ht, Us(y.exposed_comm.value())), Opt(hb, Us(x.idle.value())),
-                     Opt(ht, Us(y.idle.value())), x.duration.n, y.duration.n}});
+                    {k.role, k.name, Opt(hb, bm), Opt(ht, tm), Opt(both, d), Pct(both, bm, d),
+                     Opt(both, Ratio(bm, tm)), Opt(hb, Us(x.duration.min())), Opt(hb, Us(x.duration.max())),
+                     Opt(ht, Us(y.duration.min())), Opt(ht, Us(y.duration.max())),
+                     Opt(hb, Us(x.compute.median())), Opt(ht, Us(y.compute.median())),
+                     Opt(hb, Us(x.exposed_comm.median())), Opt(ht, Us(y.exposed_comm.median())),
+                     Opt(hb, Us(x.idle.median())), Opt(ht, Us(y.idle.median())), x.duration.n(),
+                     y.duration.n()}});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& p, const Row& q) { return p.order > q.order; });
   for (auto& r : rows) out.rows.push_back(std::move(r.cells));
@@ -173,8 +190,8 @@ Table StagesTable(const Side& b, const Side& t) {
 
 Table OpsTable(const Side& b, const Side& t, size_t top) {
   Table out{"compare_ops",
-            {T("type"), T("name"), R("baseline_count", ""), R("new_count", ""), R("baseline", "us"),
-             R("new", "us"), R("delta", "us"), R("delta_pct", "%")},
+            {T("type"), T("name"), T("change"), R("baseline_count", ""), R("new_count", ""),
+             R("baseline", "us"), R("new", "us"), R("delta", "us"), R("delta_pct", "%"), R("ratio", "")},
             {}};
   const double bs = static_cast<double>(std::max<int64_t>(1, b.steps));
   const double ts = static_cast<double>(std::max<int64_t>(1, t.steps));
@@ -189,12 +206,14 @@ Table OpsTable(const Side& b, const Side& t, size_t top) {
   for (const auto& k : keys) {
     auto bi = b.ops.find(k), ti = t.ops.find(k);
     const bool hb = bi != b.ops.end(), ht = ti != t.ops.end();
-    const double bt = hb ? bi->second.total / bs : 0, tt = ht ? ti->second.total / ts : 0;
-    const double d = Us(tt - bt);
+    const double bt = Us(hb ? bi->second.total / bs : 0), tt = Us(ht ? ti->second.total / ts : 0);
+    const double d = tt - bt;
+    // HTA trace_diff's categories, on time per rank-step.
+    const char* change = !hb ? "added" : !ht ? "removed" : d > 0 ? "increased" : d < 0 ? "decreased" : "unchanged";
     rows.push_back({std::fabs(d),
-                    {k.first, k.second, Opt(hb, hb ? bi->second.count / bs : 0),
-                     Opt(ht, ht ? ti->second.count / ts : 0), Opt(hb, Us(bt)), Opt(ht, Us(tt)), d,
-                     Pct(hb && ht, Us(bt), d)}});
+                    {k.first, k.second, std::string(change), Opt(hb, hb ? bi->second.count / bs : 0),
+                     Opt(ht, ht ? ti->second.count / ts : 0), Opt(hb, bt), Opt(ht, tt), d,
+                     Pct(hb && ht, bt, d), Opt(hb && ht, Ratio(bt, tt))}});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& p, const Row& q) { return p.order > q.order; });
   if (rows.size() > top) rows.resize(top);

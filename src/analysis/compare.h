@@ -7,8 +7,10 @@
 //   Comparison c = CompareRuns(base, test, CompareOptions{.top_ops = 30});
 //   std::string text = ToText(c.stages);
 //
-// Averages are over (rank, step) samples of each side, so runs with other rank or step counts
-// compare; partial steps (definitions §2.3) are left out and counted.
+// Step and stage figures are medians over the (rank, step) samples of each side, with their
+// min and max, so runs with other rank or step counts compare; partial steps (definitions §2.3)
+// are left out and counted. Operators are per rank-step; ratio = new / baseline (inf when only
+// the baseline is 0, 1 when both are).
 // Thread-safety: pure function over its inputs.
 #ifndef RLPROF_SRC_ANALYSIS_COMPARE_H_
 #define RLPROF_SRC_ANALYSIS_COMPARE_H_
@@ -26,8 +28,8 @@ struct CompareOptions {
 };
 
 struct Comparison {
-  Table steps;   // compare_steps: one row per step metric (mean per rank-step, µs)
-  Table stages;  // compare_stages: one row per (role, stage), by |Δ mean duration|
+  Table steps;   // compare_steps: one row per step metric (median over rank-steps, µs)
+  Table stages;  // compare_stages: one row per (role, stage), by |Δ median duration|
   Table ops;     // compare_ops: host ops and device kernels, time per rank-step, by |Δ|
   Diagnostics diagnostics;  // e.g. partial_steps_left_out_baseline, unreadable_inputs_new
 };

@@ -49,8 +49,9 @@ TEST(CompareTest, StepStageAndOperatorDeltasAreNewMinusBaselinePerRankStep) {
   EXPECT_DOUBLE_EQ(Real(exposed[2]), 30.0);
   EXPECT_DOUBLE_EQ(Real(exposed[3]), 20.0);
   EXPECT_DOUBLE_EQ(Real(exposed[4]), 200.0);  // %
-  EXPECT_EQ(std::get<int64_t>(exposed[5]), 2);
-  EXPECT_EQ(std::get<int64_t>(exposed[6]), 3);
+  EXPECT_DOUBLE_EQ(Real(exposed[5]), 3.0);  // ratio
+  EXPECT_EQ(std::get<int64_t>(exposed[10]), 2);
+  EXPECT_EQ(std::get<int64_t>(exposed[11]), 3);
   // Stages by |delta|: actor_update grew by 20 µs, the step time outside it shrank by as much.
   ASSERT_EQ(c.stages.rows.size(), 2u);
   const auto& top = std::get<std::string>(c.stages.rows[0][1]) == "actor_update" ? c.stages.rows[0]
@@ -61,22 +62,24 @@ TEST(CompareTest, StepStageAndOperatorDeltasAreNewMinusBaselinePerRankStep) {
   EXPECT_DOUBLE_EQ(Real(top[2]), 40.0);
   EXPECT_DOUBLE_EQ(Real(top[3]), 60.0);
   EXPECT_DOUBLE_EQ(Real(top[4]), 20.0);
-  EXPECT_DOUBLE_EQ(Real(top[6]), 20.0);  // baseline compute (the gemm)
-  EXPECT_DOUBLE_EQ(Real(top[7]), 30.0);
+  EXPECT_DOUBLE_EQ(Real(top[11]), 20.0);  // baseline compute (the gemm)
+  EXPECT_DOUBLE_EQ(Real(top[12]), 30.0);
+  EXPECT_DOUBLE_EQ(Real(top[6]), 1.5);  // ratio
   // Kernels per rank-step: the all-reduce moved +20 µs, the gemm +10 µs.
   ASSERT_GE(c.ops.rows.size(), 2u);
   EXPECT_EQ(std::get<std::string>(c.ops.rows[0][1]), "ncclDevKernel_AllReduce");
-  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][6]), 20.0);
-  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][2]), 1.0);  // one per step on both sides
-  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][3]), 1.0);
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][7]), 20.0);
+  EXPECT_EQ(std::get<std::string>(c.ops.rows[0][2]), "increased");
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][3]), 1.0);  // one per step on both sides
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[0][4]), 1.0);
   EXPECT_EQ(std::get<std::string>(c.ops.rows[1][1]), "gemm");
-  EXPECT_DOUBLE_EQ(Real(c.ops.rows[1][6]), 10.0);
+  EXPECT_DOUBLE_EQ(Real(c.ops.rows[1][7]), 10.0);
   EXPECT_TRUE(c.diagnostics.counts.empty());
 }
 
 TEST(CompareTest, PartialStepsAreLeftOutOfTheMeansAndCounted) {
   Comparison c = CompareRuns({SyntheticRun(2, 40, 10)}, {SyntheticRun(3, 60, 30, /*last_partial=*/true)}, {});
-  EXPECT_EQ(std::get<int64_t>(c.steps.rows[0][6]), 2);  // 3 steps, one partial
+  EXPECT_EQ(std::get<int64_t>(c.steps.rows[0][11]), 2);  // 3 steps, one partial
   EXPECT_EQ(c.diagnostics.Get("partial_steps_left_out_new"), 1u);
 }
 
@@ -99,6 +102,34 @@ TEST(CompareTest, StagesOnOneSideOnlyHaveEmptyDeltasAndComeLast) {
       EXPECT_DOUBLE_EQ(Real(r[3]), 90.0);
     }
   EXPECT_TRUE(found);
+}
+
+TEST(CompareTest, MediansAndSpreadsOverStepsAndTheRatioConvention) {
+  // Stage durations 40, 40 and 100 µs: the median (40) is the figure, 100 the spread's top.
+  TraceBuilder b;
+  for (int s = 0; s < 3; ++s) {
+    b.Step(s + 1, s * 200, s * 200 + 200);
+    b.Stage(s + 1, "actor", "actor_update", s * 200, s * 200 + (s == 2 ? 100 : 40));
+  }
+  InputResult r;
+  r.analysis = AnalyseTrace(b.Build(), Classifier::Default(), {});
+  Comparison c = CompareRuns({SyntheticRun(1, 40, 10)}, {r}, {});
+  for (const auto& row : c.stages.rows) {
+    if (std::get<std::string>(row[1]) != "actor_update") continue;
+    EXPECT_DOUBLE_EQ(Real(row[3]), 40.0);   // new median
+    EXPECT_DOUBLE_EQ(Real(row[9]), 40.0);   // new min
+    EXPECT_DOUBLE_EQ(Real(row[10]), 100.0);  // new max
+    EXPECT_DOUBLE_EQ(Real(row[6]), 1.0);    // ratio
+  }
+  // Communication only in the baseline: ratio 0; a kernel only in the new run is "added".
+  const auto& comm = c.steps.rows[4];
+  EXPECT_EQ(std::get<std::string>(comm[0]), "Communication");
+  EXPECT_DOUBLE_EQ(Real(comm[5]), 0.0);
+  Comparison d = CompareRuns({r}, {SyntheticRun(1, 40, 10)}, {});
+  EXPECT_TRUE(std::isinf(Real(d.steps.rows[4][5])));  // 0 → 10 µs: inf
+  bool added = false;
+  for (const auto& row : d.ops.rows) added = added || std::get<std::string>(row[2]) == "added";
+  EXPECT_TRUE(added);
 }
 
 TEST(CompareTest, UnreadableInputsAreCountedPerSide) {

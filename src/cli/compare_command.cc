@@ -95,7 +95,8 @@ int Run(const CompareArgs& a, Io& io) {
   io.out << "baseline: " << a.baseline << " (" << base.size() << " inputs)\n"
          << "new:      " << a.test << " (" << test.size() << " inputs)\n";
   for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops}) {
-    io.out << "-- " << t->name << " (mean per rank-step, us; delta = new - baseline)\n"
+    io.out << "-- " << t->name
+           << (t == &c.ops ? " (per rank-step" : " (median over rank-steps") << ", us; delta = new - baseline)\n"
            << analysis::ToText(*t);
   }
   io.out << "diagnostics:";
