@@ -1,6 +1,7 @@
 #include "src/analysis/analyse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "src/analysis/analyse_internal.h"
@@ -55,6 +56,14 @@ MergedSet SetOf(const std::vector<WorkInterval>& work, uint8_t bit) {
   for (const auto& w : work)
     if (w.bit == bit && w.end > w.start) v.push_back({w.start, w.end});
   return MergedSet::Build(std::move(v));
+}
+
+bool IsPointToPoint(const std::string& name) {
+  std::string s;
+  s.reserve(name.size());
+  for (char ch : name) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  return s.find("send") != std::string::npos || s.find("recv") != std::string::npos ||
+         s.find("receive") != std::string::npos;
 }
 
 // Per process group g and step window W: ‖M_g ∩ W‖ and ‖(M_g − C) ∩ W‖ (clipped to W in every
@@ -231,6 +240,15 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   }
 
   a.comm_by_group = CommByGroup(t, work, cset, windows);
+  for (const auto& w : work) {
+    if (w.bit != kBitComm || w.recv || w.slice < 0) continue;
+    const std::string& name = t.str(t.name[w.slice]);
+    if (IsPointToPoint(name)) continue;
+    a.collectives.push_back({name, t.str(t.group[w.slice]), t.ts[w.slice], t.ts[w.slice] + t.dur[w.slice],
+                             t.bytes[w.slice]});
+  }
+  std::sort(a.collectives.begin(), a.collectives.end(),
+            [](const CollectiveRow& x, const CollectiveRow& y) { return x.start < y.start; });
 
   // Stages, and the "(none)" remainder of each step.
   std::vector<StageWindow> stage_windows = BuildStageWindows(t, windows, work, launch);

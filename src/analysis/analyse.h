@@ -57,6 +57,15 @@ struct GroupComm {
   int64_t comm_not_overlapped = 0;  // ‖(M_g − C) ∩ W‖
 };
 
+// One collective operation as the rank saw it (device kernel, or host op in CPU-only traces),
+// for the cluster view. P2p send/receive are left out (they do not synchronise all ranks).
+struct CollectiveRow {
+  std::string name;
+  std::string group;  // process group, "" when unknown
+  int64_t start = 0, end = 0;
+  int64_t bytes = -1;
+};
+
 struct StageResult {
   int64_t step = 0;
   std::string role;
@@ -111,6 +120,7 @@ struct TraceAnalysis {
   std::vector<StepResult> steps;
   std::vector<StageResult> stages;
   std::vector<GroupComm> comm_by_group;  // by step, then group name
+  std::vector<CollectiveRow> collectives;  // in start order
   HtaBreakdown hta;
   std::vector<IdleBreakdownRow> idle_breakdown;
   TraceLensTimeline tracelens;

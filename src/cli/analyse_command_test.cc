@@ -164,6 +164,22 @@ TEST_F(AnalyseCommandTest, ReportWritesOneSelfContainedPageWithTheComparison) {
   EXPECT_EQ(RunArgs({"report", test, "-o", "/proc/rlprof_no/r.html"}, &out, &err), kExitOutputError);
 }
 
+TEST_F(AnalyseCommandTest, ClusterOfTheTwoRankGrpoStepWritesItsTables) {
+  std::string out, err, o = root_ + "/cl";
+  ASSERT_EQ(RunArgs({"cluster", kInputs + "grpo_tiny_step2", "-o", o}, &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("-- slow_rank"), std::string::npos) << out;
+  auto j = nlohmann::json::parse(Slurp(o + "/cluster.json"));
+  EXPECT_EQ(j["format"], "rlprof-cluster");
+  EXPECT_EQ(j["cluster_step_trace_time"]["rows"].size(), 8u);  // 4 captures x 2 ranks
+  // DDP's all-reduce of actor_update, seen by both ranks: one row per instance.
+  bool gloo = false;
+  for (const auto& row : j["collectives"]["rows"]) gloo = gloo || row[1] == "gloo:all_reduce";
+  EXPECT_TRUE(gloo);
+  for (const char* f : {"cluster_step_trace_time.csv", "cluster_balance.csv", "slow_rank.csv", "collectives.csv"})
+    EXPECT_TRUE(fs::exists(o + "/" + f)) << f;
+  EXPECT_EQ(RunArgs({"cluster", root_ + "/missing"}, &out, &err), kExitBadInput);
+}
+
 TEST_F(AnalyseCommandTest, AnalysesAnRlprofCaptureAndExportsIt) {
   std::string cap = WriteCapture();
   std::string out, err, o = root_ + "/out";

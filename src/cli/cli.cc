@@ -36,6 +36,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddSummaryCommand(app));
   add(AddCompareCommand(app));
   add(AddReportCommand(app));
+  add(AddClusterCommand(app));
 
   try {
     app.parse(argc, argv);

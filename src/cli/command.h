@@ -35,6 +35,7 @@ Command AddAnalyseCommand(CLI::App& app);
 Command AddSummaryCommand(CLI::App& app);
 Command AddCompareCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
+Command AddClusterCommand(CLI::App& app);
 
 }  // namespace rlprof::cli
 

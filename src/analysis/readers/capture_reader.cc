@@ -202,6 +202,19 @@ Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
       t.diagnostics.Add("stage_from_manifest");
     }
   }
+  // One timeline for all ranks: the measured offset to rank 0 (manifest clock) is added to
+  // every time, as the exporters do, so cross-rank views (skew, arrival order) compare.
+  if (const int64_t off = m.offset_to_rank0_ns; off != 0) {
+    for (int64_t& x : t.ts) x += off;
+    for (auto* markers : {&t.steps, &t.stages})
+      for (Marker& mk : *markers) {
+        mk.start_ns += off;
+        mk.end_ns += off;
+      }
+    for (CounterSample& c : t.counters) c.ts_ns += off;
+    if (t.capture_start_ns >= 0) t.capture_start_ns += off;
+    if (t.capture_end_ns >= 0) t.capture_end_ns += off;
+  }
   t.Finalize();
   return t;
 }

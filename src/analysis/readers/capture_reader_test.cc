@@ -138,6 +138,24 @@ TEST(CaptureReader, SetsTheCaptureBoundsFromTheManifestWindowSoCutStepsArePartia
   EXPECT_EQ(a.steps[0].window.partial_reason, "after_capture_end");
 }
 
+TEST(CaptureReader, TimesAreAlignedToRankZeroByTheManifestsClockOffset) {
+  std::string dir = WriteCapture(format::TestDir() + "/offset", false);
+  std::ofstream(dir + "/manifest.json") << R"({"format": "rlprof-capture", "format_version": 1,
+    "run_id": "r1", "scope": "e2e", "steps": [5],
+    "identity": {"rank": 1, "world_size": 4, "host": "node-b", "pid": 4242},
+    "clock": {"offset_to_rank0_ns": -250, "offset_measured": true},
+    "window": {"open_ns": 900, "close_ns": 20000}, "complete": true})";
+  auto t = ReadTrace(dir);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->steps.size(), 1u);
+  EXPECT_EQ(t->steps[0].start_ns, 750);  // 1000 − 250
+  EXPECT_EQ(t->capture_start_ns, 650);
+  std::map<std::string, size_t> row;
+  for (size_t i = 0; i < t->size(); ++i) row[t->str(t->name[i])] = i;
+  EXPECT_EQ(t->ts[row["aten::mm"]], 950);
+  EXPECT_EQ(t->counters[0].ts_ns, 1250);
+}
+
 TEST(CaptureReader, CarriesTheRawReadersTruncationDiagnostics) {
   std::string root = format::TestDir();
   std::string dir = WriteCapture(root + "/cap", true);

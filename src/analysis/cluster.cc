@@ -1,0 +1,243 @@
+#include "src/analysis/cluster.h"
+
+#include <array>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "src/analysis/views.h"
+
+namespace rlprof::analysis {
+namespace {
+
+double Us(double ns) { return ns / 1e3; }
+Column R(std::string n, std::string unit) { return {std::move(n), ColumnType::kReal, std::move(unit)}; }
+Column I(std::string n) { return {std::move(n), ColumnType::kInt, ""}; }
+Column T(std::string n) { return {std::move(n), ColumnType::kText, ""}; }
+
+std::string Lower(const std::string& s) {
+  std::string o(s);
+  for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+// One rank's inputs merged: its complete steps and its collectives.
+struct RankData {
+  std::vector<StepResult> steps;  // non-partial
+  std::vector<CollectiveRow> collectives;
+};
+
+constexpr int kColumns = 6;
+const char* const kColumnNames[kColumns] = {"Computing", "Communication(Not Overlapped)", "Overlapped",
+                                            "Free", "Bubble", "Stage"};
+std::array<double, kColumns> Columns(const StepResult& s) {
+  const MsprofRow m = MsprofFromStep(s);
+  return {static_cast<double>(m.computing), static_cast<double>(m.comm_not_overlapped),
+          static_cast<double>(m.overlapped), static_cast<double>(m.free),
+          static_cast<double>(m.bubble), static_cast<double>(m.stage)};
+}
+
+}  // namespace
+
+double DixonCritical(size_t n) {
+  // Reference §4.3.1 (msprof-analyze dixon_table.py, 99.5 %).
+  static const std::map<size_t, double> kTable = {
+      {3, 0.994}, {4, 0.920}, {5, 0.823}, {6, 0.744}, {7, 0.680}, {8, 0.723}, {9, 0.676},
+      {10, 0.638}, {11, 0.707}, {12, 0.675}, {13, 0.649}, {14, 0.672}, {15, 0.649}, {16, 0.629},
+      {20, 0.568}, {30, 0.484}, {50, 0.409}, {100, 0.341}};
+  if (n < 3 || n > 100) return 0;
+  auto hi = kTable.lower_bound(n);
+  if (hi->first == n) return hi->second;
+  auto lo = std::prev(hi);
+  const double f = static_cast<double>(n - lo->first) / static_cast<double>(hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
+bool DixonLowOutlier(std::vector<double> x) {
+  const size_t n = x.size();
+  if (n < 3 || n > 100) return false;
+  std::sort(x.begin(), x.end());
+  if (std::set<double>(x.begin(), x.end()).size() <= 3) return false;  // too few distinct values
+  double num, den;
+  if (n <= 7) {
+    num = x[1] - x[0], den = x[n - 1] - x[0];  // r10
+  } else if (n <= 10) {
+    num = x[1] - x[0], den = x[n - 2] - x[0];  // r11
+  } else if (n <= 13) {
+    num = x[2] - x[0], den = x[n - 2] - x[0];  // r21
+  } else {
+    num = x[2] - x[0], den = x[n - 3] - x[0];  // r22
+  }
+  const double r = den > 0 ? num / den : 0;
+  return r > DixonCritical(n);
+}
+
+double BusBandwidthFactor(const std::string& name, size_t n) {
+  if (n == 0) return 1;
+  const std::string s = Lower(name);
+  const double nn = static_cast<double>(n);
+  if (s.find("allreduce") != std::string::npos || s.find("all_reduce") != std::string::npos)
+    return 2 * (nn - 1) / nn;
+  if (s.find("allgather") != std::string::npos || s.find("all_gather") != std::string::npos ||
+      s.find("reducescatter") != std::string::npos || s.find("reduce_scatter") != std::string::npos ||
+      s.find("alltoall") != std::string::npos || s.find("all_to_all") != std::string::npos)
+    return (nn - 1) / nn;
+  return 1;
+}
+
+ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
+  ClusterResult out;
+  Diagnostics& diag = out.diagnostics;
+  std::map<int64_t, RankData> ranks;
+  int64_t next_unknown = -1;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const InputResult& r = results[i];
+    if (!r.status.ok()) {
+      diag.Add("unreadable_inputs");
+      continue;
+    }
+    int64_t rank = r.analysis.rank;
+    if (rank < 0) {
+      rank = next_unknown--;  // its own pseudo-rank, shown as negative
+      diag.Add("inputs_without_rank");
+    }
+    RankData& d = ranks[rank];
+    for (const auto& s : r.analysis.steps) {
+      if (s.window.partial) {
+        diag.Add("partial_steps_left_out");
+        continue;
+      }
+      d.steps.push_back(s);
+    }
+    d.collectives.insert(d.collectives.end(), r.analysis.collectives.begin(), r.analysis.collectives.end());
+  }
+  for (auto& [rank, d] : ranks)
+    std::stable_sort(d.collectives.begin(), d.collectives.end(),
+                     [](const CollectiveRow& a, const CollectiveRow& b) { return a.start < b.start; });
+
+  // Per (rank, step): the msprof columns (a step of a rank seen in several discrete captures is
+  // one row per capture window).
+  out.step_time = {"cluster_step_trace_time", {I("rank"), I("step")}, {}};
+  for (const char* c : kColumnNames) out.step_time.columns.push_back(R(c, "us"));
+  std::map<int64_t, std::map<int64_t, std::array<double, kColumns>>> per_step;  // step → rank → Σ
+  for (const auto& [rank, d] : ranks) {
+    for (const auto& s : d.steps) {
+      const auto v = Columns(s);
+      std::vector<Cell> row{rank, s.window.step};
+      for (double x : v) row.push_back(Us(x));
+      out.step_time.rows.push_back(std::move(row));
+      auto& acc = per_step[s.window.step][rank];
+      for (int k = 0; k < kColumns; ++k) acc[k] += v[k];
+    }
+  }
+
+  // Balance per step and column over ranks: (max − min) / mean, flagged above 5 %.
+  out.balance = {"cluster_balance",
+                 {I("step"), T("column"), I("ranks"), R("min", "us"), R("mean", "us"), R("max", "us"),
+                  R("imbalance", "%"), I("min_rank"), I("max_rank"), I("flagged")},
+                 {}};
+  for (const auto& [step, by_rank] : per_step) {
+    if (by_rank.size() < 2) continue;
+    for (int k = 0; k < kColumns; ++k) {
+      double lo = INFINITY, hi = -INFINITY, sum = 0;
+      int64_t lo_rank = 0, hi_rank = 0;
+      for (const auto& [rank, v] : by_rank) {
+        sum += v[k];
+        if (v[k] < lo) lo = v[k], lo_rank = rank;
+        if (v[k] > hi) hi = v[k], hi_rank = rank;
+      }
+      const double mean = sum / static_cast<double>(by_rank.size());
+      const double imb = mean > 0 ? 100.0 * (hi - lo) / mean : 0;
+      out.balance.rows.push_back({step, std::string(kColumnNames[k]), static_cast<int64_t>(by_rank.size()),
+                                  Us(lo), Us(mean), Us(hi), imb, lo_rank, hi_rank,
+                                  static_cast<int64_t>(imb > 5.0)});
+    }
+  }
+
+  // Collective instances: the k-th occurrence of (group, name) on every rank.
+  std::map<std::pair<std::string, std::string>, std::map<int64_t, std::vector<const CollectiveRow*>>> ops;
+  for (const auto& [rank, d] : ranks)
+    for (const auto& c : d.collectives) ops[{c.group, c.name}][rank].push_back(&c);
+  out.collectives = {"collectives",
+                     {T("group"), T("name"), I("index"), I("ranks"), R("latency", "us"), R("max_duration", "us"),
+                      R("max_wait", "us"), I("earliest_rank"), R("start_skew", "us"), R("end_skew", "us"),
+                      I("latest_arrival_rank"), I("slow_rank"), I("bytes"), R("algbw", "GB/s"),
+                      R("busbw", "GB/s")},
+                     {}};
+  std::map<int64_t, int64_t> slow_count;
+  std::map<int64_t, std::set<std::string>> slow_ops;
+  for (const auto& [key, by_rank] : ops) {
+    if (by_rank.size() < 2) continue;  // seen on one rank only: nothing to compare
+    size_t count = by_rank.begin()->second.size();
+    bool equal = true;
+    for (const auto& [rank, v] : by_rank) equal = equal && v.size() == count;
+    if (!equal) {
+      diag.Add("collectives_with_unequal_counts_skipped");
+      continue;
+    }
+    const size_t n = by_rank.size();
+    for (size_t idx = 0; idx < count; ++idx) {
+      std::vector<double> durs;
+      int64_t min_d = INT64_MAX, max_d = INT64_MIN, min_s = INT64_MAX, max_s = INT64_MIN;
+      int64_t min_e = INT64_MAX, max_e = INT64_MIN, min_rank = 0, latest = 0, earliest = 0, bytes = -1;
+      for (const auto& [rank, v] : by_rank) {
+        const CollectiveRow& c = *v[idx];
+        const int64_t d = c.end - c.start;
+        durs.push_back(static_cast<double>(d));
+        if (d < min_d) min_d = d, min_rank = rank;
+        max_d = std::max(max_d, d);
+        if (c.start > max_s) max_s = c.start, latest = rank;
+        if (c.start < min_s) min_s = c.start, earliest = rank;
+        min_e = std::min(min_e, c.end);
+        max_e = std::max(max_e, c.end);
+        bytes = std::max(bytes, c.bytes);
+      }
+      // The slow rank is the one with the shortest collective: the others waited for it.
+      bool flagged = false;
+      if (n <= 100) {
+        flagged = DixonLowOutlier(durs);
+      } else {
+        double mean = 0, var = 0;
+        for (double x : durs) mean += x;
+        mean /= static_cast<double>(n);
+        for (double x : durs) var += (x - mean) * (x - mean);
+        const double sd = std::sqrt(var / static_cast<double>(n));
+        flagged = static_cast<double>(min_d) < mean - 3 * sd ||
+                  static_cast<double>(max_d) > mean + 3 * sd;
+      }
+      if (flagged) {
+        ++slow_count[min_rank];
+        slow_ops[min_rank].insert(key.second);
+      }
+      Cell algbw{}, busbw{};
+      if (bytes > 0 && min_d > 0) {
+        const double a = static_cast<double>(bytes) / static_cast<double>(min_d);  // bytes/ns = GB/s
+        algbw = a;
+        busbw = a * BusBandwidthFactor(key.second, n);
+      }
+      out.collectives.rows.push_back({key.first, key.second, static_cast<int64_t>(idx),
+                                      static_cast<int64_t>(n), Us(static_cast<double>(min_d)),
+                                      Us(static_cast<double>(max_d)), Us(static_cast<double>(max_d - min_d)),
+                                      earliest, Us(static_cast<double>(max_s - min_s)),
+                                      Us(static_cast<double>(max_e - min_e)), latest,
+                                      flagged ? Cell{min_rank} : Cell{}, bytes >= 0 ? Cell{bytes} : Cell{},
+                                      algbw, busbw});
+    }
+  }
+  out.slow_ranks = {"slow_rank", {I("rank"), I("slow_affect_count"), T("collectives")}, {}};
+  std::vector<std::pair<int64_t, int64_t>> order(slow_count.begin(), slow_count.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [rank, n] : order) {
+    std::string names;
+    for (const auto& s : slow_ops[rank]) names += (names.empty() ? "" : ", ") + s;
+    out.slow_ranks.rows.push_back({rank, n, names});
+  }
+  if (ranks.size() < 2) diag.Add("fewer_than_two_ranks");
+  return out;
+}
+
+}  // namespace rlprof::analysis
