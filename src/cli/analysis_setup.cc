@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/cli/cli.h"
 
@@ -42,6 +43,24 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
   }
   *cls = std::move(*c);
   return kExitOk;
+}
+
+bool AnalysePath(const std::string& path, const char* command, const std::string& side,
+                 const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
+                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs) {
+  const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
+  auto inputs = analysis::FindTraceInputs({path});
+  if (!inputs.ok() || inputs->empty()) {
+    io.err << prefix << (inputs.ok() ? "no trace found under " + path : inputs.status().message()) << "\n";
+    return false;
+  }
+  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
+  for (const auto& r : *out) {
+    if (r.status.ok()) continue;
+    io.err << prefix << r.input << ": " << r.status.message() << "\n";
+    *bad_inputs = true;
+  }
+  return true;
 }
 
 }  // namespace rlprof::cli

@@ -12,9 +12,11 @@
 #define RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 
 #include <string>
+#include <vector>
 
 #include "src/analysis/analyse.h"
 #include "src/analysis/classify.h"
+#include "src/analysis/run.h"
 #include "src/cli/command.h"
 
 namespace rlprof::cli {
@@ -33,6 +35,13 @@ void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args);
 // kExitOk otherwise.
 int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
                     analysis::AnalysisOptions* opts, analysis::Classifier* cls);
+
+// Finds the traces under `path` and analyses them into `out`. Prints
+// "rlprof <command>: [<side>: ]<why>" when `path` holds no trace (returns false) and for every
+// input that could not be read (sets *bad_inputs; the others are still analysed).
+bool AnalysePath(const std::string& path, const char* command, const std::string& side,
+                 const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
+                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs);
 
 }  // namespace rlprof::cli
 

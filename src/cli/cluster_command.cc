@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "src/analysis/cluster.h"
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/base/files.h"
 #include "src/cli/analysis_setup.h"
@@ -34,19 +33,10 @@ int Run(const ClusterArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "cluster", io, &opts, &cls); rc != kExitOk) return rc;
-  auto inputs = analysis::FindTraceInputs({a.path});
-  if (!inputs.ok() || inputs->empty()) {
-    io.err << "rlprof cluster: " << (inputs.ok() ? "no trace found under " + a.path : inputs.status().message())
-           << "\n";
-    return kExitBadInput;
-  }
-  auto results = analysis::AnalyseInputs(*inputs, cls, opts, a.jobs);
-  int exit = kExitOk;
-  for (const auto& r : results)
-    if (!r.status.ok()) {
-      io.err << "rlprof cluster: " << r.input << ": " << r.status.message() << "\n";
-      exit = kExitBadInput;
-    }
+  std::vector<analysis::InputResult> results;
+  bool bad = false;
+  if (!AnalysePath(a.path, "cluster", "", cls, opts, a.jobs, io, &results, &bad)) return kExitBadInput;
+  const int exit = bad ? kExitBadInput : kExitOk;
   analysis::ClusterResult c = analysis::AnalyseCluster(results);
   const analysis::Table* tables[] = {&c.step_time, &c.balance, &c.slow_ranks, &c.collectives};
   nlohmann::json j{{"format", "rlprof-cluster"}, {"schema_version", 1}, {"path", a.path}};

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "src/analysis/compare.h"
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/base/files.h"
 #include "src/cli/analysis_setup.h"
@@ -28,25 +27,6 @@ struct CompareArgs {
   size_t jobs = 2;
   bool json = false;
 };
-
-// Reads and analyses one side; prints why on failure.
-bool AnalyseSide(const std::string& path, const char* side, const analysis::Classifier& cls,
-                 const analysis::AnalysisOptions& opts, size_t jobs, Io& io,
-                 std::vector<analysis::InputResult>* out) {
-  auto inputs = analysis::FindTraceInputs({path});
-  if (!inputs.ok()) {
-    io.err << "rlprof compare: " << side << ": " << inputs.status().message() << "\n";
-    return false;
-  }
-  if (inputs->empty()) {
-    io.err << "rlprof compare: " << side << ": no trace found under " << path << "\n";
-    return false;
-  }
-  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
-  for (const auto& r : *out)
-    if (!r.status.ok()) io.err << "rlprof compare: " << side << ": " << r.input << ": " << r.status.message() << "\n";
-  return true;
-}
 
 nlohmann::json ComparisonJson(const analysis::Comparison& c, const CompareArgs& a,
                               const analysis::AnalysisOptions& opts) {
@@ -68,14 +48,12 @@ int Run(const CompareArgs& a, Io& io) {
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "compare", io, &opts, &cls); rc != kExitOk) return rc;
   std::vector<analysis::InputResult> base, test;
-  if (!AnalyseSide(a.baseline, "baseline", cls, opts, a.jobs, io, &base) ||
-      !AnalyseSide(a.test, "new", cls, opts, a.jobs, io, &test))
+  bool bad = false;
+  if (!AnalysePath(a.baseline, "compare", "baseline", cls, opts, a.jobs, io, &base, &bad) ||
+      !AnalysePath(a.test, "compare", "new", cls, opts, a.jobs, io, &test, &bad))
     return kExitBadInput;
   analysis::Comparison c = analysis::CompareRuns(base, test, {.top_ops = a.top});
-  int exit = kExitOk;
-  for (const auto* side : {&base, &test})
-    for (const auto& r : *side)
-      if (!r.status.ok()) exit = kExitBadInput;
+  const int exit = bad ? kExitBadInput : kExitOk;
 
   const nlohmann::json j = ComparisonJson(c, a, opts);
   if (!a.output.empty()) {

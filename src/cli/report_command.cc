@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "src/analysis/compare.h"
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
@@ -26,34 +25,16 @@ struct ReportArgs {
   AnalysisArgs analysis;
 };
 
-// Finds and analyses the inputs under `path`; false (message printed) when there are none.
-bool AnalysePath(const std::string& path, const analysis::Classifier& cls,
-                 const analysis::AnalysisOptions& opts, size_t jobs, Io& io,
-                 std::vector<analysis::InputResult>* out) {
-  auto inputs = analysis::FindTraceInputs({path});
-  if (!inputs.ok() || inputs->empty()) {
-    io.err << "rlprof report: " << (inputs.ok() ? "no trace found under " + path : inputs.status().message())
-           << "\n";
-    return false;
-  }
-  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
-  return true;
-}
-
 int Run(const ReportArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
   std::vector<analysis::InputResult> results, base;
-  if (!AnalysePath(a.path, cls, opts, a.jobs, io, &results)) return kExitBadInput;
-  if (!a.baseline.empty() && !AnalysePath(a.baseline, cls, opts, a.jobs, io, &base)) return kExitBadInput;
-  int exit = kExitOk;
-  for (const auto* side : {&results, &base})
-    for (const auto& r : *side)
-      if (!r.status.ok()) {
-        io.err << "rlprof report: " << r.input << ": " << r.status.message() << "\n";
-        exit = kExitBadInput;
-      }
+  bool bad = false;
+  if (!AnalysePath(a.path, "report", "", cls, opts, a.jobs, io, &results, &bad)) return kExitBadInput;
+  if (!a.baseline.empty() && !AnalysePath(a.baseline, "report", "baseline", cls, opts, a.jobs, io, &base, &bad))
+    return kExitBadInput;
+  const int exit = bad ? kExitBadInput : kExitOk;
   std::unique_ptr<analysis::Comparison> cmp;
   if (!a.baseline.empty())
     cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
