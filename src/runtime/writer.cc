@@ -62,7 +62,15 @@ base::Status Writer::Start() {
     return base::Internal(std::string("pipe: ") + std::strerror(errno));
   Recorder::Get().set_wake_fd(wake_fd_);
   running_ = true;
+  // The thread must never run the application's signal handlers: the SIGTERM/SIGINT flush
+  // waits for this very thread. Blocking inside Loop() leaves a window at thread start in
+  // which a signal can land here (seen: a SIGTERM right after start hung 2 s and lost the
+  // capture), so the thread is created with every signal already blocked.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
   thread_ = std::thread([this] { Loop(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return base::Status::Ok();
 }
 
@@ -134,10 +142,7 @@ WriterStats Writer::stats() const {
 }
 
 void Writer::Loop() {
-  // Signals are for the application's threads; the handler waits on this one.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  // Signals are for the application's threads (blocked since creation, see Start()).
   for (;;) {
     const int timeout_ms =
         open_.empty() ? 500 : std::max(1, static_cast<int>(opt_.flush_interval_s * 1000));
