@@ -179,11 +179,7 @@ int Run(const AnalyseArgs& a, Io& io) {
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
     io.out << "-- step_trace_time (us)\n" << analysis::ToText(analysis::StepTraceTimeTable(r.analysis));
-    if (!r.analysis.diagnostics.counts.empty()) {
-      io.out << "diagnostics:";
-      for (const auto& [k, v] : r.analysis.diagnostics.counts) io.out << " " << k << "=" << v;
-      io.out << "\n";
-    }
+    if (!r.analysis.diagnostics.counts.empty()) PrintDiagnostics(io, r.analysis.diagnostics);
   }
   io.out << ok << "/" << results.size() << " inputs analysed; wrote " << a.output
          << "/{summary.json,analysis.db,report.html} and one folder of CSVs per input";

@@ -4,6 +4,7 @@
 
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/base/files.h"
 #include "src/cli/cli.h"
 
 namespace rlprof::cli {
@@ -61,6 +62,21 @@ bool AnalysePath(const std::string& path, const char* command, const std::string
     *bad_inputs = true;
   }
   return true;
+}
+
+void PrintDiagnostics(Io& io, const analysis::Diagnostics& d) {
+  io.out << "diagnostics:";
+  if (d.counts.empty()) io.out << " none";
+  for (const auto& [k, v] : d.counts) io.out << " " << k << "=" << v;
+  io.out << "\n";
+}
+
+base::Status WriteTableFiles(const std::string& dir, const std::vector<const analysis::Table*>& tables,
+                             const std::string& json_name, const nlohmann::json& doc) {
+  RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
+  for (const analysis::Table* t : tables)
+    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/" + t->name + ".csv", analysis::ToCsv(*t)));
+  return base::WriteFileAtomic(dir + "/" + json_name, doc.dump(1) + "\n");
 }
 
 }  // namespace rlprof::cli

@@ -17,6 +17,7 @@
 #include "src/analysis/analyse.h"
 #include "src/analysis/classify.h"
 #include "src/analysis/run.h"
+#include "src/analysis/tables.h"
 #include "src/cli/command.h"
 
 namespace rlprof::cli {
@@ -42,6 +43,13 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 bool AnalysePath(const std::string& path, const char* command, const std::string& side,
                  const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
                  Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs);
+
+// "diagnostics: none" or "diagnostics: name=count …", one line.
+void PrintDiagnostics(Io& io, const analysis::Diagnostics& d);
+
+// -o DIR of compare and cluster: every table as DIR/<name>.csv and the document as DIR/<json_name>.
+base::Status WriteTableFiles(const std::string& dir, const std::vector<const analysis::Table*>& tables,
+                             const std::string& json_name, const nlohmann::json& doc);
 
 }  // namespace rlprof::cli
 

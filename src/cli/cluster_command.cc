@@ -14,7 +14,6 @@
 
 #include "src/analysis/cluster.h"
 #include "src/analysis/run.h"
-#include "src/base/files.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
@@ -38,17 +37,14 @@ int Run(const ClusterArgs& a, Io& io) {
   if (!AnalysePath(a.path, "cluster", "", cls, opts, a.jobs, io, &results, &bad)) return kExitBadInput;
   const int exit = bad ? kExitBadInput : kExitOk;
   analysis::ClusterResult c = analysis::AnalyseCluster(results);
-  const analysis::Table* tables[] = {&c.step_time, &c.balance, &c.slow_ranks, &c.collectives};
+  const std::vector<const analysis::Table*> tables = {&c.step_time, &c.balance, &c.slow_ranks,
+                                                      &c.collectives};
   nlohmann::json j{{"format", "rlprof-cluster"}, {"schema_version", 1}, {"path", a.path}};
   for (const auto* t : tables) j[t->name] = analysis::ToJson(*t);
   j["diagnostics"] = nlohmann::json::object();
   for (const auto& [k, v] : c.diagnostics.counts) j["diagnostics"][k] = v;
   if (!a.output.empty()) {
-    base::Status s = base::MakeDirs(a.output);
-    for (const auto* t : tables)
-      if (s.ok()) s = base::WriteFileAtomic(a.output + "/" + t->name + ".csv", analysis::ToCsv(*t));
-    if (s.ok()) s = base::WriteFileAtomic(a.output + "/cluster.json", j.dump(1) + "\n");
-    if (!s.ok()) {
+    if (base::Status s = WriteTableFiles(a.output, tables, "cluster.json", j); !s.ok()) {
       io.err << "rlprof cluster: " << s.message() << "\n";
       return kExitOutputError;
     }
@@ -73,10 +69,7 @@ int Run(const ClusterArgs& a, Io& io) {
     io.out << "-- " << t->name << "\n"
            << (t->rows.empty() ? std::string("(none)\n") : analysis::ToText(*t));
   }
-  io.out << "diagnostics:";
-  if (c.diagnostics.counts.empty()) io.out << " none";
-  for (const auto& [k, v] : c.diagnostics.counts) io.out << " " << k << "=" << v;
-  io.out << "\n";
+  PrintDiagnostics(io, c.diagnostics);
   if (!a.output.empty()) io.out << "wrote " << a.output << "/{cluster_step_trace_time,cluster_balance,slow_rank,collectives}.csv, cluster.json\n";
   return exit;
 }

@@ -12,7 +12,6 @@
 
 #include "src/analysis/compare.h"
 #include "src/analysis/run.h"
-#include "src/base/files.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
@@ -57,11 +56,7 @@ int Run(const CompareArgs& a, Io& io) {
 
   const nlohmann::json j = ComparisonJson(c, a, opts);
   if (!a.output.empty()) {
-    base::Status s = base::MakeDirs(a.output);
-    for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops})
-      if (s.ok()) s = base::WriteFileAtomic(a.output + "/" + t->name + ".csv", analysis::ToCsv(*t));
-    if (s.ok()) s = base::WriteFileAtomic(a.output + "/compare.json", j.dump(1) + "\n");
-    if (!s.ok()) {
+    if (base::Status s = WriteTableFiles(a.output, {&c.steps, &c.stages, &c.ops}, "compare.json", j); !s.ok()) {
       io.err << "rlprof compare: " << s.message() << "\n";
       return kExitOutputError;
     }
@@ -77,10 +72,7 @@ int Run(const CompareArgs& a, Io& io) {
            << (t == &c.ops ? " (per rank-step" : " (median over rank-steps") << ", us; delta = new - baseline)\n"
            << analysis::ToText(*t);
   }
-  io.out << "diagnostics:";
-  if (c.diagnostics.counts.empty()) io.out << " none";
-  for (const auto& [k, v] : c.diagnostics.counts) io.out << " " << k << "=" << v;
-  io.out << "\n";
+  PrintDiagnostics(io, c.diagnostics);
   if (!a.output.empty()) io.out << "wrote " << a.output << "/{compare_steps,compare_stages,compare_ops}.csv, compare.json\n";
   return exit;
 }

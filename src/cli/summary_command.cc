@@ -84,10 +84,7 @@ int Run(const SummaryArgs& a, Io& io) {
       const std::string unit = analysis::CommonUnit(t);
       io.out << "-- " << t.name << (unit.empty() ? "" : " (" + unit + ")") << "\n" << analysis::ToText(t);
     }
-    io.out << "diagnostics:";
-    if (r.analysis.diagnostics.counts.empty()) io.out << " none";
-    for (const auto& [k, v] : r.analysis.diagnostics.counts) io.out << " " << k << "=" << v;
-    io.out << "\n";
+    PrintDiagnostics(io, r.analysis.diagnostics);
   }
   // The RL view across ranks, when several inputs (ranks) were analysed.
   if (a.view == "rl" && results.size() > 1) {
