@@ -162,7 +162,7 @@ int Run(const AnalyseArgs& a, Io& io) {
   }
   const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
   if (auto s = report::WriteHtmlReport(a.output + "/report.html",
-                                       report::ReportData(results, opts, title, RLPROF_VERSION));
+                                       report::ReportData(results, summary, title, RLPROF_VERSION));
       !s.ok()) {
     io.err << "rlprof analyse: " << s.message() << "\n";
     return kExitOutputError;

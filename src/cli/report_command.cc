@@ -39,7 +39,8 @@ int Run(const ReportArgs& a, Io& io) {
   if (!a.baseline.empty())
     cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   const std::string title = a.title.empty() ? a.path : a.title;
-  const auto data = report::ReportData(results, opts, title, RLPROF_VERSION, cmp.get(), a.baseline, a.path);
+  const auto data = report::ReportData(results, analysis::SummaryJson(results, opts), title,
+                                       RLPROF_VERSION, cmp.get(), a.baseline, a.path);
   if (base::Status s = report::WriteHtmlReport(a.output, data); !s.ok()) {
     io.err << "rlprof report: " << s.message() << "\n";
     return kExitOutputError;

@@ -38,12 +38,11 @@ std::string ScriptSafeJson(const nlohmann::json& data) {
   return out;
 }
 
-nlohmann::json ReportData(const std::vector<analysis::InputResult>& results,
-                          const analysis::AnalysisOptions& opts, const std::string& title,
+nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
+                          const std::string& title,
                           const std::string& version, const analysis::Comparison* compare,
                           const std::string& baseline, const std::string& current) {
   constexpr size_t kTopOps = 40;  // per input and type: the page sums them over inputs
-  nlohmann::json summary = analysis::SummaryJson(results, opts);
   size_t k = 0;
   for (const auto& r : results) {
     if (!r.status.ok()) {

@@ -22,12 +22,13 @@
 
 namespace rlprof::report {
 
-// The page's data for an analysed run: summary.json (SummaryJson) with each input's top
+// The page's data for an analysed run: its summary.json document (SummaryJson of `results`,
+// passed in so a caller that already built it does not build it twice) with each input's top
 // operators and kernels added ("op_statistic", by total), the title, the UTC time, the
 // version, and — with a baseline — the comparison ("compare": ComparisonToJson plus
 // "baseline" and "new").
-nlohmann::json ReportData(const std::vector<analysis::InputResult>& results,
-                          const analysis::AnalysisOptions& opts, const std::string& title,
+nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
+                          const std::string& title,
                           const std::string& version, const analysis::Comparison* compare = nullptr,
                           const std::string& baseline = "", const std::string& current = "");
 
