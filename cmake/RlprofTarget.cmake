@@ -22,7 +22,7 @@ function(rlprof_stage name)
     target_link_libraries(${name}_test PRIVATE ${target} ${ARG_TEST_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
     target_compile_definitions(${name}_test PRIVATE
       RLPROF_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-      RLPROF_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+      RLPROF_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/test/data/fixtures")
     rlprof_warnings(${name}_test)
     gtest_discover_tests(${name}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
   endif()

@@ -34,7 +34,7 @@ TEST(JsonScan, BlanksTrailingCommasAndFindsTheLastCompleteElement) {
 }
 
 TEST(JsonScan, AgreesWithTheBaselineScannerOnARealTrace) {
-  std::string a = std::string(RLPROF_SHARED_DIR) + "/fixtures/torch113_legacy_gloo_ddp_rank0.json";
+  std::string a = std::string(RLPROF_FIXTURES_DIR) + "/torch113_legacy_gloo_ddp_rank0.json";
   FILE* f = std::fopen(a.c_str(), "rb");
   ASSERT_NE(f, nullptr);
   std::string text(700000, '\0');

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Fixture(const std::string& rel) { return std::string(RLPROF_SHARED_DIR) + "/fixtures/" + rel; }
+std::string Fixture(const std::string& rel) { return std::string(RLPROF_FIXTURES_DIR) + "/" + rel; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -461,7 +461,7 @@ TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
   EXPECT_EQ(*in, (std::vector<std::string>{dir + "/run/step1/e2e/rank0-h-1",
                                            dir + "/torch/r0.pt.trace.json"}));
   EXPECT_FALSE(FindTraceInputs({dir + "/nope"}).ok());
-  auto fixtures = FindTraceInputs({std::string(RLPROF_SHARED_DIR) + "/fixtures"});
+  auto fixtures = FindTraceInputs({std::string(RLPROF_FIXTURES_DIR)});
   ASSERT_TRUE(fixtures.ok());
   EXPECT_EQ(fixtures->size(), 10u);  // 8 Kineto, 1 legacy, 1 Ascend; not cluster_communication.json
 }
