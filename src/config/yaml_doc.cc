@@ -5,6 +5,7 @@
 
 #include "src/base/files.h"
 #include "src/base/strings.h"
+#include "src/config/yaml_scan.h"
 
 namespace rlprof::config {
 
@@ -38,14 +39,33 @@ std::string Unquote(std::string_view s) {
   return std::string(s);
 }
 
+// "file:L:C: syntax error in 'a.b': ..." for a parse error; an undefined alias names itself.
+std::string SyntaxErrorMessage(const std::string& text, const std::string& name,
+                               const YAML::ParserException& e) {
+  const int line = e.mark.line, col = e.mark.column;
+  std::string where = name + ":" + std::to_string(line + 1) + ":" + std::to_string(col + 1);
+  std::string path = EnclosingKeyPath(text, line, col);
+  std::string in = path.empty() ? " at the top level" : " in '" + path + "'";
+  if (e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR) {
+    std::string alias = e.mark.pos >= 0 ? AliasNameAt(text, static_cast<size_t>(e.mark.pos)) : "";
+    int defined = AnchorLine(text, alias);
+    std::string why = defined > 0 ? "its anchor '&" + alias + "' comes later, at line " +
+                                        std::to_string(defined) +
+                                        "; an anchor must be defined before its aliases"
+                                  : "no anchor '&" + alias + "' is defined in the file";
+    return where + ": undefined alias '*" + alias + "'" + in + ": " + why;
+  }
+  return where + ": syntax error" + in + ": " + e.msg;
+}
+
 }  // namespace
 
 std::string JoinPath(const KeyPath& p) { return base::Join(p, "."); }
 
 std::string ConfigError::Format() const {
   std::string out = where;
-  if (!path.empty()) out += ": " + path;
-  out += ": " + message;
+  if (!path.empty()) out += (out.empty() ? "" : ": ") + path;
+  out += (out.empty() ? "" : ": ") + message;
   return out;
 }
 
@@ -60,14 +80,19 @@ base::Status Doc::LoadString(const std::string& text, const std::string& name) {
   try {
     root_ = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    return base::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) +
-                                 ": not valid YAML: " + e.msg);
+    return base::InvalidArgument(SyntaxErrorMessage(text, name, e));
   } catch (const YAML::Exception& e) {
     return base::InvalidArgument(name + ": not valid YAML: " + e.what());
   }
   if (!root_.IsDefined() || root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
   if (!root_.IsMap())
     return base::InvalidArgument(name + ":1: the config must be a YAML mapping at the top level");
+  // yaml-cpp keeps both entries of a repeated key and reads the first; OmegaConf (verl,
+  // Hydra) rejects the file. Reported with the schema errors, all at once.
+  for (const DuplicateKey& d : FindDuplicateKeys(root_))
+    Error(name + ":" + std::to_string(d.line), "",
+          "key '" + d.path + "' is given twice (first at line " + std::to_string(d.first_line) +
+              ")");
   return base::Status::Ok();
 }
 
@@ -126,6 +151,7 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
     if (del) {
       if (!exists) return base::InvalidArgument("override '" + ov + "': cannot delete '" + key + "': no such key");
       cur.remove(leaf);
+      overridden_.erase(key);
       continue;
     }
     if (!exists && !add && !force) {
@@ -140,6 +166,9 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
       return base::InvalidArgument("override '" + ov + "': key '" + key +
                                    "' already exists (use '++" + key + "=" + value +
                                    "' to override it)");
+    if (auto prev = overridden_.find(key); prev != overridden_.end())
+      Warn("override '" + ov + "' sets '" + key + "' again after override '" + prev->second +
+           "': overrides apply in order, so the last one wins (as in Hydra)");
     cur[leaf] = ParseValue(value);
     overridden_[key] = ov;
   }
