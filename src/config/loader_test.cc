@@ -251,6 +251,27 @@ TEST(LoaderErrorsTest, UndefinedAliasNamesTheAliasAtItsUse) {
                        "at line 2"), std::string::npos) << later;
 }
 
+TEST(LoaderErrorsTest, BadValuesThroughAnAliasAreReportedAtItsUse) {
+  std::string msg = MustFail("prof: &p\n  enable: maybe\n  ranks: [0, -1]\n"
+                             "global_profiler: {tool: npu, steps: [1]}\n"
+                             "actor_rollout_ref:\n  actor:\n    profiler: *p\n");
+  EXPECT_NE(msg.find("t.yaml:7: actor_rollout_ref.actor.profiler.enable: expected true or false, "
+                     "got 'maybe' (through alias '*p'; the value is written at line 2)"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("t.yaml:7: actor_rollout_ref.actor.profiler.ranks[1]: '-1' is out of range; "
+                     "must be >= 0 (through alias '*p'; the value is written at line 3)"),
+            std::string::npos) << msg;
+  // A scalar alias too; a value written in place is reported where it is.
+  std::string flag = MustFail("f: &f maybe\nglobal_profiler: {tool: npu, steps: [1]}\n"
+                              "actor_rollout_ref: {actor: {profiler: {enable: *f}}}\n");
+  EXPECT_NE(flag.find("t.yaml:3: actor_rollout_ref.actor.profiler.enable: expected true or false, "
+                      "got 'maybe' (through alias '*f'; the value is written at line 1)"),
+            std::string::npos) << flag;
+  std::string plain = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                               "actor_rollout_ref: {actor: {profiler: {enable: &g maybe}}}\n");
+  EXPECT_EQ(plain.find("through alias"), std::string::npos) << plain;
+}
+
 TEST(LoaderErrorsTest, MisspeltVerlRoleBlocksAreErrorsWithASuggestion) {
   std::string fused = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
                                "actor_rollout_ref:\n  actr:\n    profiler: {enable: true}\n");

@@ -77,6 +77,7 @@ base::Status Doc::LoadFile(const std::string& path) {
 
 base::Status Doc::LoadString(const std::string& text, const std::string& name) {
   file_ = name;
+  text_ = text;
   try {
     root_ = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
@@ -202,12 +203,21 @@ Ref Doc::ChildAt(const Ref& parent, const std::string& key, int depth) {
   r.source = parent.source;
   r.source.push_back(key);
   r.line = parent.line;  // a missing key is reported at its parent
+  r.alias = parent.alias;
+  r.alias_line = parent.alias_line;
   if (!parent.present() || !parent.node.IsMap()) return r;
   const YAML::Node& pn = parent.node;
   for (auto it = pn.begin(); it != pn.end(); ++it) {
     if (it->first.IsScalar() && it->first.Scalar() == key) {
       r.Set(it->second);
       r.line = LineOf(it->first);
+      // An alias shares its anchor's node, so the value starts before its own key.
+      const YAML::Mark km = it->first.Mark(), vm = it->second.Mark();
+      if (r.alias_line < 0 && !km.is_null() && !vm.is_null() && vm.pos < km.pos) {
+        r.alias = AliasNameAt(text_, static_cast<size_t>(km.pos));
+        r.alias_line = r.line;
+        r.line = LineOf(it->second);
+      }
       break;
     }
   }
@@ -305,11 +315,16 @@ std::string Doc::Where(const Ref& r) const {
     auto it = overridden_.find(JoinPath(KeyPath(clean.begin(), clean.begin() + n)));
     if (it != overridden_.end()) return "override '" + it->second + "'";
   }
-  return file_ + ":" + (r.line > 0 ? std::to_string(r.line) : std::string("?"));
+  int line = r.alias_line > 0 ? r.alias_line : r.line;
+  return file_ + ":" + (line > 0 ? std::to_string(line) : std::string("?"));
 }
 
 void Doc::Error(const Ref& r, std::string message) {
-  errors_.push_back({Where(r), JoinPath(r.path), std::move(message)});
+  std::string where = Where(r);
+  if (r.alias_line > 0 && where.rfind("override", 0) != 0)
+    message += " (through alias '*" + r.alias + "'; the value is written at line " +
+               (r.line > 0 ? std::to_string(r.line) : std::string("?")) + ")";
+  errors_.push_back({where, JoinPath(r.path), std::move(message)});
 }
 
 void Doc::Error(const std::string& where, const std::string& path, std::string message) {
