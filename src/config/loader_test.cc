@@ -393,6 +393,22 @@ TEST(LoaderErrorsTest, RefBlockFollowsTheActorUnlessCombineIsSet) {
                         "actor_rollout_ref: {ref: {profiler: {enable: true}}}\n");
   EXPECT_FALSE(alone.FindRole("ref")->enabled);
   EXPECT_TRUE(Has(alone.notes, "enable: true (actor: false)"));
+  // The ref block's own stage allow-list (rlprof's key; verl captures every annotated stage of
+  // the process) is kept and united with the actor's.
+  Plan stages = MustLoad(
+      "global_profiler: {tool: rlprof, steps: [1]}\nactor_rollout_ref:\n"
+      "  actor: {profiler: {enable: true, ranks: [0], tool_config: {rlprof: {discrete: true, "
+      "stages: [actor_update]}}}}\n"
+      "  ref: {profiler: {enable: true, ranks: [0, 1], tool_config: {rlprof: {discrete: true, "
+      "stages: [ref_compute_log_prob]}}}}\n");
+  EXPECT_EQ(stages.FindRole("ref")->stages, (std::vector<std::string>{"ref_compute_log_prob"}));
+  EXPECT_EQ(stages.FindRole("ref")->ranks, (std::vector<int64_t>{0}));
+  EXPECT_EQ(ResolveForProcess(stages, {"actor", "rollout", "ref"}, 0).stages,
+            (std::vector<std::string>{"actor_update", "ref_compute_log_prob"}));
+  EXPECT_FALSE(ResolveForProcess(stages, {"actor", "rollout", "ref"}, 1).enabled);
+  ASSERT_EQ(stages.notes.size(), 1u);
+  EXPECT_NE(stages.notes[0].find("(ranks: [0, 1] (actor: [0]))"), std::string::npos)
+      << stages.notes[0];
   // verl Gen 1 united the hosted blocks itself: a disagreement is a note, discrete wins.
   Plan gen1 = MustLoad("trainer: {profile_steps: [1]}\nactor_rollout_ref:\n"
                        "  actor: {profiler: {discrete: true, ranks: [0]}}\n"

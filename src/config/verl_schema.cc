@@ -181,7 +181,8 @@ std::vector<std::string> RoleDifferences(const RolePlan& ref, const RolePlan& ac
   add("all_ranks", b(ref.all_ranks), b(actor.all_ranks));
   if (!ref.all_ranks && !actor.all_ranks) add("ranks", IntsText(ref.ranks), IntsText(actor.ranks));
   add("discrete", b(ref.mode == CaptureMode::kDiscrete), b(actor.mode == CaptureMode::kDiscrete));
-  add("stages", WordsText(ref.stages, "all"), WordsText(actor.stages, "all"));
+  // A ref allow-list of its own is kept (RefFollowsActor); "all" follows the actor's list.
+  if (ref.stages.empty()) add("stages", "all", WordsText(actor.stages, "all"));
   add("contents", WordsText(ref.contents.Names(), "[]"), WordsText(actor.contents.Names(), "[]"));
   add("level", ref.level, actor.level);
   auto sched = [](const Schedule& s) {
@@ -208,6 +209,11 @@ void RefFollowsActor(Plan& plan, bool ref_block_present) {
   }
   if (!actor || !ref || !ref_block_present) return;
   std::vector<std::string> diffs = RoleDifferences(*ref, *actor);
+  // tool_config.rlprof.stages is rlprof's own key, which verl has not: verl captures every
+  // annotated stage of the process, ref stages included. A ref block's allow-list therefore
+  // keeps naming which ref stages to capture (the union unites it with the actor's).
+  std::vector<std::string> own_stages = ref->enabled && actor->enabled ? ref->stages
+                                                                       : std::vector<std::string>{};
   if (diffs.empty()) return;
   plan.notes.push_back(ref->block_path + " is ignored where it differs from the actor block (" +
                        base::Join(diffs, "; ") +
@@ -220,6 +226,7 @@ void RefFollowsActor(Plan& plan, bool ref_block_present) {
   *ref = *actor;
   ref->role = "ref";
   ref->block_path = path;
+  if (!own_stages.empty()) ref->stages = own_stages;
 }
 
 void ReportRoleName(ParseContext& ctx, const Ref& where, const std::string& name,
