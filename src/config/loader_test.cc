@@ -226,6 +226,12 @@ TEST(LoaderErrorsTest, RepeatedOverridesApplyInOrderWithAWarning) {
   EXPECT_EQ(p.steps.list, (std::vector<int64_t>{3}));
   EXPECT_TRUE(Has(p.warnings, "override 'global_profiler.steps=[3]' sets 'global_profiler.steps' "
                               "again after override 'global_profiler.steps=[2]'"));
+  // A mapping value repeating a key is rejected like a file doing so.
+  EXPECT_EQ(MustFail(yaml, {"++global_profiler.global_tool_config={rlprof: {combine: union, "
+                            "combine: priority}}"}),
+            "override '++global_profiler.global_tool_config={rlprof: {combine: union, combine: "
+            "priority}}': key 'global_profiler.global_tool_config.rlprof.combine' is given twice "
+            "in the value");
   // Deleting and adding again is a deliberate sequence, not a repetition.
   Plan q = MustLoad(yaml, {"~global_profiler.steps", "+global_profiler.steps=[4]"});
   EXPECT_FALSE(Has(q.warnings, "again after"));

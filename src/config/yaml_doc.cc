@@ -167,10 +167,14 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
       return base::InvalidArgument("override '" + ov + "': key '" + key +
                                    "' already exists (use '++" + key + "=" + value +
                                    "' to override it)");
+    YAML::Node parsed = ParseValue(value);
+    if (auto dups = FindDuplicateKeys(parsed); !dups.empty())
+      return base::InvalidArgument("override '" + ov + "': key '" + key + "." + dups[0].path +
+                                   "' is given twice in the value");
     if (auto prev = overridden_.find(key); prev != overridden_.end())
       Warn("override '" + ov + "' sets '" + key + "' again after override '" + prev->second +
            "': overrides apply in order, so the last one wins (as in Hydra)");
-    cur[leaf] = ParseValue(value);
+    cur[leaf] = parsed;
     overridden_[key] = ov;
   }
   return base::Status::Ok();
