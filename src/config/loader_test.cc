@@ -286,6 +286,10 @@ TEST(LoaderErrorsTest, MisspeltVerlRoleBlocksAreErrorsWithASuggestion) {
   std::string top = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
                              "critc: {profiler: {enable: true}}\n");
   EXPECT_NE(top.find("did you mean 'critic'?"), std::string::npos) << top;
+  std::string parent = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                                "actor_rolout_ref: {actor: {profiler: {enable: true}}}\n");
+  EXPECT_NE(parent.find("t.yaml:2: actor_rolout_ref: unknown key: its role blocks are never read; "
+                        "did you mean 'actor_rollout_ref'?"), std::string::npos) << parent;
   std::string key = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
                              "critic: {profilr: {enable: true}}\n");
   EXPECT_NE(key.find("critic.profilr: unknown key; did you mean 'profiler'?"), std::string::npos)

@@ -261,8 +261,17 @@ void CheckVerlRoleBlockNames(ParseContext& ctx, const std::vector<KeyPath>& role
         Ref cb = doc.Child(blk, c);
         if (has_profiler(cb)) ReportRoleName(ctx, cb, c, fused, "actor_rollout_ref.");
       }
-    } else if (std::find(top.begin(), top.end(), key) == top.end() && has_profiler(blk)) {
-      ReportRoleName(ctx, blk, key, top, "");
+    } else if (std::find(top.begin(), top.end(), key) == top.end()) {
+      if (has_profiler(blk)) {
+        ReportRoleName(ctx, blk, key, top, "");
+        continue;
+      }
+      // A misspelt actor_rollout_ref holds its profiler blocks one level down.
+      bool nested = false;
+      for (const std::string& c : doc.Keys(blk)) nested |= has_profiler(doc.Child(blk, c));
+      if (nested && base::NearestWord(key, {"actor_rollout_ref"}) == "actor_rollout_ref")
+        doc.Error(blk, "unknown key: its role blocks are never read; did you mean "
+                       "'actor_rollout_ref'?");
     }
   }
   // A misspelt `profiler` key leaves its role silently off.
