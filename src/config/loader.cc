@@ -162,10 +162,6 @@ base::Status ParseWithoutProfilerBlock(ParseContext& ctx) {
       "(megatron_training) training config without one loads with profiling off");
 }
 
-}  // namespace
-
-namespace {
-
 // Every error of the document in one message, "N errors in FILE:" then one per line.
 base::Status ErrorsStatus(const Doc& doc) {
   std::ostringstream msg;
@@ -204,8 +200,8 @@ base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& o
     if (has_gen3) found.push_back("global_profiler");
     if (has_ms) found.push_back("profiler_config");
     if (has_legacy && !has_gen3) found.push_back("trainer.profile_steps");
-    return Fatal(doc, base::InvalidArgument(doc.file() + ": several profiler configs in one file (" +
-                                            base::Join(found, ", ") + "); keep one"));
+    return Fatal(doc, base::InvalidArgument(doc.file() + ": several profiler configs in one "
+                                            "file (" + base::Join(found, ", ") + "); keep one"));
   }
   if (has_native) ParseNative(ctx);
   else if (has_gen3) ParseVerlGen3(ctx);

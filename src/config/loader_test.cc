@@ -326,7 +326,8 @@ TEST(LoaderErrorsTest, MisspeltProfilerBlockNamesAreErrorsNotProfilingOff) {
 }
 
 TEST(LoaderErrorsTest, TrainingConfigsWithoutAProfilerBlockLoadWithProfilingOff) {
-  Plan verl = MustLoad("trainer: {total_epochs: 1}\nactor_rollout_ref: {actor: {strategy: fsdp}}\n");
+  Plan verl =
+      MustLoad("trainer: {total_epochs: 1}\nactor_rollout_ref: {actor: {strategy: fsdp}}\n");
   EXPECT_EQ(verl.dialect, Dialect::kVerlGen3);
   EXPECT_FALSE(verl.profiling_enabled());
   ASSERT_FALSE(verl.notes.empty());
@@ -426,7 +427,8 @@ TEST(LoaderErrorsTest, RefBlockFollowsTheActorUnlessCombineIsSet) {
   EXPECT_TRUE(Has(gen1.notes, "verl Gen 1 unites the blocks it hosts"));
   EXPECT_EQ(ResolveForProcess(gen1, {"actor", "rollout", "ref"}, 0).mode, CaptureMode::kDiscrete);
   // An explicit union keeps every block's say, and its disagreement check.
-  std::string msg = MustFail(yaml, {"+global_profiler.global_tool_config={rlprof: {combine: union}}"});
+  std::string msg =
+      MustFail(yaml, {"+global_profiler.global_tool_config={rlprof: {combine: union}}"});
   EXPECT_NE(msg.find("colocated roles disagree on discrete"), std::string::npos) << msg;
 }
 

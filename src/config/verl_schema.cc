@@ -416,7 +416,8 @@ void ParseVerlGen3(ParseContext& ctx) {
   if (!doc.Get({"global_profiler", "global_tool_config", "rlprof", "combine"}).present())
     RefFollowsActor(plan, raws[2].present);
   std::vector<KeyPath> parents;
-  for (const auto& spec : RoleBlocks()) parents.emplace_back(spec.path.begin(), spec.path.end() - 1);
+  for (const auto& spec : RoleBlocks())
+    parents.emplace_back(spec.path.begin(), spec.path.end() - 1);
   CheckVerlRoleBlockNames(ctx, parents);
 }
 

@@ -178,8 +178,10 @@ std::string EnclosingKeyPath(std::string_view text, int line, int column) {
     }
     while (!stack.empty() && stack.back().indent >= info.key_indent) stack.pop_back();
     stack.push_back({info.key_indent, info.key});
-    if (!v.empty() && (v[0] == '|' || v[0] == '>')) block_scalar_indent = static_cast<int>(info.key_indent);
-    else flow_depth = std::max(0, BracketBalance(v));
+    if (!v.empty() && (v[0] == '|' || v[0] == '>'))
+      block_scalar_indent = static_cast<int>(info.key_indent);
+    else
+      flow_depth = std::max(0, BracketBalance(v));
   }
   // The line of the error: it closes the mappings it is not indented into, unless it is
   // inside a flow collection or block scalar (the error is then in the key that opened it).
@@ -217,7 +219,9 @@ int AnchorLine(std::string_view text, const std::string& name) {
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view l = lines[i];
     for (size_t at = l.find('&'); at != std::string_view::npos; at = l.find('&', at + 1)) {
-      if (at > 0 && std::string_view(" \t[{,:-").find(l[at - 1]) == std::string_view::npos) continue;
+      bool starts_token =
+          at == 0 || std::string_view(" \t[{,:-").find(l[at - 1]) != std::string_view::npos;
+      if (!starts_token) continue;
       size_t end = at + 1 + name.size();
       if (l.substr(at + 1, name.size()) == name &&
           (end == l.size() || std::string_view(" \t,[]{}").find(l[end]) != std::string_view::npos))
