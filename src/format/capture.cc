@@ -361,19 +361,38 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
   return c;
 }
 
-std::vector<std::string> FindCaptureDirs(const std::string& root) {
+namespace {
+
+bool IsCaptureDir(const fs::path& d) {
+  std::error_code ec;
+  return fs::exists(d / kManifestName, ec) || fs::exists(d / kEventsName, ec);
+}
+
+// Depth-first; a folder that cannot be listed is counted and skipped, the walk goes on.
+void WalkCaptureDirs(const fs::path& dir, std::vector<std::string>* dirs, Diagnostics* diag) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) {
+    if (diag) diag->Note("input_unreadable_dir", dir.string() + ": cannot list: " + ec.message());
+    return;
+  }
+  for (; it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_directory(e2) || it->is_symlink(e2)) continue;  // links: no endless loops
+    if (IsCaptureDir(it->path())) dirs->push_back(it->path().string());
+    WalkCaptureDirs(it->path(), dirs, diag);
+  }
+  if (ec && diag) diag->Note("input_unreadable_dir", dir.string() + ": listing stopped: " + ec.message());
+}
+
+}  // namespace
+
+std::vector<std::string> FindCaptureDirs(const std::string& root, Diagnostics* diag) {
   std::vector<std::string> dirs;
   std::error_code ec;
-  auto is_capture = [&](const fs::path& d) {
-    return fs::exists(d / kManifestName, ec) || fs::exists(d / kEventsName, ec);
-  };
   if (!fs::is_directory(root, ec)) return dirs;
-  if (is_capture(root)) dirs.push_back(fs::path(root).string());
-  auto opts = fs::directory_options::skip_permission_denied;
-  for (fs::recursive_directory_iterator it(root, opts, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it->is_directory(ec) && is_capture(it->path())) dirs.push_back(it->path().string());
-  }
+  if (IsCaptureDir(root)) dirs.push_back(fs::path(root).string());
+  WalkCaptureDirs(root, &dirs, diag);
   std::sort(dirs.begin(), dirs.end());
   return dirs;
 }
@@ -382,7 +401,7 @@ base::StatusOr<CaptureSet> LoadCaptureTree(const std::string& root) {
   std::error_code ec;
   if (!fs::exists(root, ec)) return base::NotFound(root + ": no such file or directory");
   CaptureSet set;
-  for (const auto& dir : FindCaptureDirs(root)) {
+  for (const auto& dir : FindCaptureDirs(root, &set.diagnostics)) {
     auto c = LoadCapture(dir);
     if (c.ok()) set.captures.push_back(std::move(*c));
     else set.diagnostics.Note("unreadable_inputs", c.status().message());

@@ -111,7 +111,8 @@ void AddRawDiagnostics(const RawDiagnostics& raw, Diagnostics* out);
 void SanitizeCaptureTimes(Capture* c);
 
 // Every directory at or below `root` that contains manifest.json or events.rlp, sorted.
-std::vector<std::string> FindCaptureDirs(const std::string& root);
+// Folders that cannot be listed are counted in `diag` (input_unreadable_dir), when given.
+std::vector<std::string> FindCaptureDirs(const std::string& root, Diagnostics* diag = nullptr);
 
 // Loads every capture below `root`. NotFound when there is none.
 base::StatusOr<CaptureSet> LoadCaptureTree(const std::string& root);
