@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -176,7 +177,10 @@ std::unique_ptr<PySession> CreateSession(const std::string& config, bool config_
       s = Session::Create(*plan, so);
     }
   }
-  if (!s) throw py::value_error("rlprof: " + error);
+  // Only a config that cannot be loaded raises (ValueError): output problems (an unwritable or
+  // full save path, no writer thread) leave a disabled session and one warning on stderr.
+  if (!s && !error.empty()) throw py::value_error("rlprof: " + error);
+  if (!s) throw std::bad_alloc();  // Session::Create is null only when memory is exhausted
   return std::make_unique<PySession>(std::move(s));
 }
 

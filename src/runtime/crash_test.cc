@@ -169,9 +169,10 @@ TEST(CrashTest, DiskErrorMidCaptureMarksTheCaptureIncomplete) {
   ASSERT_EQ(caps.size(), 1u);
   nlohmann::json m = ReadManifest(caps[0]);
   EXPECT_EQ(m["complete"], false);
-  EXPECT_EQ(m["window"]["close_reason"], "step_end");
+  EXPECT_EQ(m["window"]["close_reason"], "error");  // closed at the error, not at the step's end
   ASSERT_FALSE(m["errors"].empty());
   EXPECT_LT(m["counts"]["events"].get<uint64_t>(), 200001u);
+  EXPECT_GT(m["counts"]["dropped_write_error"].get<uint64_t>(), 0u);
   auto cap = format::ReadRaw(caps[0] + "/events.rlp");
   ASSERT_TRUE(cap.ok());  // what did reach the disk is readable
 }
