@@ -185,3 +185,28 @@ def test_a_bad_config_still_raises_before_anything_runs():
     # anything about the output, which never raises.
     with pytest.raises(ValueError, match="cannot|no such|not found|No such"):
         rlprof.Profiler("/nonexistent/rlprof-profile.yaml")
+
+
+def test_a_failing_cuda_memory_sample_warns_once_and_the_loop_goes_on(tmp_path, capfd, monkeypatch):
+    from rlprof import _dist
+
+    class BrokenCuda:
+        @staticmethod
+        def is_available():
+            raise RuntimeError("CUDA driver went away")
+
+    class FakeTorch:
+        cuda = BrokenCuda()
+
+    monkeypatch.setattr(_dist, "torch_if_loaded", lambda: FakeTorch())
+    prof = rlprof.Profiler({"rlprof": {"steps": [1, 2], "save_path": str(tmp_path / "out"),
+                                       "roles": {"actor": {"ranks": [0], "contents": ["cpu", "memory"]}}}},
+                           role="actor", quiet=True)
+    for step in (1, 2):
+        with prof.step(step):
+            with rlprof.annotate("actor_update", role="actor"):
+                rlprof.mark("m")
+    caps = prof.shutdown()
+    assert len(caps) == 2 and all(manifest(c)["complete"] for c in caps)
+    warnings = _warnings(capfd.readouterr().err)
+    assert len(warnings) == 1 and "cannot sample CUDA memory" in warnings[0]
