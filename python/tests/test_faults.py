@@ -120,7 +120,7 @@ def test_an_unwritable_save_path_neither_raises_nor_stops_training(unprivileged,
 
 
 FULL_DISK = """
-    import glob, os, sys
+    import glob, os, sys, time
     import rlprof
 
     save = sys.argv[1]
@@ -135,6 +135,12 @@ FULL_DISK = """
     os.chmod(cap, 0o555)
     for i in range(300000):
         rlprof.counter("noise", (i * 7919) % 1000003 + i * 0.001)
+    # Let the writer hit the limit inside step 1 (not at its close, when step 2 would already
+    # be open).
+    for _ in range(2000):
+        if not prof.enabled:
+            break
+        time.sleep(0.01)
     prof.stop()
     with prof.step(2):
         rlprof.mark("after the disk filled up")

@@ -204,7 +204,7 @@ void ExpectFullDiskOutcome(const std::string& save, const ChildResult& r) {
   EXPECT_EQ(cap->events.size(), on_disk);  // the manifest counts exactly what the file holds
 }
 
-// Records barely compressible counters in step 1 (enough to overflow `limit` bytes), then
+// Records barely compressible counters in step 1 (more than the limits below let through), then
 // step 2.
 void TwoStepsOfNoise(const std::string& save, const std::function<void()>& after_open) {
   config::Plan plan = MakePlan(save, {1, 2});
@@ -217,6 +217,11 @@ void TwoStepsOfNoise(const std::string& save, const std::function<void()>& after
     Counter("noise", std::sin(i * 0.7) * 1e6 + i);
     if ((i & 4095) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // Let the writer reach the limit inside step 1 (it flushes every 10 ms), so that step 2 begins
+  // after profiling was turned off: otherwise a slow writer may fail only at step 1's close,
+  // when step 2's window is already open.
+  for (int i = 0; i < 2000 && s->enabled(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   s->EndStep();
   s->BeginStep(2);
   Mark("after the disk filled up");
@@ -260,7 +265,9 @@ TEST(FaultTest, FullTmpfsWarnsOnceAndTheFinalManifestCountsTheLostEvents) {
     TwoStepsOfNoise(save, [] {});
     // The mount disappears with this process: copy the result out for the parent.
     const auto caps = FindCaptures(save);
-    std::string manifest = caps.size() == 1 ? *base::ReadFile(caps[0] + "/manifest.json") : "";
+    auto text = caps.size() == 1 ? base::ReadFile(caps[0] + "/manifest.json")
+                                 : base::StatusOr<std::string>(base::NotFound("captures"));
+    const std::string manifest = text.ok() ? *text : "";
     std::fprintf(stderr, "\nMANIFEST %s\n", manifest.c_str());
     std::fflush(nullptr);
     _exit(0);
