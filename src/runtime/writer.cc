@@ -241,6 +241,12 @@ void Writer::Process(Command& c) {
 
 void Writer::OpenCapture(const WindowOpen& w) {
   known_gen_ = std::max(known_gen_, w.gen);
+  if (fault_reported_) {
+    // Profiling was turned off (the warning said so) after this window was asked for: make no
+    // directory for it.
+    Recorder::Get().CloseWindow(w.gen);
+    return;
+  }
   const Identity& id = opt_.identity;
   const std::string parent = opt_.run_dir + "/step" + std::to_string(w.first_step) + "/" +
                              base::SanitizeForPath(w.scope);
