@@ -167,14 +167,18 @@ std::unique_ptr<PySession> CreateSession(const std::string& config, bool config_
   std::string error;
   {
     py::gil_scoped_release nogil;
-    config::LoadOptions lo;
-    if (world_size) lo.world_size = *world_size;
-    auto plan = config_is_text ? config::LoadPlanFromString(config, "<dict>", overrides, lo)
-                               : config::LoadPlan(config, overrides, lo);
-    if (!plan.ok()) {
-      error = plan.status().message();
-    } else {
-      s = Session::Create(*plan, so);
+    try {
+      config::LoadOptions lo;
+      if (world_size) lo.world_size = *world_size;
+      auto plan = config_is_text ? config::LoadPlanFromString(config, "<dict>", overrides, lo)
+                                 : config::LoadPlan(config, overrides, lo);
+      if (!plan.ok()) {
+        error = plan.status().message();
+      } else {
+        s = Session::Create(*plan, so);  // never throws: output problems disable it instead
+      }
+    } catch (const std::exception& e) {  // the config loader failed unexpectedly
+      error = std::string("cannot load the config: ") + e.what();
     }
   }
   // Only a config that cannot be loaded raises (ValueError): output problems (an unwritable or
