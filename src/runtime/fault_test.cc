@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -291,6 +292,49 @@ TEST(FaultTest, FullTmpfsWarnsOnceAndTheFinalManifestCountsTheLostEvents) {
   EXPECT_EQ(m["window"]["close_reason"], "error");
   EXPECT_GT(m["counts"]["dropped_write_error"].get<uint64_t>(), 0u) << m.dump(2);
 }
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)  // their allocators abort
+// An exception inside an entry point (here std::bad_alloc: the address space is capped just
+// above what the process uses, and a stage name needs 64 MiB to intern) is caught there: one
+// warning, profiling off, the program goes on.
+TEST(FaultTest, AnExceptionInsideAnEntryPointDisablesProfilingWithOneWarning) {
+  const std::string save = FreshDir("badalloc");
+  GiveToUnprivileged(save);
+  const ChildResult r = RunUnprivileged([&] {
+    auto s = SessionImpl::Create(MakePlan(save, {1, 2}), Actor("oom"), NoEnv);
+    if (!s->enabled()) return 60;
+    const std::string huge(64u << 20, 'x');
+    s->BeginStep(1);
+    Mark("before");
+    long pages = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    if (pages == 0) return 61;
+    const rlim_t cap = static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE) + (16u << 20);
+    rlimit as{cap, cap};
+    if (setrlimit(RLIMIT_AS, &as) != 0) return 62;
+    s->BeginStage("actor", huge, std::nullopt);  // std::bad_alloc inside
+    s->EndStage();
+    s->EndStep();
+    if (s->enabled()) return 63;
+    rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+    setrlimit(RLIMIT_AS, &unlimited);
+    s->BeginStep(2);
+    s->EndStep();
+    s->Shutdown();
+    return 0;
+  });
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(CountLines(r.err, kWarning), 1u) << r.err;
+  EXPECT_NE(r.err.find("internal error in BeginStage"), std::string::npos) << r.err;
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);  // step 1's, closed with reason error; none for step 2
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["window"]["close_reason"], "error");
+}
+#endif
 
 // Names from the C API need not be UTF-8; the manifest (nlohmann::json) used to throw
 // type_error 316 on the writer thread, which std::terminate()d the job.
