@@ -58,8 +58,12 @@ def unprivileged(world_tmp):
         for x in files:
             os.chmod(os.path.join(root, x), 0o644 if not x.endswith(".so") else 0o755)
 
+    # The interpreter itself, not the project venv's link to it: the venv may live under a 0700
+    # home directory (~/.cache/rlprof). `import rlprof` needs nothing from the venv.
+    python = os.path.realpath(sys.executable)
+
     def run(script, *args, fsize=None):
-        cmd = [sys.executable, "-c", textwrap.dedent(script), *args]
+        cmd = [python, "-c", textwrap.dedent(script), *args]
         if os.geteuid() == 0:
             cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"] + cmd
 
