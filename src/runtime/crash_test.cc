@@ -154,6 +154,10 @@ TEST(CrashTest, DiskErrorMidCaptureMarksTheCaptureIncomplete) {
           Counter("noise", std::sin(i * 0.7) * 1e6 + i);  // barely compressible
           if ((i & 4095) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
+        // The writer hits the limit inside the step (a slow one, e.g. under ASan, might only at
+        // the step's close, which would close the window with reason step_end).
+        for (int i = 0; i < 2000 && s->enabled(); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
         s->EndStep();
         s->Shutdown();
         SignalReady(fd);
