@@ -220,3 +220,42 @@ def test_a_failing_cuda_memory_sample_warns_once_and_the_loop_goes_on(tmp_path, 
     assert len(caps) == 2 and all(manifest(c)["complete"] for c in caps)
     warnings = _warnings(capfd.readouterr().err)
     assert len(warnings) == 1 and "cannot sample CUDA memory" in warnings[0]
+
+
+SIGNALLED = """
+    import os, signal, sys
+    import rlprof
+
+    save, signame = sys.argv[1], sys.argv[2]
+    prof = rlprof.Profiler({"rlprof": {"steps": [1], "save_path": save,
+                                       "roles": {"actor": {"ranks": [0]}}}},
+                           role="actor", quiet=True)
+    try:
+        with prof.step(1):
+            for i in range(1000):
+                rlprof.mark("before the signal")
+            os.kill(os.getpid(), getattr(signal, signame))
+            signal.pause() if signame == "SIGTERM" else None
+    except KeyboardInterrupt:
+        print("interrupted")  # Python's own SIGINT semantics, after rlprof's flush
+    prof.shutdown()
+    print("TRAINING DONE")
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_finalises_the_open_capture_and_keeps_the_programs_disposition(
+        tmp_path, signame):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(SIGNALLED), str(tmp_path), signame],
+                       capture_output=True, text=True, timeout=120)
+    if signame == "SIGINT":  # Python's handler runs after rlprof's: KeyboardInterrupt, caught
+        assert r.returncode == 0, r.stderr
+        assert "interrupted" in r.stdout and "TRAINING DONE" in r.stdout
+    else:  # the default action still ends the process
+        assert r.returncode == -signal.SIGTERM, r.stderr
+    assert _warnings(r.stderr) == []
+    caps = all_captures(str(tmp_path))
+    assert len(caps) == 1
+    m = manifest(caps[0])
+    assert m["complete"] is True and m["window"]["close_reason"] == "shutdown"
+    assert m["counts"]["events"] >= 1000
