@@ -152,6 +152,7 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   Fields counts = f.Object("counts");
   counts.Int("events", &m.event_count);
   counts.Int("dropped_events", &m.dropped_events);
+  counts.Int("dropped_write_error", &m.dropped_write_error);
   counts.Int("threads", &m.threads);
   f.Bool("complete", &m.complete);
   f.StrList("errors", &m.errors);

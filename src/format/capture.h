@@ -55,7 +55,8 @@ struct Manifest {
   std::vector<std::string> contents;
   // counts
   int64_t event_count = 0;
-  int64_t dropped_events = 0;
+  int64_t dropped_events = 0;       // every event the runtime recorded but did not write
+  int64_t dropped_write_error = 0;  // of which lost to a write error (full disk, EACCES …)
   int64_t threads = 0;
   bool complete = false;
   std::vector<std::string> errors;

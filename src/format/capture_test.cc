@@ -82,6 +82,21 @@ TEST(CaptureTest, IllTypedManifestKeysAreDiagnosedNotFatal) {
   EXPECT_EQ(diag[2], "manifest.json: identity.rank: expected an integer");
 }
 
+// What a full disk cost (counts.dropped_write_error), from a manifest the runtime rewrote in
+// place over its padded open-time version (trailing whitespace).
+TEST(CaptureTest, ReadsTheEventsLostToAWriteErrorFromAPaddedManifest) {
+  std::vector<std::string> diag;
+  Manifest m = ParseManifest(R"({"counts": {"events": 10, "dropped_events": 7, "dropped_buffer_full": 2,
+      "dropped_budget": 0, "dropped_write_error": 5}, "complete": false})" +
+                                 std::string(4096, ' ') + "\n",
+                             &diag);
+  EXPECT_TRUE(diag.empty());
+  EXPECT_EQ(m.event_count, 10);
+  EXPECT_EQ(m.dropped_events, 7);
+  EXPECT_EQ(m.dropped_write_error, 5);
+  EXPECT_FALSE(m.complete);
+}
+
 TEST(CaptureTest, BrokenManifestJsonStillLoadsTheEvents) {
   std::string dir = TestDir();
   ASSERT_TRUE(WriteSampleCaptureDir(dir, SampleCaptures()[0]).ok());

@@ -1,6 +1,9 @@
 #include "src/format/raw.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -322,6 +325,39 @@ TEST(RawFormatTest, DamagedHeaderStillYieldsTheChunks) {
   EXPECT_FALSE(cap->diagnostics.header_ok);
   EXPECT_EQ(cap->events.size(), events.size());
   EXPECT_NE(cap->diagnostics.ToString().find("header"), std::string::npos);
+}
+
+// A full disk (here EFBIG: files may not grow past 16 KiB) takes part of a chunk; the writer cuts
+// it off again, so the file ends with its last complete chunk and reads clean.
+TEST(RawFormatTest, AWriteThatFillsTheDiskLeavesOnlyCompleteChunks) {
+  const std::string path = TempPath("full.rlp");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{16 << 10, 16 << 10};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    auto w = RawWriter::Create(path, {.rank = 0}, 4096, /*zstd_level=*/1);
+    if (!w.ok()) _exit(1);
+    StringEntry name{1, "noise"};
+    TrackEntry track{1, TrackKind::kThread, 1001, 42, "main"};
+    if (!(*w)->AddStrings({&name, 1}).ok() || !(*w)->AddTracks({&track, 1}).ok()) _exit(5);
+    std::vector<Event> ev;
+    for (int i = 0; i < 100000; ++i) ev.push_back(MakeEvent((i * 7919) % 100003 * 1000 + i, 1, 1));
+    base::Status s = (*w)->AddEvents(ev);
+    if (s.ok()) s = (*w)->Flush();
+    if (s.ok() || s.code() != base::StatusCode::kIoError) _exit(2);
+    std::error_code ec;
+    if (fs::file_size(path, ec) != (*w)->bytes_written()) _exit(3);
+    _exit((*w)->events_written() > 0 ? 0 : 4);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto cap = ReadRaw(path);
+  ASSERT_TRUE(cap.ok());
+  EXPECT_TRUE(cap->diagnostics.clean()) << cap->diagnostics.ToString();
+  EXPECT_GT(cap->events.size(), 0u);
 }
 
 TEST(RawFormatTest, UnwritablePathIsAnIoError) {
