@@ -65,7 +65,8 @@ RunView BuildRunView(const std::vector<InputResult>& results) {
   for (size_t l = 0; l < lane_keys.size(); ++l) {
     lane_of_key[lane_keys[l]] = l;
     const bool known = lane_keys[l].first != INT64_MAX;
-    v.lanes.push_back(known ? "rank" + std::to_string(lane_keys[l].first) : lane_keys[l].second);
+    // "input:" keeps an input's name apart from the rank lanes and the table's own columns.
+    v.lanes.push_back(known ? "rank" + std::to_string(lane_keys[l].first) : "input:" + lane_keys[l].second);
     v.lane_ranks.push_back(known ? lane_keys[l].first : -1);
   }
   for (size_t i = 0; i < results.size(); ++i) {
@@ -142,7 +143,7 @@ RunView BuildRunView(const std::vector<InputResult>& results) {
     std::map<StageKey, RunViewRow> gaps;
     RunViewRow end_gap{step, RunViewKind::kGap, "", "(end of step)", std::nullopt,
                        std::vector<std::optional<int64_t>>(n), false};
-    RunViewRow span{step, RunViewKind::kStageSpan, "", "(first stage start → last stage end)",
+    RunViewRow span{step, RunViewKind::kStageSpan, "", "(first start → last end)",
                     std::nullopt, std::vector<std::optional<int64_t>>(n), false};
     RunViewRow window{step, RunViewKind::kStepWindow, "", "(step window)", std::nullopt,
                       std::vector<std::optional<int64_t>>(n), false};

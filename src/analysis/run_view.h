@@ -50,7 +50,7 @@ struct RunViewRow {
 };
 
 struct RunView {
-  std::vector<std::string> lanes;  // "rank<R>", or the input's name when it has no rank
+  std::vector<std::string> lanes;  // "rank<R>", or "input:<name>" for an input without a rank
   std::vector<int64_t> lane_ranks;  // the rank of each lane, -1 when unknown
   std::vector<RunViewRow> rows;     // by step; within a step in time order
   Diagnostics diagnostics;          // what building the view counted (run_view_*)

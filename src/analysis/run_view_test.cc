@@ -62,15 +62,15 @@ TEST(RunViewTest, DiscreteCapturesOfTwoRanksBecomeOneStepOfStagesGapsAndSpan) {
                      {RunViewKind::kStage, "generate"},
                      {RunViewKind::kGap, "update"},
                      {RunViewKind::kStage, "update"},
-                     {RunViewKind::kStageSpan, "(first stage start → last stage end)"}}));
+                     {RunViewKind::kStageSpan, "(first start → last end)"}}));
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "generate"), 0), 200 * kUs);
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "generate"), 1), 300 * kUs);
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "update"), 0), 540 * kUs);
   // Gap: the next stage's start minus the previous stage's end, on the same rank.
   EXPECT_EQ(At(Find(v, RunViewKind::kGap, "update"), 0), 60 * kUs);
   EXPECT_EQ(At(Find(v, RunViewKind::kGap, "update"), 1), 20 * kUs);
-  EXPECT_EQ(At(Find(v, RunViewKind::kStageSpan, "(first stage start → last stage end)"), 0), 800 * kUs);
-  EXPECT_EQ(At(Find(v, RunViewKind::kStageSpan, "(first stage start → last stage end)"), 1), 700 * kUs);
+  EXPECT_EQ(At(Find(v, RunViewKind::kStageSpan, "(first start → last end)"), 0), 800 * kUs);
+  EXPECT_EQ(At(Find(v, RunViewKind::kStageSpan, "(first start → last end)"), 1), 700 * kUs);
   // Starts from the step's origin (earliest stage start: no step window).
   EXPECT_EQ(*Find(v, RunViewKind::kStage, "update")->start, 260 * kUs);
   EXPECT_TRUE(v.diagnostics.empty());
@@ -111,7 +111,7 @@ TEST(RunViewTest, EndToEndCaptureGivesTheStepWindowAndGapsAtBothEndsNeverNegativ
   EXPECT_EQ(At(Find(v, RunViewKind::kGap, "last"), 0), 100 * kUs);  // after outer's end, not inner's
   EXPECT_EQ(At(Find(v, RunViewKind::kGap, "(end of step)"), 0), 50 * kUs);
   EXPECT_EQ(At(Find(v, RunViewKind::kStepWindow, "(step window)"), 0), 1000 * kUs);
-  EXPECT_EQ(At(Find(v, RunViewKind::kStageSpan, "(first stage start → last stage end)"), 0), 850 * kUs);
+  EXPECT_EQ(At(Find(v, RunViewKind::kStageSpan, "(first start → last end)"), 0), 850 * kUs);
   EXPECT_EQ(Find(v, RunViewKind::kStage, "(none)"), nullptr);
   EXPECT_EQ(*Find(v, RunViewKind::kStage, "outer")->start, 100 * kUs);
 }
@@ -125,7 +125,7 @@ TEST(RunViewTest, SampledStageIsPartialAndSoAreTheGapsBesideIt) {
   EXPECT_FALSE(Find(w, RunViewKind::kStage, "update")->partial);
   EXPECT_TRUE(Find(w, RunViewKind::kGap, "update")->partial);
   EXPECT_EQ(At(Find(w, RunViewKind::kGap, "update"), 0), 50 * kUs);
-  EXPECT_TRUE(Find(w, RunViewKind::kStageSpan, "(first stage start → last stage end)")->partial);
+  EXPECT_TRUE(Find(w, RunViewKind::kStageSpan, "(first start → last end)")->partial);
 }
 
 TEST(RunViewTest, StageSeenByTwoCapturesOfOneRankIsKeptOnceTheWholeOnePreferred) {
@@ -145,7 +145,7 @@ TEST(RunViewTest, InputsWithoutRankAreLanesOfTheirOwnAndFailedInputsAreLeftOut) 
   RunView v = BuildRunView({Capture("b.json", -1, 0, 100, {{"", "fwd", 10, 50}}, false),
                             Capture("a.json", -1, 0, 100, {{"", "fwd", 20, 90}}, false), bad,
                             Capture("r3", 3, 0, 100, {{"", "fwd", 0, 100}}, false)});
-  EXPECT_EQ(v.lanes, (std::vector<std::string>{"rank3", "a.json", "b.json"}));
+  EXPECT_EQ(v.lanes, (std::vector<std::string>{"rank3", "input:a.json", "input:b.json"}));
   EXPECT_EQ(v.lane_ranks, (std::vector<int64_t>{3, -1, -1}));
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "fwd"), 1), 70 * kUs);
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "fwd"), 2), 40 * kUs);
