@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <tuple>
+
 #include "src/analysis/test_traces.h"
 
 namespace rlprof::analysis {
@@ -10,17 +13,18 @@ namespace {
 using testing::kUs;
 using testing::TraceBuilder;
 
-// One analysed capture of `rank` holding step 2 = [s_us, e_us) and the given stages.
+// One analysed capture of `rank` holding `step` = [s_us, e_us) and the given stages.
 struct StageSpec {
   std::string role, name;
   int64_t s_us, e_us;
 };
 
 InputResult Capture(const std::string& name, int64_t rank, int64_t s_us, int64_t e_us,
-                    const std::vector<StageSpec>& stages, bool discrete, bool sampled = false) {
+                    const std::vector<StageSpec>& stages, bool discrete, bool sampled = false,
+                    int64_t step = 2) {
   TraceBuilder b;
-  b.Step(2, s_us, e_us);
-  for (const auto& st : stages) b.Stage(2, st.role, st.name, st.s_us, st.e_us);
+  b.Step(step, s_us, e_us);
+  for (const auto& st : stages) b.Stage(step, st.role, st.name, st.s_us, st.e_us);
   b.HostOp(b.host(), "aten::mm", "cpu_op", s_us, e_us);
   Trace t = b.Build();
   t.rank = rank;
@@ -149,6 +153,30 @@ TEST(RunViewTest, InputsWithoutRankAreLanesOfTheirOwnAndFailedInputsAreLeftOut) 
   EXPECT_EQ(v.lane_ranks, (std::vector<int64_t>{3, -1, -1}));
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "fwd"), 1), 70 * kUs);
   EXPECT_EQ(At(Find(v, RunViewKind::kStage, "fwd"), 2), 40 * kUs);
+}
+
+TEST(RunViewTest, TwoStepsOfDiscreteCapturesGiveOneBlockPerStepInStepOrder) {
+  RunView v = BuildRunView({Capture("s3-a", 0, 1000, 1100, {{"actor", "a", 1000, 1100}}, true, false, 3),
+                            Capture("s2-b", 0, 150, 300, {{"actor", "b", 150, 300}}, true, false, 2),
+                            Capture("s3-b", 0, 1120, 1300, {{"actor", "b", 1120, 1300}}, true, false, 3),
+                            Capture("s2-a", 0, 0, 100, {{"actor", "a", 0, 100}}, true, false, 2)});
+  std::vector<std::tuple<int64_t, RunViewKind, std::string, int64_t>> got;
+  for (const auto& r : v.rows) got.emplace_back(r.step, r.kind, r.stage, *r.per_lane[0]);
+  using K = RunViewKind;
+  EXPECT_EQ(got, (std::vector<std::tuple<int64_t, RunViewKind, std::string, int64_t>>{
+                     {2, K::kStage, "a", 100 * kUs}, {2, K::kGap, "b", 50 * kUs},
+                     {2, K::kStage, "b", 150 * kUs}, {2, K::kStageSpan, "(first start → last end)", 300 * kUs},
+                     {3, K::kStage, "a", 100 * kUs}, {3, K::kGap, "b", 20 * kUs},
+                     {3, K::kStage, "b", 180 * kUs}, {3, K::kStageSpan, "(first start → last end)", 300 * kUs}}));
+}
+
+TEST(RunViewTest, UserStepMarkersAreRealStepsEvenInADiscreteCapture) {
+  TraceBuilder b;
+  b.HostOp(b.host(), "train_step_4", "user_annotation", 0, 500);
+  Trace t = b.Build();
+  t.step_is_capture_window = true;
+  ASSERT_EQ(ApplyStepMarker(&t, std::regex("^train_step_")), 1u);
+  EXPECT_FALSE(t.step_is_capture_window);
 }
 
 TEST(RunViewTest, NoInputsGiveAnEmptyTableWithItsColumns) {
