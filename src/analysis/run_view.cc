@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <tuple>
 
 #include "src/base/time_math.h"
@@ -50,32 +49,23 @@ const char* RunViewKindName(RunViewKind k) {
 RunView BuildRunView(const std::vector<InputResult>& results) {
   RunView v;
   // Lanes: one per rank (its captures merged), inputs without a rank one each; ranks first.
-  std::map<std::pair<int64_t, std::string>, size_t> lane_of_key;
-  std::vector<std::pair<int64_t, std::string>> lane_keys;
-  std::vector<size_t> lane_of_input(results.size(), SIZE_MAX);
-  for (size_t i = 0; i < results.size(); ++i) {
-    const InputResult& r = results[i];
-    if (!r.status.ok()) continue;
-    const int64_t rank = r.analysis.rank;
-    std::pair<int64_t, std::string> key = rank >= 0 ? std::make_pair(rank, std::string())
-                                                    : std::make_pair(INT64_MAX, r.name);
-    if (lane_of_key.emplace(key, 0).second) lane_keys.push_back(key);
-  }
-  std::sort(lane_keys.begin(), lane_keys.end());
-  for (size_t l = 0; l < lane_keys.size(); ++l) {
-    lane_of_key[lane_keys[l]] = l;
-    const bool known = lane_keys[l].first != INT64_MAX;
+  using LaneKey = std::pair<int64_t, std::string>;
+  auto key_of = [](const InputResult& r) {
+    return r.analysis.rank >= 0 ? LaneKey{r.analysis.rank, ""} : LaneKey{INT64_MAX, r.name};
+  };
+  std::map<LaneKey, size_t> lane_of_key;
+  for (const InputResult& r : results)
+    if (r.status.ok()) lane_of_key.emplace(key_of(r), 0);
+  for (auto& [key, lane] : lane_of_key) {  // map order: ranks ascending, then names
+    lane = v.lanes.size();
+    const bool known = key.first != INT64_MAX;
     // "input:" keeps an input's name apart from the rank lanes and the table's own columns.
-    v.lanes.push_back(known ? "rank" + std::to_string(lane_keys[l].first) : "input:" + lane_keys[l].second);
-    v.lane_ranks.push_back(known ? lane_keys[l].first : -1);
+    v.lanes.push_back(known ? "rank" + std::to_string(key.first) : "input:" + key.second);
+    v.lane_ranks.push_back(known ? key.first : -1);
   }
-  for (size_t i = 0; i < results.size(); ++i) {
-    const InputResult& r = results[i];
-    if (!r.status.ok()) continue;
-    const int64_t rank = r.analysis.rank;
-    lane_of_input[i] = lane_of_key[rank >= 0 ? std::make_pair(rank, std::string())
-                                             : std::make_pair(INT64_MAX, r.name)];
-  }
+  std::vector<size_t> lane_of_input(results.size(), SIZE_MAX);
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].status.ok()) lane_of_input[i] = lane_of_key.at(key_of(results[i]));
   const size_t n = v.lanes.size();
 
   // (step, lane) → that lane's stages and step window.
