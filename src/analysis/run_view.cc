@@ -229,19 +229,24 @@ Table RunViewTable(const RunView& v, size_t max_lane_columns) {
         max_lane = l;
       }
     }
-    row.push_back(count);
-    for (size_t l = 0; l < shown; ++l) row.push_back(r.per_lane[l] ? Cell{Us(*r.per_lane[l])} : Cell{});
+    // Cells are emplaced, not pushed as temporaries (GCC 12 warns falsely on variant temporaries).
+    row.emplace_back(count);
+    for (size_t l = 0; l < shown; ++l) {
+      if (r.per_lane[l]) row.emplace_back(Us(*r.per_lane[l]));
+      else row.emplace_back();
+    }
     if (count == 0) {
-      row.insert(row.end(), {Cell{}, Cell{}, Cell{}, Cell{}});
+      row.resize(row.size() + 4);  // min, mean, max, critical_rank: empty
     } else {
-      row.push_back(Us(min));
-      row.push_back(static_cast<double>(sum) / static_cast<double>(count) / 1e3);
-      row.push_back(Us(max));
+      row.emplace_back(Us(min));
+      row.emplace_back(static_cast<double>(sum) / static_cast<double>(count) / 1e3);
+      row.emplace_back(Us(max));
       // The critical rank: the slowest rank of a stage or step; a gap has none (the rank that
       // waits longest is waiting on the critical one).
-      row.push_back(r.kind == RunViewKind::kGap ? Cell{} : Cell{v.lanes[max_lane]});
+      if (r.kind == RunViewKind::kGap) row.emplace_back();
+      else row.emplace_back(v.lanes[max_lane]);
     }
-    row.push_back(static_cast<int64_t>(r.partial));
+    row.emplace_back(static_cast<int64_t>(r.partial));
     t.rows.push_back(std::move(row));
   }
   return t;
