@@ -117,6 +117,8 @@ struct TraceAnalysis {
   std::string source, format;
   int64_t rank = -1;
   bool cpu_only = false;  // no device work: the partition runs over host threads
+  bool step_is_capture_window = false;   // Trace::step_is_capture_window
+  bool stage_is_capture_window = false;  // Trace::stage_is_capture_window
   std::vector<StepResult> steps;
   std::vector<StageResult> stages;
   std::vector<GroupComm> comm_by_group;  // by step, then group name

@@ -15,6 +15,7 @@
 #include "src/analysis/compare.h"
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/analysis/run_view.h"
 #include "src/analysis/tables.h"
 #include "src/analysis/test_traces.h"
 #include "src/base/files.h"
@@ -149,6 +150,24 @@ TEST(GoldenTest, GrpoCapturesOfBothRanksGiveEveryStageAndTheCrossRankView) {
                                                      {"ref_compute_log_prob", 2},
                                                      {"rollout_generate", 2}}));
   ExpectGolden("grpo_tiny_step2/stage_across_ranks.csv", ToCsv(StageAcrossRanksTable(results)));
+  // The run view: the 8 captures are one step of 4 stages on 2 ranks, stages in the order the
+  // GRPO loop runs them, every gap ≥ 0; the rollout capture is a decode schedule (sampled).
+  RunView v = BuildRunView(results);
+  EXPECT_EQ(v.lanes, (std::vector<std::string>{"rank0", "rank1"}));
+  std::vector<std::string> stages;
+  for (const auto& row : v.rows) {
+    EXPECT_EQ(row.step, 2);
+    EXPECT_NE(row.kind, RunViewKind::kStepWindow);  // discrete captures do not hold the step
+    if (row.kind == RunViewKind::kStage) stages.push_back(row.stage);
+    if (row.kind == RunViewKind::kStage) EXPECT_EQ(row.partial, row.stage == "rollout_generate");
+    for (const auto& x : row.per_lane) {
+      ASSERT_TRUE(x.has_value()) << row.stage;
+      EXPECT_GE(*x, 0) << row.stage;
+    }
+  }
+  EXPECT_EQ(stages, (std::vector<std::string>{"rollout_generate", "ref_compute_log_prob",
+                                              "actor_compute_log_prob", "actor_update"}));
+  ExpectGolden("grpo_tiny_step2/run_view.csv", ToCsv(RunViewTable(v)));
 }
 
 // HTA's own trace-compare fixtures (tests/data/trace_compare): baseline vs new, every table.

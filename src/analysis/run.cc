@@ -10,6 +10,7 @@
 #include <set>
 
 #include "src/analysis/readers/readers.h"
+#include "src/analysis/run_view.h"
 #include "src/analysis/tables.h"
 #include "src/base/strings.h"
 #include "src/base/thread_pool.h"
@@ -202,6 +203,9 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
   }
   j["inputs"] = inputs;
   j["stage_across_ranks"] = ToJson(StageAcrossRanksTable(results));
+  RunView run_view = BuildRunView(results);
+  j["run_view"] = ToJson(RunViewTable(run_view));
+  total.Merge(run_view.diagnostics);
   nlohmann::json diag = nlohmann::json::object();
   for (const auto& [k, v] : total.counts) diag[k] = v;
   j["diagnostics"] = diag;

@@ -52,7 +52,8 @@ const char* CompatModeName(CompatMode m);
 
 // The stable JSON document (docs/analysis.md "summary.json"): schema_version, options,
 // inputs[] with identity, steps (msprof columns, µs, + atoms in ns), stages, hta, tracelens,
-// classes, diagnostics; and run-level diagnostics totals.
+// classes, diagnostics; stage_across_ranks, run_view (src/analysis/run_view.h); and run-level
+// diagnostics totals.
 // `found`: what finding the inputs counted (FindTraceInputs), added to the run-level totals.
 nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts,
                            const Diagnostics* found = nullptr);

@@ -91,6 +91,11 @@ struct Trace {
   // Steps whose window reaches outside them are flagged partial.
   int64_t capture_start_ns = -1;
   int64_t capture_end_ns = -1;
+  // rlprof captures whose window opens inside the step or stage (discrete, sampled): the
+  // reader stood in the step / stage marker from the manifest, spanning the capture window.
+  // Such a step is not the step's real time; such a stage is only its sampled part.
+  bool step_is_capture_window = false;
+  bool stage_is_capture_window = false;
 
   StringTable strings;
   std::vector<Track> tracks;

@@ -88,6 +88,7 @@ size_t ApplyStepMarker(Trace* t, const std::regex& re) {
     if (m.step < 0) m.step = k;
   }
   t->steps = std::move(steps);
+  t->step_is_capture_window = false;  // the user's markers are real steps
   return t->steps.size();
 }
 

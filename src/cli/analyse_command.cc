@@ -3,8 +3,9 @@
 // Finds every trace below PATH (rlprof captures, Kineto / torch JSON, Ascend trace_view),
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
-// DIR/analysis.db (the same tables, with an `input` column) and DIR/report.html. Exit codes: 2 bad input (an
-// unreadable input or rules file; the others are still analysed), 4 output error.
+// DIR/analysis.db (the same tables, with an `input` column), DIR/run_view.csv (the run view) and
+// DIR/report.html. Exit codes: 2 bad input (an unreadable input or rules file; the others are
+// still analysed), 4 output error.
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/analysis/run_view.h"
 #include "src/analysis/tables.h"
 #include "src/base/files.h"
 #include "src/base/strings.h"
@@ -150,7 +152,13 @@ int Run(const AnalyseArgs& a, Io& io) {
     }
   }
   merged.push_back(analysis::StageAcrossRanksTable(results));
+  merged.push_back(analysis::RunViewTable(analysis::BuildRunView(results)));
   if (auto s = base::MakeDirs(a.output); !s.ok()) {
+    io.err << "rlprof analyse: " << s.message() << "\n";
+    return kExitOutputError;
+  }
+  // The run view, the run's one table of steps × stages × ranks (also in summary.json).
+  if (auto s = base::WriteFileAtomic(a.output + "/run_view.csv", analysis::ToCsv(merged.back())); !s.ok()) {
     io.err << "rlprof analyse: " << s.message() << "\n";
     return kExitOutputError;
   }
@@ -185,7 +193,7 @@ int Run(const AnalyseArgs& a, Io& io) {
   }
   if (!found.empty()) PrintDiagnostics(io, found, "finding inputs");
   io.out << ok << "/" << results.size() << " inputs analysed; wrote " << a.output
-         << "/{summary.json,analysis.db,report.html} and one folder of CSVs per input";
+         << "/{summary.json,analysis.db,run_view.csv,report.html} and one folder of CSVs per input";
   if (!exported.empty()) io.out << "; exported " << exported.size() << " file(s)";
   io.out << "\n";
   return exit;

@@ -105,6 +105,67 @@ TEST_F(AnalyseCommandTest, WritesCsvsPerInputAndRunLevelSummaryAndDatabase) {
   EXPECT_NE(out.find("2/2 inputs analysed"), std::string::npos) << out;
 }
 
+// Issue 11: a run of 8 discrete captures (4 stages × 2 ranks) is one table, not 8 + 1.
+TEST_F(AnalyseCommandTest, SummaryViewRlOfADiscreteRunPrintsOneTableForTheRun) {
+  std::string out, err;
+  const std::string run = kInputs + "grpo_tiny_step2";
+  ASSERT_EQ(RunArgs({"summary", run, "--view", "rl"}, &out, &err), kExitOk) << err;
+  size_t tables = 0;
+  for (size_t p = out.find("-- "); p != std::string::npos; p = out.find("\n-- ", p + 1)) ++tables;
+  EXPECT_EQ(tables, 1u) << out;
+  EXPECT_EQ(out.find("== run: 8 input(s), 2 rank(s)\n-- run_view (us)\n"), 0u) << out;
+  EXPECT_EQ(out.find("stage_time"), std::string::npos) << out;
+  EXPECT_EQ(out.find("(none)"), std::string::npos) << out;
+  for (const char* stage : {"rollout_generate", "ref_compute_log_prob", "actor_compute_log_prob", "actor_update"})
+    EXPECT_NE(out.find(stage), std::string::npos) << stage;
+  EXPECT_NE(out.find("rank0"), std::string::npos);
+  EXPECT_NE(out.find("critical_rank"), std::string::npos);
+  // Stand-in markers are notes, not problems.
+  EXPECT_NE(out.find("diagnostics (all inputs): none\nnotes: stage_from_manifest=2 step_from_manifest=8\n"),
+            std::string::npos)
+      << out;
+
+  ASSERT_EQ(RunArgs({"summary", run, "--view", "rl", "--per-capture"}, &out, &err), kExitOk) << err;
+  size_t per_input = 0;
+  for (size_t p = out.find("-- stage_time"); p != std::string::npos; p = out.find("-- stage_time", p + 1))
+    ++per_input;
+  EXPECT_EQ(per_input, 8u);
+  EXPECT_NE(out.find("-- stage_across_ranks"), std::string::npos);
+  EXPECT_NE(out.find("-- run_view"), std::string::npos);
+
+  ASSERT_EQ(RunArgs({"summary", run, "--view", "rl", "--json"}, &out, &err), kExitOk) << err;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["inputs"].size(), 8u);
+  ASSERT_EQ(j["run_view"]["rows"].size(), 8u);  // 4 stages, 3 gaps, the stage span
+  EXPECT_EQ(j["run_view"]["columns"][6]["name"], "rank0");
+  EXPECT_EQ(j["run_view"]["rows"][7][1], "stage_span");
+}
+
+TEST_F(AnalyseCommandTest, AnalyseWritesTheRunViewWithTheStepWindowOfAnEndToEndCapture) {
+  WriteCapture();
+  std::string out, err, o = root_ + "/out";
+  ASSERT_EQ(RunArgs({"analyse", root_ + "/run1", "-o", o}, &out, &err), kExitOk) << err;
+  const std::string csv = Slurp(o + "/run_view.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "step,kind,role,stage,start,ranks,rank0,min,mean,max,critical_rank,partial");
+  // Step [1, 101) µs, stage [2, 82) µs: 1 µs before it, 19 µs after it, a 100 µs step.
+  EXPECT_NE(csv.find("2,gap,actor,actor_update,,1,1,1,1,1,,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("2,stage,actor,actor_update,1,1,80,80,80,80,rank0,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("2,gap,,(end of step),,1,19,19,19,19,,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("2,step_window,,(step window),0,1,100,100,100,100,rank0,0\n"), std::string::npos) << csv;
+  auto summary = nlohmann::json::parse(Slurp(o + "/summary.json"));
+  EXPECT_EQ(summary["run_view"]["rows"].size(), 5u);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((o + "/analysis.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT rank0 FROM run_view WHERE kind = 'step_window'", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_DOUBLE_EQ(sqlite3_column_double(st, 0), 100.0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
 TEST_F(AnalyseCommandTest, StepMarkerMakesUserRangesTheStepsAndABadRegexIsAUsageError) {
   std::string out, err;
   const std::string in = kInputs + "torch113_legacy_gloo_ddp_rank0.json.gz";

@@ -51,6 +51,8 @@ TEST_F(HostileCommandTest, EveryCommandTakesEveryHostileFile) {
     EXPECT_NE(out.find("diagnostics"), std::string::npos) << out;
     EXPECT_EQ(RunArgs({"summary", f, "--view", "all", "--json"}, &out, &err), kExitOk) << err;
     EXPECT_TRUE(nlohmann::json::parse(out, nullptr, false).is_object());
+    EXPECT_EQ(RunArgs({"summary", f, "--view", "rl"}, &out, &err), kExitOk) << err;
+    EXPECT_NE(out.find("-- run_view"), std::string::npos) << out;
     EXPECT_EQ(RunArgs({"analyse", f, "-o", root_ + "/a"}, &out, &err), kExitOk) << err;
     for (const char* ext : {".json", ".pftrace", ".db"}) {
       EXPECT_EQ(RunArgs({"export", f, "-o", root_ + "/x" + ext, "--json"}, &out, &err), kExitOk) << err;
@@ -91,6 +93,17 @@ TEST_F(HostileCommandTest, HostileTimesAreNamedAndNoDurationIsAbsurd) {
     for (const auto& v : row)
       if (v.is_number()) EXPECT_LT(std::abs(v.get<double>()), 9.3e15) << row.dump();
   }
+  // Nor does any value of the run view (durations, gaps, spans, starts).
+  ASSERT_EQ(RunArgs({"summary", Hostile("hostile_times.json"), "--view", "rl", "--json"}, &out, &err), kExitOk)
+      << err;
+  j = nlohmann::json::parse(out);
+  ASSERT_FALSE(j["run_view"]["rows"].empty());
+  for (const auto& row : j["run_view"]["rows"])
+    for (const auto& v : row)
+      if (v.is_number()) {
+        EXPECT_LT(std::abs(v.get<double>()), 9.3e15) << row.dump();
+        EXPECT_GE(v.get<double>(), 0) << row.dump();
+      }
 }
 
 // Informational notes are not problems: a capture whose step came from the manifest prints

@@ -1,13 +1,17 @@
 // `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|comm|atoms|all] [--json]
-//                  [--rules FILE] [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta]`
+//                  [--per-capture] [--rules FILE] [--assign clip|by_start|by_launch]
+//                  [--step-marker REGEX] [--compat native|hta]`
 // Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
 // one view as aligned tables with units; --json prints the same tables as
 // {"view": …, "inputs": [{"input", "name", "tables": {name: {columns, rows}}, "diagnostics"}]}.
+// --view rl prints the run view, one table for the whole run (src/analysis/run_view.h);
+// --per-capture adds each input's stage_time and stage_across_ranks before it.
 #include <memory>
 #include <ostream>
 
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/analysis/run_view.h"
 #include "src/analysis/tables.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
@@ -21,7 +25,11 @@ struct SummaryArgs {
   std::string view = "msprof";
   AnalysisArgs analysis;
   bool json = false;
+  bool per_capture = false;  // --view rl: each input's tables too, not only the run view
 };
+
+// The terminal shows this many ranks' columns of the run view; the rest are in --json.
+constexpr size_t kRunViewLaneColumns = 8;
 
 std::vector<analysis::Table> ViewTables(const std::string& view, const analysis::TraceAnalysis& a) {
   using namespace analysis;
@@ -53,6 +61,7 @@ int Run(const SummaryArgs& a, Io& io) {
     return kExitBadInput;
   }
   auto results = analysis::AnalyseInputs(*inputs, cls, opts, 2);
+  const bool run_view_only = a.view == "rl" && !a.per_capture;  // one table for the run
   int exit = kExitOk;
   nlohmann::json j;
   j["format"] = "rlprof-summary";
@@ -80,6 +89,7 @@ int Run(const SummaryArgs& a, Io& io) {
       j["inputs"].push_back(std::move(in));
       continue;
     }
+    if (run_view_only) continue;
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
@@ -90,13 +100,38 @@ int Run(const SummaryArgs& a, Io& io) {
     PrintDiagnostics(io, r.analysis.diagnostics);
   }
   // The RL view across ranks, when several inputs (ranks) were analysed.
-  if (a.view == "rl" && results.size() > 1) {
+  if (a.view == "rl" && results.size() > 1 && (a.json || a.per_capture)) {
     analysis::Table t = analysis::StageAcrossRanksTable(results);
     if (a.json) j["stage_across_ranks"] = analysis::ToJson(t);
     else io.out << "== all inputs\n-- " << t.name << "\n" << analysis::ToText(t);
   }
+  analysis::Diagnostics run_diag;  // what building the run view counted
+  if (a.view == "rl") {
+    analysis::RunView v = analysis::BuildRunView(results);
+    run_diag = v.diagnostics;
+    if (a.json) {
+      j["run_view"] = analysis::ToJson(analysis::RunViewTable(v));
+    } else {
+      analysis::Table t = analysis::RunViewTable(v, kRunViewLaneColumns);
+      size_t ok = 0;
+      for (const auto& r : results) ok += r.status.ok();
+      io.out << "== run: " << ok << " input(s), " << v.lanes.size() << " rank(s)\n-- " << t.name << " ("
+             << analysis::CommonUnit(t) << ")\n" << analysis::ToText(t);
+      if (v.lanes.size() > kRunViewLaneColumns)
+        io.out << "(the first " << kRunViewLaneColumns << " of " << v.lanes.size()
+               << " ranks shown; min / mean / max / critical_rank cover all; every rank in --json)\n";
+      if (run_view_only) {
+        analysis::Diagnostics all = MergedDiagnostics(results);
+        all.Merge(run_diag);
+        PrintDiagnostics(io, all, "all inputs");
+      } else if (!run_diag.empty()) {
+        PrintDiagnostics(io, run_diag, "run view");
+      }
+    }
+  }
   if (a.json) {
-    j["diagnostics"] = DiagnosticsJson(found);  // finding inputs; each input has its own
+    found.Merge(run_diag);
+    j["diagnostics"] = DiagnosticsJson(found);  // finding inputs, run view; each input has its own
     if (!found.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(found);
     io.out << j.dump(2) << "\n";
   } else if (!found.empty()) {
@@ -115,6 +150,8 @@ Command AddSummaryCommand(CLI::App& app) {
       ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "all"}));
   AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print the tables as JSON");
+  cmd->add_flag("--per-capture", args->per_capture,
+                "--view rl: also each input's stage_time and the stages across ranks");
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }
 

@@ -192,11 +192,13 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
     if (t.steps.empty() && m.steps.size() == 1) {
       t.steps.push_back(Marker{m.steps.front(), w0, w1, main_track, "", "step"});
       t.diagnostics.Add("step_from_manifest");
+      t.step_is_capture_window = true;
     }
     if (t.stages.empty() && !m.stage.empty()) {
       t.stages.push_back(
           Marker{m.steps.empty() ? 0 : m.steps.front(), w0, w1, main_track, m.role, m.stage});
       t.diagnostics.Add("stage_from_manifest");
+      t.stage_is_capture_window = true;
     }
   }
   // One timeline for all ranks: the measured offset to rank 0 (manifest clock) is added to
