@@ -151,7 +151,12 @@ base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& o
         doc.file() + ": no profiler configuration found; expected one of: global_profiler "
         "(verl), trainer.profile_steps (verl, legacy), profiler_config.integrated (MindSpeed-RL), "
         "rlprof (rlprof's own block)");
-  if (doc.errors().empty()) ValidatePlan(doc, plan, options);
+  if (doc.errors().empty()) {
+    std::vector<std::string> custom(ctx.stage_vocabulary.begin() + KnownStages().size(),
+                                    ctx.stage_vocabulary.end());
+    NormaliseStages(plan, custom);
+    ValidatePlan(doc, plan, options);
+  }
   if (!doc.errors().empty()) {
     std::ostringstream msg;
     size_t n = doc.errors().size();

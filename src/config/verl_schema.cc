@@ -32,7 +32,7 @@ struct RawRole {
   std::optional<std::vector<int64_t>> ranks;
   std::optional<std::vector<std::string>> contents;  // in the tool's own vocabulary
   std::optional<std::string> level;
-  std::optional<Schedule> schedule;
+  std::optional<std::vector<Schedule>> schedules;
   std::optional<int64_t> token_start, token_end;
   RlprofRoleExtras extras;
   std::string block_path;
@@ -86,7 +86,8 @@ void ParseToolConfig(ParseContext& ctx, const Ref& tc, const std::string& tool, 
     raw.discrete = rd.Bool(torch, "discrete");
     raw.token_start = rd.Int(torch, "profile_token_start", 0);
     raw.token_end = rd.Int(torch, "profile_token_end", 1);
-    raw.schedule = ParseSchedule(ctx, doc.Child(torch, "schedule"), false, SubStepKind::kMiniBatch);
+    // verl's schedule counts update mini-batches (config-schemas.md §4.3).
+    raw.schedules = ParseSchedules(ctx, doc.Child(torch, "schedule"), false, SubStepKind::kMiniBatch);
   } else if (tool == "torch_memory") {
     rd.Int(mem, "trace_alloc_max_entries", 1);
     rd.Int(mem, "stack_depth", 1);
@@ -101,7 +102,7 @@ void ParseToolConfig(ParseContext& ctx, const Ref& tc, const std::string& tool, 
   // tool_config.rlprof applies to every tool and wins over the tool's own block.
   if (raw.extras.discrete) raw.discrete = raw.extras.discrete;
   if (raw.extras.level) raw.level = raw.extras.level;
-  if (raw.extras.schedule) raw.schedule = raw.extras.schedule;
+  if (raw.extras.schedules) raw.schedules = raw.extras.schedules;
   if (raw.extras.token_start) raw.token_start = raw.extras.token_start;
   if (raw.extras.token_end) raw.token_end = raw.extras.token_end;
 }
@@ -269,7 +270,7 @@ void ParseVerlGen3(ParseContext& ctx) {
     if (plan.tool == Tool::kTorchMemory) r.mode = CaptureMode::kEndToEnd;
     r.level = raw.level.value_or("level0");
     r.contents = MapContents(plan.tool, raw, r.level);
-    if (raw.schedule) r.schedule = *raw.schedule;
+    if (raw.schedules) r.schedules = *raw.schedules;
     r.stages = raw.extras.stages.value_or(std::vector<std::string>{});
     r.token_start = raw.token_start;
     r.token_end = raw.token_end;
