@@ -28,11 +28,24 @@ std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan&
   proc["stages"] = p.stages;
   proc["contents"] = p.contents.Names();
   proc["level"] = p.level;
-  proc["schedule"] = config::ScheduleToJson(p.schedule);
-  proc["token_start"] = p.token_start ? nlohmann::ordered_json(*p.token_start) : nullptr;
-  proc["token_end"] = p.token_end ? nlohmann::ordered_json(*p.token_end) : nullptr;
+  nlohmann::ordered_json schedules = nlohmann::ordered_json::array();
+  for (const auto& s : p.schedules) schedules.push_back(config::StageScheduleToJson(s));
+  proc["schedules"] = std::move(schedules);
   proc["warnings"] = p.warnings;
   j["process"] = std::move(proc);
+  return j.dump();
+}
+
+// The manifest's window.sampling of a scheduled capture: which sub-steps it holds.
+std::string SamplingJson(const WindowAction& a) {
+  if (!a.schedule) return {};
+  nlohmann::ordered_json j;
+  j["unit"] = config::SubStepKindName(a.schedule->unit);
+  j["first"] = a.sub_first;
+  j["count"] = a.sub_count;
+  j["complete"] = a.period_complete;
+  j["schedule"] = config::ScheduleToJson(*a.schedule);
+  j["from"] = a.schedule_from;
   return j.dump();
 }
 
@@ -191,7 +204,8 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
         break;
       case WindowAction::Type::kClose:
         if (ctl_gen_ != 0)
-          writer_->Close({ctl_gen_, CloseReasonName(a.reason), a.steps, ctl_close_ticks_});
+          writer_->Close({ctl_gen_, CloseReasonName(a.reason), a.steps, ctl_close_ticks_,
+                          SamplingJson(a)});
         ctl_gen_ = 0;
         break;
     }
