@@ -75,6 +75,8 @@ class PySession {
     AfterControl();
   }
   void SubStep(const std::string& kind) {
+    // A sub-step may end a schedule's active period (its capture closes here).
+    BeforeClose();
     s_->SubStep(*ParseKind(kind));
     SyncOps();
   }

@@ -252,6 +252,7 @@ void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   Apply(ctl_->OnStageBegin(role, stage, MonotonicNowNs(), counts));
+  if (stages_.empty()) substeps_.clear();  // sub-step indices count from each outermost stage call
   Span sp;
   sp.gen = internal::OpenWindow();
   Interner& in = Recorder::Get().interner();
@@ -278,7 +279,11 @@ void SessionImpl::SubStep(config::SubStepKind kind) {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
-  const int64_t index = substeps_[kind]++;
+  // The index the open window's schedule counts it as (the manifest's window.sampling uses the
+  // same numbers), else its index in the outermost stage call (or the step, outside stages).
+  int64_t index = substeps_[kind]++;
+  if (const ScheduleTracker* t = ctl_->tracker(); t != nullptr && t->schedule().unit == kind)
+    index = t->k();
   const uint32_t gen = internal::OpenWindow();
   if (gen != 0) {
     const uint32_t name = Recorder::Get().interner().InternString(config::SubStepKindName(kind));
