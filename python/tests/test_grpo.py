@@ -124,6 +124,18 @@ def test_mindspeed_config_writes_one_continuous_capture(tmp_path, rlprof_cli):
     assert m["steps"] == [2, 3] and "memory" in m["contents"]
 
 
+def test_mindspeed_stage_names_capture_the_stages_the_code_annotates(tmp_path, rlprof_cli):
+    # The example annotates verl's names; a MindSpeed-RL stage list names the same stages.
+    ov = [f"profiler_config.integrated.profile_save_path={tmp_path}/ms",
+          "profiler_config.integrated.profile_ranks=[0]",
+          "profiler_config.integrated.stage=[actor_generate,reference_compute_log_prob]"]
+    want = plan_captures(rlprof_cli, MINDSPEED, ov, world_size=1)
+    res = grpo_tiny.train(SMALL, config=MINDSPEED, overrides=ov, verbose=False)
+    got = {capture_key(c) for c in res["captures"]}
+    assert got == want == {(s, st, 0) for s in (2, 3)
+                           for st in ("rollout_generate", "ref_compute_log_prob")}
+
+
 @needs_ops
 def test_two_ranks_over_gloo_record_all_reduce_and_clock_offsets(tmp_path, rlprof_cli):
     summary = tmp_path / "summary.json"
