@@ -83,7 +83,7 @@ std::string Describe(const StageSchedule& s) {
 // Every schedule of a worker's process either applies to a captured stage (or its step
 // window) or is reported with the reason it cannot. `scopes`: the discrete stages captured
 // (empty in end-to-end mode).
-void CheckSchedules(const Plan& plan, const std::string& worker, const ProcessPlan& proc,
+void CheckSchedules(const std::string& worker, const ProcessPlan& proc,
                     const std::vector<std::string>& scopes, std::vector<std::string>& warnings) {
   const bool discrete = proc.mode == CaptureMode::kDiscrete;
   auto used_by = [&](const StageSchedule* s) {
@@ -156,7 +156,6 @@ void CheckSchedules(const Plan& plan, const std::string& worker, const ProcessPl
     }
     AddOnce(warnings, what + " does not apply on " + worker + ": " + why);
   }
-  (void)plan;
 }
 
 }  // namespace
@@ -414,7 +413,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
         }
         sum.sampling.push_back(std::move(sr));
       }
-      CheckSchedules(plan, wk.name, g.proc, scopes, sum.warnings);
+      CheckSchedules(wk.name, g.proc, scopes, sum.warnings);
       (void)first_role;
       // nsys writes one report per capture range; verl's default repeat-shutdown count is
       // 6 × len(steps), right only by luck. Say what the exact count is.
