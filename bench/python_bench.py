@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """rlprof's Python overhead, measured against torch's profiler in the same run.
 
-    PYTHONPATH=build/python python3 bench/python_bench.py [--quick]
+    PYTHONPATH=build/python .venv/bin/python bench/python_bench.py [--quick]
 
 1. Cost of one `with rlprof.annotate("x"):` (inside a capture window and outside one) against
    `torch.autograd.profiler.record_function` while torch's profiler is active, and against an

@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """GRPO on a tiny transformer, on CPU, over N ranks (torch.distributed gloo), profiled by rlprof.
 
-    python3 examples/grpo_tiny/grpo_tiny.py --ranks 2 --steps 8            # grpo_verl.yaml
-    python3 examples/grpo_tiny/grpo_tiny.py --config grpo_mindspeed.yaml
-    python3 examples/grpo_tiny/grpo_tiny.py --no-profile
+    .venv/bin/python examples/grpo_tiny/grpo_tiny.py --ranks 2 --steps 8            # grpo_verl.yaml
+    .venv/bin/python examples/grpo_tiny/grpo_tiny.py --config grpo_mindspeed.yaml
+    .venv/bin/python examples/grpo_tiny/grpo_tiny.py --no-profile
 
 One RL step, as verl runs it on a fused actor/rollout/ref worker (each stage annotated):
   weight_sync             actor weights -> rollout engine copy
@@ -279,7 +279,7 @@ def launched_by_torchrun() -> bool:
 
 def launch(cfg: GrpoConfig, ranks: int, summary: str = "", **kwargs: Any) -> int:
     """Runs `ranks` processes (mp.spawn) over gloo; rank 0 writes `summary` (JSON). Under
-    torchrun (torchrun_py311.py beside this file on Python 3.11) this process is one rank of
+    torchrun this process is one rank of
     the launcher's world instead. Returns the number of ranks."""
     if launched_by_torchrun():
         world = int(os.environ["WORLD_SIZE"])

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Per-stage timing table of an rlprof run directory (or any directory holding captures).
 
     python3 examples/grpo_tiny/stage_table.py outputs/grpo_tiny/<run_id> [--rlprof build/bin/rlprof]

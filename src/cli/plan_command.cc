@@ -175,7 +175,6 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
         << a.step_seconds << " s per step, docs/config.md#size-estimates)\n";
     out << "  directory: " << sum.rows.front().directory << "\n";
   }
-  for (const auto& n : plan.notes) out << "  note: " << n << "\n";
   for (const auto& n : sum.notes) out << "  note: " << n << "\n";
 
   bool any_schedule = false;
@@ -278,8 +277,6 @@ Command AddPlanCommand(CLI::App& app) {
               j["total_steps"] = a->total_steps > 0 ? nlohmann::ordered_json(a->total_steps) : nullptr;
               auto cj = config::CaptureSummaryToJson(sum);
               for (auto& [k, v] : cj.items()) j[k] = v;
-              j["notes"] = plan->notes;
-              for (const auto& n : sum.notes) j["notes"].push_back(n);
               for (const auto& w : sum.warnings) j["warnings"].push_back(w);
               j["normalised_yaml"] = plan->resolved_yaml;
               io.out << j.dump(2) << "\n";
