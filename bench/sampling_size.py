@@ -9,7 +9,7 @@ manifest.json) and the ratio. The defaults scale the job to the seeds' numbers: 
 iterations with the window [30, 70), 8 micro-batches per log-prob stage, 4 mini-batches of 2
 micro-batches in the update.
 
-    PYTHONPATH=build/python python3 bench/sampling_size.py [--tokens 128 --window 30,70 ...]
+    PYTHONPATH=build/python .venv/bin/python bench/sampling_size.py [--tokens 128 --window 30,70 ...]
 """
 from __future__ import annotations
 
