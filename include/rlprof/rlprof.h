@@ -1,7 +1,9 @@
 /* rlprof's C API: a stable ABI over the capture runtime for C programs and foreign-function
  * bindings. Every function is safe to call before init and after shutdown (a no-op that
- * returns RLPROF_ERROR_STATE where it returns an int). Profiling faults never surface as
- * errors: an unusable save path prints one warning and rlprof_enabled() returns 0.
+ * returns RLPROF_ERROR_STATE where it returns an int). No function lets a C++ exception
+ * escape. Profiling faults never surface as errors: an unusable or full save path, or a writer
+ * thread that cannot start, prints one warning and rlprof_enabled() returns 0 from then on
+ * (docs/reliability.md).
  *
  *   #include "rlprof/rlprof.h"
  *   const char* ovr[] = {"rlprof.steps=[2]"};

@@ -29,6 +29,11 @@
 // thread. Session control (BeginStep/EndStep, stages, sub-steps, captures) is meant for the
 // training loop's thread; calls are serialised internally, so other threads may call it too.
 // One session records at a time per process.
+//
+// Faults: no function of this API throws. An unwritable or full save path, a writer thread that
+// cannot start, or any unexpected error inside the runtime turns profiling off with one warning
+// on stderr and the program goes on (docs/reliability.md). Only a config that cannot be loaded
+// is reported to the caller (InitFromConfig / CreateFromConfig fail with the message).
 #ifndef RLPROF_INCLUDE_RLPROF_RLPROF_HPP_
 #define RLPROF_INCLUDE_RLPROF_RLPROF_HPP_
 
@@ -186,6 +191,7 @@ class Session {
  public:
   // A session for `plan`. Never fails: when the plan selects nothing for this process, or
   // the save path is unusable (one warning on stderr), the session simply records nothing.
+  // (Null only when memory is exhausted while allocating the session itself.)
   static std::unique_ptr<Session> Create(const config::Plan& plan, const SessionOptions& options = {});
   // Loads a config (any supported dialect) with KEY=VALUE overrides. Returns null and sets
   // *error when the config cannot be loaded.

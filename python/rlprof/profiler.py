@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import secrets
+import sys
 import time
 import warnings
 import weakref
@@ -214,9 +215,14 @@ class Profiler:
         if not self._torch_memory or not _rlprof.recording():
             return
         torch = _dist.torch_if_loaded()
-        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-            _rlprof.memory_counter("cuda_allocated_bytes", float(torch.cuda.memory_allocated()))
-            _rlprof.memory_counter("cuda_reserved_bytes", float(torch.cuda.memory_reserved()))
+        try:
+            if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+                _rlprof.memory_counter("cuda_allocated_bytes", float(torch.cuda.memory_allocated()))
+                _rlprof.memory_counter("cuda_reserved_bytes", float(torch.cuda.memory_reserved()))
+        except Exception as e:  # never into the training loop: one warning, samples off
+            self._torch_memory = False
+            sys.stderr.write(f"rlprof: warning: cannot sample CUDA memory ({e!r}); CUDA memory "
+                             "samples are off, the program continues\n")
 
 
 def _load_torch_ops(quiet: bool) -> None:
@@ -226,7 +232,7 @@ def _load_torch_ops(quiet: bool) -> None:
         return
     try:
         import rlprof.torch  # noqa: F401  (registers the hook with the core extension)
-    except ImportError as e:
+    except Exception as e:  # ImportError, or a libtorch that fails to load: record without ops
         if not quiet:
             warnings.warn(f"rlprof: operator capture is not available ({e}); recording "
                           "without operators", RuntimeWarning, stacklevel=3)

@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -169,17 +170,24 @@ std::unique_ptr<PySession> CreateSession(const std::string& config, bool config_
   std::string error;
   {
     py::gil_scoped_release nogil;
-    config::LoadOptions lo;
-    if (world_size) lo.world_size = *world_size;
-    auto plan = config_is_text ? config::LoadPlanFromString(config, "<dict>", overrides, lo)
-                               : config::LoadPlan(config, overrides, lo);
-    if (!plan.ok()) {
-      error = plan.status().message();
-    } else {
-      s = Session::Create(*plan, so);
+    try {
+      config::LoadOptions lo;
+      if (world_size) lo.world_size = *world_size;
+      auto plan = config_is_text ? config::LoadPlanFromString(config, "<dict>", overrides, lo)
+                                 : config::LoadPlan(config, overrides, lo);
+      if (!plan.ok()) {
+        error = plan.status().message();
+      } else {
+        s = Session::Create(*plan, so);  // never throws: output problems disable it instead
+      }
+    } catch (const std::exception& e) {  // the config loader failed unexpectedly
+      error = std::string("cannot load the config: ") + e.what();
     }
   }
-  if (!s) throw py::value_error("rlprof: " + error);
+  // Only a config that cannot be loaded raises (ValueError): output problems (an unwritable or
+  // full save path, no writer thread) leave a disabled session and one warning on stderr.
+  if (!s && !error.empty()) throw py::value_error("rlprof: " + error);
+  if (!s) throw std::bad_alloc();  // Session::Create is null only when memory is exhausted
   return std::make_unique<PySession>(std::move(s));
 }
 

@@ -1,56 +1,96 @@
 #include "src/base/files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 namespace rlprof::base {
 
+// Everything here reports failures as Status and never throws for a file-system reason: the
+// capture runtime calls these inside training processes, where an EACCES from a directory
+// the process may not read (a non-root user, a 0700 parent) must turn into one warning, not
+// a std::filesystem_error. Only the error_code overloads of std::filesystem are used.
 namespace fs = std::filesystem;
 
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (!fs::exists(path)) return NotFound(path + ": no such file");
-    return IoError(path + ": cannot open: " + std::strerror(errno));
+namespace {
+
+std::string Errno(int e) { return std::strerror(e); }
+
+Status WriteAllFd(int fd, const char* p, size_t n, off_t offset, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = offset >= 0 ? ::pwrite(fd, p, n, offset) : ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path + ": write failed: " + Errno(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    if (offset >= 0) offset += w;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return IoError(path + ": read error");
-  return ss.str();
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + Errno(e));
+  }
+  std::string out;
+  char buf[64 << 10];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      return IoError(path + ": read error: " + Errno(e));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError(path + ": cannot write: " + std::strerror(errno));
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return IoError(path + ": write failed: " + std::strerror(errno));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return IoError(path + ": rename failed: " + ec.message());
-  }
-  return Status::Ok();
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path + ": cannot write: " + Errno(errno));
+  Status s = WriteAllFd(fd, data.data(), data.size(), -1, path);
+  // close() can be where a full disk (or NFS quota) reports itself.
+  if (::close(fd) != 0 && s.ok()) s = IoError(path + ": write failed: " + Errno(errno));
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    s = IoError(path + ": rename failed: " + Errno(errno));
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+Status OverwriteFileInPlace(const std::string& path, std::string_view data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // never creates
+  if (fd < 0) return IoError(path + ": cannot open for writing: " + Errno(errno));
+  Status s = WriteAllFd(fd, data.data(), data.size(), 0, path);
+  if (s.ok() && ::ftruncate(fd, static_cast<off_t>(data.size())) != 0)
+    s = IoError(path + ": truncate failed: " + Errno(errno));
+  if (::close(fd) != 0 && s.ok()) s = IoError(path + ": write failed: " + Errno(errno));
+  return s;
 }
 
 Status MakeDirs(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec && !fs::is_directory(path)) return IoError(path + ": cannot create directory: " + ec.message());
-  return Status::Ok();
+  if (!ec) return Status::Ok();
+  std::error_code ec2;
+  if (fs::is_directory(path, ec2)) return Status::Ok();
+  return IoError(path + ": cannot create directory: " + ec.message());
 }
 
 bool PathExists(const std::string& path) {

@@ -1,4 +1,6 @@
 // File helpers: whole-file reads, atomic writes, directory creation (std only).
+// Failures are returned as Status, never thrown (the capture runtime calls these inside
+// training processes; see docs/reliability.md).
 // Thread-safety: pure functions over the file system.
 #ifndef RLPROF_SRC_BASE_FILES_H_
 #define RLPROF_SRC_BASE_FILES_H_
@@ -14,6 +16,11 @@ namespace rlprof::base {
 StatusOr<std::string> ReadFile(const std::string& path);
 // Writes via a temporary file in the same directory and rename(): readers never see half a file.
 Status WriteFileAtomic(const std::string& path, std::string_view data);
+// Rewrites the existing file `path` in place (write at offset 0, then truncate to the new
+// size) without creating any file: where WriteFileAtomic cannot create its temporary file (a
+// full disk, a directory that became read-only), a file that already holds at least
+// data.size() bytes can still be rewritten, because no new block is needed. Not atomic.
+Status OverwriteFileInPlace(const std::string& path, std::string_view data);
 // mkdir -p; ok if it exists already.
 Status MakeDirs(const std::string& path);
 bool PathExists(const std::string& path);

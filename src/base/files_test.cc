@@ -1,9 +1,13 @@
 #include "src/base/files.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <vector>
+
+#include "src/base/unprivileged_test_util.h"
 
 namespace rlprof::base {
 namespace {
@@ -39,6 +43,53 @@ TEST_F(FilesTest, MissingFileIsNotFound) {
 TEST_F(FilesTest, WriteIntoUnwritablePlaceFails) {
   auto s = WriteFileAtomic("/proc/rlprof_cannot_write_here", "x");
   EXPECT_EQ(s.code(), StatusCode::kIoError);
+}
+
+TEST_F(FilesTest, OverwriteInPlaceRewritesAnExistingFileAndNeverCreatesOne) {
+  ASSERT_TRUE(MakeDirs(dir_.string()).ok());
+  const std::string path = (dir_ / "m.json").string();
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(100, ' ')).ok());
+  ASSERT_TRUE(OverwriteFileInPlace(path, "{\"a\": 1}").ok());
+  EXPECT_EQ(*ReadFile(path), "{\"a\": 1}");  // truncated to the new text
+  EXPECT_EQ(OverwriteFileInPlace((dir_ / "absent").string(), "x").code(), StatusCode::kIoError);
+  EXPECT_FALSE(PathExists((dir_ / "absent").string()));
+}
+
+// As a user who may not enter a directory (not root: CI runs as root, so the child drops to
+// nobody), every helper reports the EACCES as a Status: none throws std::filesystem_error.
+TEST_F(FilesTest, HelpersUnderADirectoryTheUserCannotEnterFailWithoutThrowing) {
+  const std::string locked = testing_util::MakeForbiddenDir((dir_ / "locked").string());
+  testing_util::ChildResult r = testing_util::RunUnprivileged([&] {
+    if (MakeDirs(locked + "/sub/deeper").ok()) return 1;
+    if (PathExists(locked + "/sub")) return 2;
+    auto read = ReadFile(locked + "/file");
+    if (read.ok() || read.status().code() != StatusCode::kIoError) return 3;  // EACCES, not "no such file"
+    if (WriteFileAtomic(locked + "/file", "x").ok()) return 4;
+    if (OverwriteFileInPlace(locked + "/file", "x").ok()) return 5;
+    if (AbsolutePath(locked + "/a/../b") != locked + "/b") return 6;
+    return 0;
+  });
+  testing_util::AllowAgain(locked);
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+}
+
+// A directory that became read-only (or a full disk) stops WriteFileAtomic, which needs a new
+// file; an existing file can still be rewritten in place.
+TEST_F(FilesTest, OverwriteInPlaceWorksWhereNoNewFileCanBeCreated) {
+  ASSERT_TRUE(MakeDirs((dir_ / "ro").string()).ok());
+  testing_util::GiveToUnprivileged((dir_ / "ro").string());
+  const std::string ro = (dir_ / "ro").string();
+  testing_util::ChildResult r = testing_util::RunUnprivileged([&] {
+    if (!WriteFileAtomic(ro + "/m.json", std::string(64, ' ')).ok()) return 1;
+    if (chmod(ro.c_str(), 0555) != 0) return 2;
+    if (WriteFileAtomic(ro + "/m.json", "new").ok()) return 3;  // cannot create the temporary
+    if (!OverwriteFileInPlace(ro + "/m.json", "new").ok()) return 4;
+    auto text = ReadFile(ro + "/m.json");
+    if (!text.ok() || *text != "new") return 5;
+    chmod(ro.c_str(), 0755);
+    return 0;
+  });
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
 }
 
 TEST(ResidentSetTest, GrowsWhenTouchedMemoryGrows) {

@@ -2,14 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstring>
 #include <map>
 #include <optional>
 
+#include "src/format/chrome_json.h"
 #include "src/format/json_escape.h"
 #include "src/format/perfetto_packets.h"
 #include "src/format/proto_writer.h"
 #include "src/format/sample_capture.h"
+#include "src/format/sqlite_export.h"
 #include "src/format/test_util.h"
 
 namespace rlprof::format {
@@ -405,6 +408,34 @@ TEST(PerfettoTraceTest, FileStartsWithATracePacket) {
   ASSERT_TRUE(stats.ok());
   EXPECT_GT(stats->bytes, 100u);
   EXPECT_FALSE(WritePerfettoFile(caps, "/nonexistent-dir/t.pftrace").ok());
+}
+
+// Issue 10: the writers take captures built in memory too (not through LoadCapture's time
+// checks). Times and offsets at the edges of int64 must not overflow (the asan preset's UBSan
+// aborts on signed overflow); what cannot be written is counted.
+TEST(PerfettoTraceTest, WritersTakeHostileTimesWithoutOverflow) {
+  std::vector<Capture> caps = SampleCaptures();
+  caps[0].manifest.offset_to_rank0_ns = INT64_MAX;
+  caps[0].manifest.monotonic_anchor_ns = INT64_MAX;
+  caps[0].manifest.realtime_anchor_ns = INT64_MIN;
+  caps[1].manifest.offset_to_rank0_ns = INT64_MIN;
+  caps[0].raw.events[0].ts_ns = INT64_MAX;
+  caps[0].raw.events[0].payload = INT64_MAX;
+  caps[1].raw.events[0].ts_ns = INT64_MIN;
+  caps[1].raw.events[0].payload = INT64_MAX;
+  StringSink proto, json;
+  ExportStats p = WritePerfetto(caps, &proto);
+  ExportStats j = WriteChromeJson(caps, &json);
+  EXPECT_GT(p.events, 0u);
+  EXPECT_GT(j.events, 0u);
+  EXPECT_GT(p.diagnostics.Get("export_skipped_events"), 0u);  // times before the trace start
+  auto db = WriteSqliteFile(caps, TestDir() + "/t.db");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  // Loaded captures are checked once, in LoadCapture: the same values are counted there.
+  Capture c = caps[0];
+  SanitizeCaptureTimes(&c);
+  EXPECT_EQ(c.diagnostics.Get("clock_offset_out_of_range"), 3u);  // offset and both anchors
+  EXPECT_EQ(c.diagnostics.Get("time_out_of_range"), 1u);
 }
 
 }  // namespace

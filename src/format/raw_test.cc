@@ -1,6 +1,9 @@
 #include "src/format/raw.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -279,9 +282,38 @@ TEST(RawFormatTest, NewerFormatVersionIsRefusedWithAClearMessage) {
   std::string h = EncodeRawHeader({}, 16);
   uint32_t v = kRawFormatVersion + 1;
   std::memcpy(h.data() + 8, &v, 4);
+  // A real newer file has a header whose checksum covers its version.
+  const uint32_t crc = RawCrc32(0, h.data(), h.size() - 4);
+  std::memcpy(h.data() + h.size() - 4, &crc, 4);
   auto cap = ReadRawBytes(h, "new.rlp");
   ASSERT_FALSE(cap.ok());
   EXPECT_NE(cap.status().message().find("newer"), std::string::npos);
+}
+
+// Issue 10: a flipped version byte (checksum wrong) rejected the whole capture; it is damage
+// to the header only, and the chunks are read.
+TEST(RawFormatTest, AFlippedVersionByteIsHeaderDamageNotANewerFile) {
+  std::vector<Event> events;
+  std::string bytes = WriteSmallMultiChunkFile(&events);
+  bytes[8] ^= 0x40;
+  auto cap = ReadRawBytes(bytes, "x");
+  ASSERT_TRUE(cap.ok()) << cap.status().ToString();
+  EXPECT_FALSE(cap->diagnostics.header_ok);
+  EXPECT_EQ(cap->events.size(), events.size());
+}
+
+// An events chunk of zero bytes reached memcpy(NULL, …, 0) (undefined behaviour).
+TEST(RawFormatTest, AnEmptyEventsChunkIsHarmless) {
+  std::string bytes = EncodeRawHeader({}, 16);
+  char h[kRawChunkHeaderBytes];
+  const std::string payload("\x28\xb5\x2f\xfd\x20\x00\x01\x00\x00", 9);  // zstd frame of 0 bytes
+  EncodeRawChunkHeader(RawChunkType::kEvents, 0, payload.data(), static_cast<uint32_t>(payload.size()), h);
+  bytes.append(h, sizeof h);
+  bytes += payload;
+  auto cap = ReadRawBytes(bytes, "x");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_TRUE(cap->events.empty());
+  EXPECT_EQ(cap->diagnostics.bad_payload_chunks, 0u) << cap->diagnostics.ToString();
 }
 
 TEST(RawFormatTest, DamagedHeaderStillYieldsTheChunks) {
@@ -293,6 +325,39 @@ TEST(RawFormatTest, DamagedHeaderStillYieldsTheChunks) {
   EXPECT_FALSE(cap->diagnostics.header_ok);
   EXPECT_EQ(cap->events.size(), events.size());
   EXPECT_NE(cap->diagnostics.ToString().find("header"), std::string::npos);
+}
+
+// A full disk (here EFBIG: files may not grow past 16 KiB) takes part of a chunk; the writer cuts
+// it off again, so the file ends with its last complete chunk and reads clean.
+TEST(RawFormatTest, AWriteThatFillsTheDiskLeavesOnlyCompleteChunks) {
+  const std::string path = TempPath("full.rlp");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{16 << 10, 16 << 10};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    auto w = RawWriter::Create(path, {.rank = 0}, 4096, /*zstd_level=*/1);
+    if (!w.ok()) _exit(1);
+    StringEntry name{1, "noise"};
+    TrackEntry track{1, TrackKind::kThread, 1001, 42, "main"};
+    if (!(*w)->AddStrings({&name, 1}).ok() || !(*w)->AddTracks({&track, 1}).ok()) _exit(5);
+    std::vector<Event> ev;
+    for (int i = 0; i < 100000; ++i) ev.push_back(MakeEvent((i * 7919) % 100003 * 1000 + i, 1, 1));
+    base::Status s = (*w)->AddEvents(ev);
+    if (s.ok()) s = (*w)->Flush();
+    if (s.ok() || s.code() != base::StatusCode::kIoError) _exit(2);
+    std::error_code ec;
+    if (fs::file_size(path, ec) != (*w)->bytes_written()) _exit(3);
+    _exit((*w)->events_written() > 0 ? 0 : 4);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto cap = ReadRaw(path);
+  ASSERT_TRUE(cap.ok());
+  EXPECT_TRUE(cap->diagnostics.clean()) << cap->diagnostics.ToString();
+  EXPECT_GT(cap->events.size(), 0u);
 }
 
 TEST(RawFormatTest, UnwritablePathIsAnIoError) {

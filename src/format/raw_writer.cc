@@ -155,11 +155,17 @@ class RawWriterImpl final : public RawWriter {
   }
 
   Status WriteAll(const char* p, size_t n) {
+    const uint64_t start = bytes_written_;
     while (n > 0) {
       ssize_t w = ::write(fd_, p, n);
       if (w < 0) {
         if (errno == EINTR) continue;
-        return Fail(base::IoError(path_ + ": write: " + std::strerror(errno)));
+        const int e = errno;
+        // A full disk (ENOSPC, EFBIG) may take part of a chunk: cut it off again, so that the
+        // file ends with its last complete chunk and the space goes back to the disk.
+        if (bytes_written_ > start && ::ftruncate(fd_, static_cast<off_t>(start)) == 0)
+          bytes_written_ = start;
+        return Fail(base::IoError(path_ + ": write: " + std::strerror(e)));
       }
       p += w;
       n -= static_cast<size_t>(w);

@@ -1,5 +1,11 @@
 // rlprof::Session and the process-global default session (include/rlprof/rlprof.hpp).
+//
+// No function here lets an exception reach the caller (the training job): SessionImpl's
+// entry points are guarded themselves, and the functions that build sessions or load a
+// config catch everything at this boundary (see docs/reliability.md).
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 
 #include "rlprof/rlprof.hpp"
@@ -10,6 +16,17 @@ namespace rlprof {
 namespace {
 
 const char* GetEnv(const char* key) { return std::getenv(key); }
+
+// The message of the exception being handled (call only inside a catch block).
+std::string CurrentExceptionMessage() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
 
 std::mutex g_default_mu;
 std::atomic<Session*> g_default{nullptr};
@@ -40,27 +57,46 @@ Session::Session(std::unique_ptr<runtime::SessionImpl> impl) : impl_(std::move(i
 Session::~Session() { Shutdown(); }
 
 std::unique_ptr<Session> Session::Create(const config::Plan& plan, const SessionOptions& options) {
-  return std::unique_ptr<Session>(new Session(runtime::SessionImpl::Create(plan, options, GetEnv)));
+  try {
+    return std::unique_ptr<Session>(new Session(runtime::SessionImpl::Create(plan, options, GetEnv)));
+  } catch (...) {  // only an allocation of the session objects themselves can fail here
+    std::fprintf(stderr,
+                 "rlprof: warning: cannot create a session (%s); profiling is disabled, the "
+                 "program continues\n",
+                 CurrentExceptionMessage().c_str());
+    return nullptr;
+  }
 }
 
 std::unique_ptr<Session> Session::CreateFromConfig(const std::string& path,
                                                    const std::vector<std::string>& overrides,
                                                    const SessionOptions& options,
                                                    std::string* error) {
-  config::LoadOptions lo;
-  if (options.world_size) lo.world_size = *options.world_size;
-  auto plan = config::LoadPlan(path, overrides, lo);
-  if (!plan.ok()) {
-    if (error != nullptr) *error = "rlprof: " + plan.status().message();
+  try {
+    config::LoadOptions lo;
+    if (options.world_size) lo.world_size = *options.world_size;
+    auto plan = config::LoadPlan(path, overrides, lo);
+    if (!plan.ok()) {
+      if (error != nullptr) *error = "rlprof: " + plan.status().message();
+      return nullptr;
+    }
+    return Create(*plan, options);
+  } catch (...) {
+    if (error != nullptr) *error = "rlprof: cannot load " + path + ": " + CurrentExceptionMessage();
     return nullptr;
   }
-  return Create(*plan, options);
 }
 
 bool Session::enabled() const { return impl_->enabled(); }
 const Identity& Session::identity() const { return impl_->identity(); }
 const std::string& Session::run_id() const { return impl_->run_id(); }
-std::string Session::run_dir() const { return impl_->run_dir(); }
+std::string Session::run_dir() const {
+  try {
+    return impl_->run_dir();
+  } catch (...) {
+    return {};
+  }
+}
 void Session::BeginStep(int64_t step) { impl_->BeginStep(step); }
 void Session::EndStep() { impl_->EndStep(); }
 
@@ -102,32 +138,50 @@ bool InstallDefault(std::unique_ptr<Session> s, std::string* error) {
 }  // namespace
 
 bool Init(const config::Plan& plan, const SessionOptions& options, std::string* error) {
-  if (g_default.load() != nullptr) {
-    if (error != nullptr) *error = "rlprof: already initialised";
+  try {
+    if (g_default.load() != nullptr) {
+      if (error != nullptr) *error = "rlprof: already initialised";
+      return false;
+    }
+    std::unique_ptr<Session> s = Session::Create(plan, options);
+    if (s == nullptr) {
+      if (error != nullptr) *error = "rlprof: cannot create a session";
+      return false;
+    }
+    return InstallDefault(std::move(s), error);
+  } catch (...) {
+    if (error != nullptr) *error = "rlprof: " + CurrentExceptionMessage();
     return false;
   }
-  return InstallDefault(Session::Create(plan, options), error);
 }
 
 bool InitFromConfig(const std::string& path, const std::vector<std::string>& overrides,
                     const SessionOptions& options, std::string* error) {
-  if (g_default.load() != nullptr) {
-    if (error != nullptr) *error = "rlprof: already initialised";
+  try {
+    if (g_default.load() != nullptr) {
+      if (error != nullptr) *error = "rlprof: already initialised";
+      return false;
+    }
+    std::unique_ptr<Session> s = Session::CreateFromConfig(path, overrides, options, error);
+    if (s == nullptr) return false;
+    return InstallDefault(std::move(s), error);
+  } catch (...) {
+    if (error != nullptr) *error = "rlprof: " + CurrentExceptionMessage();
     return false;
   }
-  std::unique_ptr<Session> s = Session::CreateFromConfig(path, overrides, options, error);
-  if (s == nullptr) return false;
-  return InstallDefault(std::move(s), error);
 }
 
 Session* DefaultSession() { return g_default.load(); }
 
 void Shutdown() {
-  std::lock_guard<std::mutex> lock(g_default_mu);
-  Session* s = g_default.exchange(nullptr);
-  if (s != nullptr) {
-    s->Shutdown();
-    delete s;
+  try {
+    std::lock_guard<std::mutex> lock(g_default_mu);
+    Session* s = g_default.exchange(nullptr);
+    if (s != nullptr) {
+      s->Shutdown();
+      delete s;
+    }
+  } catch (...) {  // std::system_error from the mutex: nothing sensible left to do
   }
 }
 

@@ -31,7 +31,11 @@ TEST(ApiTest, VerlConfigCapturesItsSelectedStepsForAFusedWorker) {
   for (int64_t step = 1; step <= 5; ++step) {
     s->BeginStep(step);
     auto stage = s->Annotate("actor", "actor_update");
-    RLPROF_RANGE("work");
+    {
+      // Ends inside the window (a range still open at EndStep ends after the window closed:
+      // recorded or not depending on the writer's timing, 16 failures in 200 runs under load).
+      RLPROF_RANGE("work");
+    }
     stage.End();
     s->EndStep();
   }

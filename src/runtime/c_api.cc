@@ -1,4 +1,6 @@
 // The C API (include/rlprof/rlprof.h) over the default session of rlprof.hpp.
+// No exception crosses this boundary (C callers cannot catch one): every function that can
+// fail catches everything and returns RLPROF_ERROR_INTERNAL with the message.
 #include "rlprof/rlprof.h"
 
 #include <cstring>
@@ -14,9 +16,23 @@ namespace {
 
 thread_local std::string tls_error;
 
-int Fail(int code, std::string message) {
-  tls_error = std::move(message);
+int Fail(int code, std::string message) noexcept {
+  tls_error = std::move(message);  // a move: no allocation
   return code;
+}
+
+// The handler of every C entry point that can fail.
+int Internal() noexcept {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    try {
+      return Fail(RLPROF_ERROR_INTERNAL, std::string("rlprof: ") + e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+  return RLPROF_ERROR_INTERNAL;
 }
 
 rlprof::Session* Default() { return rlprof::DefaultSession(); }
@@ -44,11 +60,11 @@ void rlprof_options_init(rlprof_options* o) {
 
 int rlprof_init_from_config(const char* path, const char* const* overrides, size_t n_overrides,
                             const rlprof_options* options) {
-  if (path == nullptr) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: path is null");
-  if (n_overrides > 0 && overrides == nullptr)
-    return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: overrides is null");
-  if (Default() != nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: already initialised");
   try {
+    if (path == nullptr) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: path is null");
+    if (n_overrides > 0 && overrides == nullptr)
+      return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: overrides is null");
+    if (Default() != nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: already initialised");
     std::vector<std::string> ovr;
     for (size_t i = 0; i < n_overrides; ++i) {
       if (overrides[i] == nullptr)
@@ -79,20 +95,24 @@ int rlprof_init_from_config(const char* path, const char* const* overrides, size
     }
     tls_error.clear();
     return RLPROF_OK;
-  } catch (const std::exception& e) {
-    return Fail(RLPROF_ERROR_INTERNAL, std::string("rlprof: ") + e.what());
+  } catch (...) {
+    return Internal();
   }
 }
 
 int rlprof_shutdown(void) {
-  if (Default() == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  rlprof::Shutdown();
-  return RLPROF_OK;
+  try {
+    if (Default() == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    rlprof::Shutdown();
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
+  }
 }
 
 int rlprof_enabled(void) {
   rlprof::Session* s = Default();
-  return s != nullptr && s->enabled() ? 1 : 0;
+  return s != nullptr && s->enabled() ? 1 : 0;  // noexcept: atomics only
 }
 
 int rlprof_recording(void) { return rlprof::Recording() ? 1 : 0; }
@@ -100,34 +120,50 @@ int rlprof_recording(void) { return rlprof::Recording() ? 1 : 0; }
 const char* rlprof_last_error(void) { return tls_error.c_str(); }
 
 int rlprof_flush(double timeout_s) {
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  return s->Flush(timeout_s) ? RLPROF_OK : Fail(RLPROF_ERROR_INTERNAL, "rlprof: flush timed out");
+  try {
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    return s->Flush(timeout_s) ? RLPROF_OK : Fail(RLPROF_ERROR_INTERNAL, "rlprof: flush timed out");
+  } catch (...) {
+    return Internal();
+  }
 }
 
 int rlprof_run_dir(char* buf, size_t size) {
-  if (buf == nullptr || size == 0) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: buffer is null");
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  const std::string d = s->run_dir();
-  const size_t n = std::min(size - 1, d.size());
-  std::memcpy(buf, d.data(), n);
-  buf[n] = '\0';
-  return RLPROF_OK;
+  try {
+    if (buf == nullptr || size == 0) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: buffer is null");
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    const std::string d = s->run_dir();
+    const size_t n = std::min(size - 1, d.size());
+    std::memcpy(buf, d.data(), n);
+    buf[n] = '\0';
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
+  }
 }
 
 int rlprof_step_begin(int64_t step) {
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->BeginStep(step);
-  return RLPROF_OK;
+  try {
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    s->BeginStep(step);
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
+  }
 }
 
 int rlprof_step_end(void) {
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->EndStep();
-  return RLPROF_OK;
+  try {
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    s->EndStep();
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
+  }
 }
 
 int rlprof_stage_begin(const char* role, const char* stage) {
@@ -135,35 +171,47 @@ int rlprof_stage_begin(const char* role, const char* stage) {
 }
 
 int rlprof_stage_begin_ex(const char* role, const char* stage, int counts_kind) {
-  if (role == nullptr || stage == nullptr)
-    return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: role or stage is null");
-  std::optional<rlprof::config::SubStepKind> counts;
-  if (counts_kind != 0) {
-    counts = KindOf(counts_kind);
-    if (!counts)
-      return Fail(RLPROF_ERROR_INVALID_ARGUMENT,
-                  "rlprof: unknown sub-step kind " + std::to_string(counts_kind));
+  try {
+    if (role == nullptr || stage == nullptr)
+      return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: role or stage is null");
+    std::optional<rlprof::config::SubStepKind> counts;
+    if (counts_kind != 0) {
+      counts = KindOf(counts_kind);
+      if (!counts)
+        return Fail(RLPROF_ERROR_INVALID_ARGUMENT,
+                    "rlprof: unknown sub-step kind " + std::to_string(counts_kind));
+    }
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    s->BeginStage(role, stage, counts);
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
   }
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->BeginStage(role, stage, counts);
-  return RLPROF_OK;
 }
 
 int rlprof_stage_end(void) {
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->EndStage();
-  return RLPROF_OK;
+  try {
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    s->EndStage();
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
+  }
 }
 
 int rlprof_sub_step(int kind) {
-  const std::optional<rlprof::config::SubStepKind> k = KindOf(kind);
-  if (!k) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: unknown sub-step kind " + std::to_string(kind));
-  rlprof::Session* s = Default();
-  if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
-  s->SubStep(*k);
-  return RLPROF_OK;
+  try {
+    const std::optional<rlprof::config::SubStepKind> k = KindOf(kind);
+    if (!k) return Fail(RLPROF_ERROR_INVALID_ARGUMENT, "rlprof: unknown sub-step kind " + std::to_string(kind));
+    rlprof::Session* s = Default();
+    if (s == nullptr) return Fail(RLPROF_ERROR_STATE, "rlprof: not initialised");
+    s->SubStep(*k);
+    return RLPROF_OK;
+  } catch (...) {
+    return Internal();
+  }
 }
 
 rlprof_range_id rlprof_range_start(const char* name) { return rlprof::RangeStart(name); }

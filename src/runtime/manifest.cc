@@ -45,9 +45,10 @@ std::string ManifestJson(const ManifestData& m) {
   j["window"] = window;
   j["contents"] = m.contents;
   j["counts"] = {{"events", m.events},
-                 {"dropped_events", m.dropped_buffer_full + m.dropped_budget},
+                 {"dropped_events", m.dropped_buffer_full + m.dropped_budget + m.dropped_write_error},
                  {"dropped_buffer_full", m.dropped_buffer_full},
                  {"dropped_budget", m.dropped_budget},
+                 {"dropped_write_error", m.dropped_write_error},
                  {"threads", m.threads}};
   j["files"] = json::array({{{"name", "events.rlp"}, {"bytes", m.events_bytes}}});
   j["complete"] = m.complete;
@@ -56,7 +57,9 @@ std::string ManifestJson(const ManifestData& m) {
     json cfg = json::parse(m.config_json, nullptr, /*allow_exceptions=*/false);
     if (!cfg.is_discarded()) j["config"] = std::move(cfg);
   }
-  return j.dump(2) + "\n";
+  // Names come from users (stages, roles, hosts, C API strings) and need not be UTF-8: replace
+  // bad bytes rather than throw (this runs on the writer thread of a training process).
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace rlprof::runtime

@@ -36,6 +36,7 @@ struct ManifestData {
   uint64_t events = 0;
   uint64_t dropped_buffer_full = 0;
   uint64_t dropped_budget = 0;
+  uint64_t dropped_write_error = 0;  // recorded, but lost to a write error (full disk, EACCES…)
   uint32_t threads = 0;
   uint64_t events_bytes = 0;
   bool complete = false;

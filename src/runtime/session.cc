@@ -33,7 +33,7 @@ std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan&
   proc["schedules"] = std::move(schedules);
   proc["warnings"] = p.warnings;
   j["process"] = std::move(proc);
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 // The manifest's window.sampling of a scheduled capture: which sub-steps it holds.
@@ -57,10 +57,56 @@ void Warn(const std::string& msg) { std::fprintf(stderr, "rlprof: warning: %s\n"
 
 }  // namespace
 
+// Every entry point the training job calls is wrapped: an exception (std::bad_alloc, a
+// std::system_error, a bug) never reaches the job; it disables profiling with one warning.
+#define RLPROF_SESSION_GUARD(entry, fallback)     \
+  catch (const std::exception& e) {               \
+    Fault(entry, e.what());                       \
+    return fallback;                              \
+  }                                               \
+  catch (...) {                                   \
+    Fault(entry, "unknown exception");            \
+    return fallback;                              \
+  }
+
+void SessionImpl::Fault(const char* what, const char* detail) noexcept {
+  disabled_.store(true);
+  if (!warned_.exchange(true))
+    std::fprintf(stderr,
+                 "rlprof: warning: internal error in %s (%s); profiling is disabled, the program "
+                 "continues\n",
+                 what, detail);
+  // Stop recording at once (if this session is the one recording); then close the windows
+  // properly if that still works.
+  if (recorder_session_) internal::g_hot.gen.store(0, std::memory_order_relaxed);
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_ || writer_ == nullptr) return;
+    CloseManualLocked("error");
+    if (ctl_gen_ != 0 && ctl_ != nullptr) Apply(ctl_->OnError(MonotonicNowNs()));
+  } catch (...) {
+  }
+}
+
 std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
                                                  const SessionOptions& options,
                                                  const EnvLookup& env) {
   std::unique_ptr<SessionImpl> s(new SessionImpl);
+  try {
+    s->Setup(plan, options, env);
+  } catch (const std::exception& e) {
+    s->Fault("session set-up", e.what());
+    s->Shutdown();
+  } catch (...) {
+    s->Fault("session set-up", "unknown exception");
+    s->Shutdown();
+  }
+  return s;
+}
+
+void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
+                        const EnvLookup& env) {
+  SessionImpl* s = this;
   s->creator_pid_ = getpid();
   s->plan_ = plan;
   s->id_ = ResolveIdentity(options, env);
@@ -69,18 +115,18 @@ std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
   s->run_dir_ = base::AbsolutePath(plan.save_path) + "/" + s->run_id_;
   s->proc_ = config::ResolveForProcess(plan, s->id_.roles, s->id_.rank);
   s->ctl_ = std::make_unique<CaptureController>(plan, s->proc_);
-  if (!s->proc_.enabled) return s;  // not selected: nothing to set up, markers stay off
+  if (!s->proc_.enabled) return;  // not selected: nothing to set up, markers stay off
 
   Recorder& rec = Recorder::Get();
   if (rec.session_live()) {
     s->Disable("another rlprof session is already recording in this process; this one records nothing");
-    return s;
+    return;
   }
   if (base::Status st = base::MakeDirs(s->run_dir_); !st.ok() || access(s->run_dir_.c_str(), W_OK) != 0) {
     s->Disable("cannot write captures under " + s->run_dir_ + " (" +
                (st.ok() ? std::string(std::strerror(errno)) : st.message()) +
                "); profiling is disabled, the program continues");
-    return s;
+    return;
   }
   const char* clock_env = env("RLPROF_CLOCK");
   const bool allow_tsc =
@@ -110,18 +156,19 @@ std::unique_ptr<SessionImpl> SessionImpl::Create(const config::Plan& plan,
     wo.flush_interval_s = std::min(wo.flush_interval_s, plan.memory_interval_s);
   wo.budget = plan.budget;
   wo.quiet = options.quiet;
-  SessionImpl* self = s.get();
+  SessionImpl* self = s;
   wo.on_tick = [self] { self->OnTick(); };
   wo.on_budget = [self](uint32_t gen) { self->OnBudget(gen); };
   wo.on_fatal = [self](const std::string& m) { self->OnFatal(m); };
   s->writer_ = std::make_unique<Writer>(std::move(wo));
   if (base::Status st = s->writer_->Start(); !st.ok()) {
-    s->Disable("cannot start the writer thread: " + st.message());
-    return s;
+    s->Disable(st.message() + "; profiling is disabled, the program continues");
+    rec.EndSession();
+    s->recorder_session_ = false;
+    return;
   }
   s->enabled_ = true;
   if (options.install_signal_handlers) RegisterSignalFlush(self);
-  return s;
 }
 
 SessionImpl::~SessionImpl() {
@@ -212,7 +259,7 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
   }
 }
 
-void SessionImpl::BeginStep(int64_t step) {
+void SessionImpl::BeginStep(int64_t step) try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
@@ -232,8 +279,9 @@ void SessionImpl::BeginStep(int64_t step) {
   step_ = sp;
   SampleMemoryLocked();
 }
+RLPROF_SESSION_GUARD("BeginStep", )
 
-void SessionImpl::EndStep() {
+void SessionImpl::EndStep() try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
@@ -245,9 +293,10 @@ void SessionImpl::EndStep() {
   }
   Apply(ctl_->OnStepEnd(MonotonicNowNs()));
 }
+RLPROF_SESSION_GUARD("EndStep", )
 
 void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
-                             std::optional<config::SubStepKind> counts) {
+                             std::optional<config::SubStepKind> counts) try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
@@ -262,8 +311,9 @@ void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
   stages_.push_back(sp);
   SampleMemoryLocked();
 }
+RLPROF_SESSION_GUARD("BeginStage", )
 
-void SessionImpl::EndStage() {
+void SessionImpl::EndStage() try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || stages_.empty()) return;
@@ -274,8 +324,9 @@ void SessionImpl::EndStage() {
                  internal::ReadTicks(), 0, sp.role);
   Apply(ctl_->OnStageEnd(MonotonicNowNs()));
 }
+RLPROF_SESSION_GUARD("EndStage", )
 
-void SessionImpl::SubStep(config::SubStepKind kind) {
+void SessionImpl::SubStep(config::SubStepKind kind) try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
@@ -292,8 +343,9 @@ void SessionImpl::SubStep(config::SubStepKind kind) {
   }
   Apply(ctl_->OnSubStep(kind, MonotonicNowNs()));
 }
+RLPROF_SESSION_GUARD("SubStep", )
 
-bool SessionImpl::StartCapture(const std::string& scope) {
+bool SessionImpl::StartCapture(const std::string& scope) try {
   if (forked()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || !enabled() || manual_gen_ != 0 || ctl_gen_ != 0) return false;
@@ -310,6 +362,7 @@ bool SessionImpl::StartCapture(const std::string& scope) {
   manual_gen_ = gen;
   return true;
 }
+RLPROF_SESSION_GUARD("StartCapture", false)
 
 void SessionImpl::CloseManualLocked(const char* reason) {
   if (manual_gen_ == 0) return;
@@ -319,21 +372,25 @@ void SessionImpl::CloseManualLocked(const char* reason) {
   manual_gen_ = 0;
 }
 
-void SessionImpl::StopCapture() {
+void SessionImpl::StopCapture() try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   CloseManualLocked("shutdown");
 }
+RLPROF_SESSION_GUARD("StopCapture", )
 
-bool SessionImpl::Flush(double timeout_s) {
+bool SessionImpl::Flush(double timeout_s) try {
   return writer_ && !forked() ? writer_->WaitIdle(timeout_s) : true;
 }
+RLPROF_SESSION_GUARD("Flush", false)
 
-std::vector<std::string> SessionImpl::Captures() const {
+std::vector<std::string> SessionImpl::Captures() const try {
   return writer_ ? writer_->Captures() : std::vector<std::string>{};
+} catch (...) {  // const: no Fault(); only an allocation can fail here
+  return {};
 }
 
-void SessionImpl::OnTick() {
+void SessionImpl::OnTick() try {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   if (sample_memory_ && memory_interval_ns_ > 0 &&
@@ -342,8 +399,9 @@ void SessionImpl::OnTick() {
   if (ctl_gen_ == 0) return;
   Apply(ctl_->OnTick(MonotonicNowNs()));
 }
+RLPROF_SESSION_GUARD("the writer's tick", )
 
-void SessionImpl::OnBudget(uint32_t gen) {
+void SessionImpl::OnBudget(uint32_t gen) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   if (gen == manual_gen_) {
@@ -352,14 +410,17 @@ void SessionImpl::OnBudget(uint32_t gen) {
     Apply(ctl_->OnBudgetExceeded(MonotonicNowNs()));
   }
 }
+RLPROF_SESSION_GUARD("closing a window over budget", )
 
-void SessionImpl::OnFatal(const std::string& message) {
-  Disable("cannot write a capture (" + message + "); profiling is disabled, the program continues");
+void SessionImpl::OnFatal(const std::string& message) try {
+  Disable("cannot write captures under " + run_dir_ + " (" + message +
+          "); profiling is disabled, the program continues");
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   if (manual_gen_ != 0) CloseManualLocked("error");
   if (ctl_gen_ != 0) Apply(ctl_->OnError(MonotonicNowNs()));
 }
+RLPROF_SESSION_GUARD("disabling after a write error", )
 
 void SessionImpl::FlushFromSignal(int timeout_ms) {
   if (writer_ == nullptr || forked()) return;
@@ -368,19 +429,32 @@ void SessionImpl::FlushFromSignal(int timeout_ms) {
   writer_->WaitSignalFlush(timeout_ms);
 }
 
-void SessionImpl::Shutdown() {
+void SessionImpl::Shutdown() noexcept {
   if (forked()) return;
+  // Each phase is guarded on its own: whatever fails, the writer thread is still joined (a
+  // joinable std::thread at exit would std::terminate the job) and the Recorder released.
+  std::string error;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
-    if (ctl_ != nullptr) Apply(ctl_->OnStop(MonotonicNowNs()));
-    CloseManualLocked("shutdown");
     stopped_ = true;
+    try {
+      if (ctl_ != nullptr) Apply(ctl_->OnStop(MonotonicNowNs()));
+      CloseManualLocked("shutdown");
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown exception";
+    }
   }
+  if (!error.empty()) Fault("Shutdown", error.c_str());
   UnregisterSignalFlush(this);
   if (writer_ != nullptr) writer_->Stop();  // without mu_: the writer may be calling back
   if (recorder_session_) {
-    Recorder::Get().EndSession();
+    try {
+      Recorder::Get().EndSession();
+    } catch (...) {
+    }
     recorder_session_ = false;
   }
 }

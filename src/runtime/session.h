@@ -7,8 +7,10 @@
 //   s->BeginStep(2); s->BeginStage("actor", "actor_update", std::nullopt); …
 //   s->EndStage(); s->EndStep(); s->Shutdown();
 //
-// Faults never reach the caller: an unusable save path, a second concurrent session or a
-// capture that cannot be created print one warning and disable the session.
+// Faults never reach the caller: an unusable save path, a second concurrent session, a
+// capture that cannot be created or written (full disk), a writer thread that cannot start,
+// or any exception inside an entry point print one warning and disable the session (see
+// docs/reliability.md). No method throws.
 // Thread-safety: all methods are serialised by an internal mutex; the writer thread calls
 // back (tick, budget, fatal) through the same mutex.
 #ifndef RLPROF_SRC_RUNTIME_SESSION_H_
@@ -58,7 +60,7 @@ class SessionImpl {
   void SetClockOffsetToRank0(int64_t offset_ns) {
     if (writer_) writer_->SetClockOffsetToRank0(offset_ns);
   }
-  void Shutdown();
+  void Shutdown() noexcept;
 
   // For the signal handler: asks the writer to finalise open captures and waits (bounded).
   void FlushFromSignal(int timeout_ms);
@@ -67,6 +69,9 @@ class SessionImpl {
 
  private:
   SessionImpl() = default;
+  void Setup(const config::Plan& plan, const SessionOptions& options, const EnvLookup& env);
+  // An unexpected exception at an entry point: one warning, profiling off, windows closed.
+  void Fault(const char* what, const char* detail) noexcept;
   void Apply(const std::vector<WindowAction>& actions);  // mu_ held
   void CloseManualLocked(const char* reason);
   void Disable(const std::string& why);

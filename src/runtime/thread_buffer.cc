@@ -89,8 +89,14 @@ uint32_t ThreadBuffer::NameId(const char* name) {
   if (name == nullptr) return 0;
   uint32_t id = names.Lookup(name);
   if (__builtin_expect(id == NameCache::kMiss, 0)) {
-    id = Recorder::Get().interner().InternPointer(name);
-    names.Insert(name, id);
+    // Called from the noexcept markers: an allocation failure records the event unnamed
+    // instead of terminating the job.
+    try {
+      id = Recorder::Get().interner().InternPointer(name);
+      names.Insert(name, id);
+    } catch (...) {
+      id = 0;
+    }
   }
   return id;
 }
@@ -197,7 +203,9 @@ void Recorder::Wake() {
   }
 }
 
-ThreadBuffer* Recorder::Attach(uint32_t gen) {
+// Called from the noexcept markers: any exception (an allocation) means "no buffer": the
+// event is not recorded.
+ThreadBuffer* Recorder::Attach(uint32_t gen) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (session_ == 0 || internal::g_hot.gen.load(std::memory_order_relaxed) != gen) return nullptr;
   ThreadBuffer* tb = tls_tb;
@@ -246,6 +254,8 @@ ThreadBuffer* Recorder::Attach(uint32_t gen) {
   if (old != nullptr) PushHandoff(old);  // after `current` moved on (see the header)
   if (pool_.size() < config_.spare_chunks) Wake();
   return tb;
+} catch (...) {
+  return nullptr;
 }
 
 Chunk* Recorder::OnFull(ThreadBuffer* tb) {
@@ -356,13 +366,15 @@ uint16_t Recorder::AddTrack(format::TrackKind kind, uint64_t os_id, const std::s
   return id;
 }
 
-uint16_t Recorder::AsyncTrackFor(ThreadBuffer* tb) {
+uint16_t Recorder::AsyncTrackFor(ThreadBuffer* tb) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (tracks_.size() >= 0xFFFF || tb->track >= tracks_.size()) return kAsyncTrack;
   const auto id = static_cast<uint16_t>(tracks_.size());
   tracks_.push_back({id, format::TrackKind::kAsync, tb->tid, static_cast<uint32_t>(getpid()),
                      tracks_[tb->track].name + " (async)"});
   return id;
+} catch (...) {  // from the noexcept markers: the shared async track instead
+  return kAsyncTrack;
 }
 
 format::TrackEntry Recorder::TrackInfo(uint16_t id) const {
@@ -479,8 +491,20 @@ void EmitEnd(uint32_t gen, uint64_t id, uint64_t t) noexcept {
 
 namespace rlprof {
 
-const char* InternName(std::string_view name) { return runtime::StableName(name); }
+// Public entry points: never throw into the caller (an allocation failure loses the name).
+const char* InternName(std::string_view name) {
+  try {
+    return runtime::StableName(name);
+  } catch (...) {
+    return "";
+  }
+}
 
-void SetThreadName(const std::string& name) { runtime::Recorder::Get().SetCurrentThreadName(name); }
+void SetThreadName(const std::string& name) {
+  try {
+    runtime::Recorder::Get().SetCurrentThreadName(name);
+  } catch (...) {
+  }
+}
 
 }  // namespace rlprof

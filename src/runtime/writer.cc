@@ -33,15 +33,16 @@ struct Writer::Capture {
   std::vector<bool> track_emitted;
   std::set<uint16_t> threads;
   std::vector<format::Event> batch;
-  uint64_t events = 0;
+  uint64_t events = 0;         // accepted by the RawWriter (on disk once it is closed cleanly)
   uint64_t dropped_full = 0;
   uint64_t dropped_budget = 0;
-  uint64_t lost_on_error = 0;
+  uint64_t lost_on_error = 0;  // drained after the capture failed: never handed to the file
   uint64_t unflushed = 0;
   int64_t last_flush_ns = 0;
   bool over_budget = false;
   bool budget_reported = false;
   bool failed = false;
+  size_t manifest_bytes = 0;  // size of the open-time manifest on disk (0: none written)
   int64_t max_end_ns = INT64_MIN;  // latest event end written
   std::vector<std::string> errors;
 };
@@ -69,8 +70,18 @@ base::Status Writer::Start() {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  thread_ = std::thread([this] { Loop(); });
+  std::string error;
+  try {
+    thread_ = std::thread([this] { Loop(); });
+  } catch (const std::exception& e) {  // std::system_error: EAGAIN (thread limit), ENOMEM
+    error = e.what();
+  }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!error.empty()) {
+    running_ = false;
+    Recorder::Get().set_wake_fd(-1);
+    return base::Internal("cannot start the writer thread: " + error);
+  }
   return base::Status::Ok();
 }
 
@@ -106,15 +117,17 @@ bool Writer::WaitIdle(double timeout_s) {
                            [this] { return processed_ >= submitted_ || !running_; });
 }
 
-void Writer::Stop() {
+void Writer::Stop() noexcept {
   if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({Command::Type::kStop, {}, {}});
-    ++submitted_;
-  }
+  // A flag, not a queued command: Stop allocates nothing, so it cannot fail to stop the thread
+  // (a joinable std::thread left at exit would call std::terminate).
+  stop_requested_.store(true);
   WakeFd(wake_fd_);
-  thread_.join();
+  try {
+    thread_.join();
+  } catch (...) {  // std::system_error: only for a thread that cannot be joined from here
+    thread_.detach();
+  }
   Recorder::Get().set_wake_fd(-1);
 }
 
@@ -141,8 +154,27 @@ WriterStats Writer::stats() const {
   return stats_;
 }
 
+template <typename F>
+void Writer::Guarded(const char* what, F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    try {
+      ReportFault(std::string("unexpected error while ") + what + ": " + e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      ReportFault(std::string("unexpected error while ") + what);
+    } catch (...) {
+    }
+  }
+}
+
 void Writer::Loop() {
   // Signals are for the application's threads (blocked since creation, see Start()).
+  // Every step is guarded: an exception on this thread would std::terminate the training
+  // process; it becomes one fault report instead, and the loop goes on (so Stop() returns).
   for (;;) {
     const int timeout_ms =
         open_.empty() ? 500 : std::max(1, static_cast<int>(opt_.flush_interval_s * 1000));
@@ -151,22 +183,24 @@ void Writer::Loop() {
       uint64_t v;
       [[maybe_unused]] ssize_t n = read(wake_fd_, &v, sizeof v);
     }
+    // Read the flag before taking the queue: every command submitted before Stop() is in it.
+    const bool stop = stop_requested_.load();
     std::deque<Command> cmds;
     {
       std::lock_guard<std::mutex> lock(mu_);
       cmds.swap(queue_);
     }
-    bool stop = false;
-    for (Command& c : cmds) {
-      if (c.type == Command::Type::kStop) stop = true;
-      else Process(c);
-    }
-    Drain();
-    FlushAll(false);
+    for (Command& c : cmds) Guarded("processing a command", [&] { Process(c); });
+    Guarded("writing events", [&] {
+      Drain();
+      FlushAll(false);
+    });
     if (stop || signal_flush_.exchange(false, std::memory_order_relaxed)) {
       std::vector<uint32_t> gens;
       for (auto& [gen, cap] : open_) gens.push_back(gen);
-      for (uint32_t gen : gens) FinishCapture(gen, "shutdown", nullptr, 0);
+      for (uint32_t gen : gens)
+        Guarded("finalising a capture", [&] { FinishCapture(gen, "shutdown", nullptr, 0); });
+      open_.clear();  // even one that failed half-way: nothing more is written to it
       if (!stop) {
         const char b = 1;
         [[maybe_unused]] ssize_t n = write(ack_pipe_[1], &b, 1);
@@ -179,18 +213,20 @@ void Writer::Loop() {
     }
     idle_cv_.notify_all();
     if (stop) return;
-    Recorder::Get().RefillPool();
-    std::vector<uint32_t> budget_hits;
-    for (auto& [gen, cap] : open_)
-      if (cap->over_budget && !cap->budget_reported) {
-        cap->budget_reported = true;
-        budget_hits.push_back(gen);
+    Guarded("refilling buffers", [] { Recorder::Get().RefillPool(); });
+    Guarded("closing a capture over budget", [&] {
+      std::vector<uint32_t> budget_hits;
+      for (auto& [gen, cap] : open_)
+        if (cap->over_budget && !cap->budget_reported) {
+          cap->budget_reported = true;
+          budget_hits.push_back(gen);
+        }
+      for (uint32_t gen : budget_hits) {
+        if (opt_.on_budget) opt_.on_budget(gen);
+        else FinishCapture(gen, "budget", nullptr, 0);
       }
-    for (uint32_t gen : budget_hits) {
-      if (opt_.on_budget) opt_.on_budget(gen);
-      else FinishCapture(gen, "budget", nullptr, 0);
-    }
-    if (!open_.empty() && opt_.on_tick) opt_.on_tick();
+    });
+    if (!open_.empty() && opt_.on_tick) Guarded("advancing the schedule", [&] { opt_.on_tick(); });
   }
 }
 
@@ -206,6 +242,12 @@ void Writer::Process(Command& c) {
 
 void Writer::OpenCapture(const WindowOpen& w) {
   known_gen_ = std::max(known_gen_, w.gen);
+  if (fault_reported_) {
+    // Profiling was turned off (the warning said so) after this window was asked for: make no
+    // directory for it.
+    Recorder::Get().CloseWindow(w.gen);
+    return;
+  }
   const Identity& id = opt_.identity;
   const std::string parent = opt_.run_dir + "/step" + std::to_string(w.first_step) + "/" +
                              base::SanitizeForPath(w.scope);
@@ -213,7 +255,7 @@ void Writer::OpenCapture(const WindowOpen& w) {
                            "-" + std::to_string(id.pid);
   auto fatal = [&](const std::string& msg) {
     Recorder::Get().CloseWindow(w.gen);
-    if (opt_.on_fatal) opt_.on_fatal(msg);
+    ReportFault(msg);
   };
   if (base::Status s = base::MakeDirs(parent); !s.ok()) return fatal(s.message());
   std::string dir;
@@ -307,12 +349,27 @@ void Writer::Drain() {
   WriteBatches();
 }
 
+void Writer::ReportFault(const std::string& message) {
+  if (fault_reported_) return;  // one report per writer: the rest is in the manifests
+  fault_reported_ = true;
+  if (opt_.on_fatal) {
+    opt_.on_fatal(message);
+  } else {
+    std::fprintf(stderr, "rlprof: warning: cannot write captures under %s (%s)\n",
+                 opt_.run_dir.c_str(), message.c_str());
+  }
+}
+
 void Writer::CaptureError(Capture& c, const std::string& what) {
-  if (!c.failed)
-    std::fprintf(stderr, "rlprof: warning: capture %s is incomplete: %s\n", c.dir.c_str(),
-                 what.c_str());
-  c.failed = true;
-  c.errors.push_back(what);
+  // The manifest keeps the first few messages (its size is bounded: see WriteFinalManifest).
+  constexpr size_t kMaxErrors = 4;
+  if (c.errors.size() < kMaxErrors) c.errors.push_back(what.substr(0, 512));
+  if (!c.failed) {
+    c.failed = true;
+    // Stop recording into this window now: what is recorded from here on could not be written.
+    Recorder::Get().CloseWindow(c.info.gen);
+    ReportFault(what);  // names the file
+  }
 }
 
 void Writer::WriteBatches() {
@@ -391,6 +448,10 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   open_.erase(it);
   if (!cap->failed)
     if (base::Status s = cap->raw->Close(); !s.ok()) CaptureError(*cap, s.message());
+  // Every event drained for this capture is either in a complete chunk on disk or lost to
+  // the write error (also events the RawWriter had buffered when the disk filled up).
+  const uint64_t on_disk = cap->raw ? cap->raw->events_written() : 0;
+  const uint64_t drained = cap->events + cap->lost_on_error;
   ManifestData m = BaseManifest(*cap);
   if (steps != nullptr && !steps->empty()) m.steps = *steps;
   m.close_ns = close_ticks != 0 ? cap->conv.ToNs(close_ticks) : MonotonicNowNs();
@@ -399,21 +460,25 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   m.close_ns = std::max(m.close_ns, cap->max_end_ns);
   m.close_reason = cap->over_budget && reason != "shutdown" ? "budget" : reason;
   m.sampling_json = sampling_json;
-  m.events = cap->events;
+  m.events = on_disk;
   m.dropped_buffer_full = cap->dropped_full;
   m.dropped_budget = cap->dropped_budget;
+  m.dropped_write_error = drained > on_disk ? drained - on_disk : 0;
   m.threads = static_cast<uint32_t>(cap->threads.size());
   m.events_bytes = cap->raw ? cap->raw->bytes_written() : 0;
   m.complete = !cap->failed;
   m.errors = cap->errors;
-  if (cap->lost_on_error != 0)
-    m.errors.push_back(std::to_string(cap->lost_on_error) + " events lost after the error");
-  if (base::Status s = base::WriteFileAtomic(cap->dir + "/manifest.json", ManifestJson(m)); !s.ok())
-    std::fprintf(stderr, "rlprof: warning: %s\n", s.message().c_str());
+  if (m.dropped_write_error != 0)
+    m.errors.push_back(std::to_string(m.dropped_write_error) + " events lost to the write error");
+  const bool manifest_ok = WriteFinalManifest(*cap, m);
   if (!opt_.quiet)
-    std::fprintf(stderr, "rlprof: capture %s (%s events%s)\n", cap->dir.c_str(),
-                 base::FormatCount(cap->events).c_str(),
-                 m.complete ? "" : ", INCOMPLETE");
+    std::fprintf(stderr, "rlprof: capture %s (%s events%s%s)\n", cap->dir.c_str(),
+                 base::FormatCount(m.events).c_str(),
+                 m.complete ? ""
+                            : (", INCOMPLETE: " + base::FormatCount(m.dropped_write_error) +
+                               " lost to a write error")
+                                  .c_str(),
+                 manifest_ok ? "" : ", no final manifest");
   std::lock_guard<std::mutex> lock(mu_);
   captures_.push_back(cap->dir);
   ++stats_.captures;
@@ -442,9 +507,35 @@ ManifestData Writer::BaseManifest(const Capture& c) const {
 }
 
 void Writer::WriteManifest(Capture& c) {
-  if (base::Status s = base::WriteFileAtomic(c.dir + "/manifest.json", ManifestJson(BaseManifest(c)));
-      !s.ok())
+  // Padded with whitespace (still valid JSON) so that the final manifest can overwrite it in
+  // place when the disk is full by then (WriteFinalManifest).
+  std::string text = ManifestJson(BaseManifest(c));
+  text.append(kManifestReserveBytes, ' ');
+  text += '\n';
+  if (base::Status s = base::WriteFileAtomic(c.dir + "/manifest.json", text); !s.ok())
     CaptureError(c, s.message());
+  else
+    c.manifest_bytes = text.size();
+}
+
+bool Writer::WriteFinalManifest(Capture& c, const ManifestData& m) {
+  const std::string path = c.dir + "/manifest.json";
+  std::string text = ManifestJson(m);
+  base::Status s = base::WriteFileAtomic(path, text);
+  if (s.ok()) return true;
+  // No new file could be made (ENOSPC, EDQUOT, a directory that became read-only): rewrite the
+  // open-time manifest's blocks instead, which needs no new space when the text fits in them.
+  // Without its config (the open-time manifest has it) if that is what it takes to fit.
+  if (c.manifest_bytes != 0) {
+    if (text.size() > c.manifest_bytes) {
+      ManifestData slim = m;
+      slim.config_json.clear();
+      text = ManifestJson(slim);
+    }
+    if (text.size() <= c.manifest_bytes && base::OverwriteFileInPlace(path, text).ok()) return true;
+  }
+  ReportFault(s.message());
+  return false;
 }
 
 }  // namespace rlprof::runtime

@@ -14,6 +14,13 @@
 // (or flush_bytes), so a SIGKILL leaves a readable prefix. RequestSignalFlush() (async-signal-
 // safe) makes the thread close and finalise every open capture; WaitSignalFlush() waits for it.
 //
+// Faults: nothing here throws into the caller or lets an exception end the writer thread.
+// The first I/O error (full disk: ENOSPC, EFBIG, EDQUOT; EACCES; …) is reported once through
+// on_fatal; the capture it hit is finalised with complete: false and the number of events lost
+// (counts.dropped_write_error). The final manifest is written atomically, or, when no new file
+// can be created (full disk), rewritten in place over the open-time manifest, which is padded
+// for that purpose (kManifestReserveBytes).
+//
 // Thread-safety: Open/Close/WaitIdle/Stop/Captures may be called from any thread;
 // RequestSignalFlush and WaitSignalFlush from a signal handler.
 #ifndef RLPROF_SRC_RUNTIME_WRITER_H_
@@ -75,7 +82,10 @@ struct WriterOptions {
   // Called from the writer thread with no writer lock held.
   std::function<void()> on_tick;                                  // each wake-up while a capture is open
   std::function<void(uint32_t gen)> on_budget;                    // the capture reached its budget
-  std::function<void(const std::string& message)> on_fatal;       // a capture could not be created
+  // The first I/O fault of this writer (a capture that cannot be created, a write error, a
+  // manifest that cannot be written, an unexpected exception on the writer thread); later
+  // faults are only recorded in the manifests. Without it the writer prints one warning.
+  std::function<void(const std::string& message)> on_fatal;
 };
 
 struct WriterStats {
@@ -84,6 +94,10 @@ struct WriterStats {
   uint64_t flushes = 0;
 };
 
+// Whitespace appended to the open-time manifest.json: room for the final manifest to be
+// rewritten in place on a full disk (it adds close time, reason, counts and up to 4 errors).
+inline constexpr size_t kManifestReserveBytes = 4096;
+
 class Writer {
  public:
   explicit Writer(WriterOptions options);
@@ -91,13 +105,14 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
+  // Starts the thread; an error (no eventfd, no thread: std::system_error) is returned, not thrown.
   base::Status Start();
   void Open(const WindowOpen& w);
   void Close(const WindowClose& w);
   // Waits until every command so far has been carried out; false on timeout.
   bool WaitIdle(double timeout_s);
   // Finalises every open capture (reason shutdown) and joins the thread.
-  void Stop();
+  void Stop() noexcept;
 
   void RequestSignalFlush();              // async-signal-safe
   bool WaitSignalFlush(int timeout_ms);   // async-signal-safe
@@ -113,7 +128,7 @@ class Writer {
  private:
   struct Capture;
   struct Command {
-    enum class Type { kOpen, kClose, kStop } type;
+    enum class Type { kOpen, kClose } type;
     WindowOpen open;
     WindowClose close;
   };
@@ -128,7 +143,13 @@ class Writer {
   void WriteBatches();
   ManifestData BaseManifest(const Capture& c) const;
   void WriteManifest(Capture& c);
+  // The final manifest; false (after reporting the fault) when it could not be written.
+  bool WriteFinalManifest(Capture& c, const ManifestData& m);
   void CaptureError(Capture& c, const std::string& what);
+  void ReportFault(const std::string& message);
+  // Runs one step of the loop; an exception becomes a fault instead of ending the thread.
+  template <typename F>
+  void Guarded(const char* what, F&& f) noexcept;
   void FlushAll(bool force);
 
   WriterOptions opt_;
@@ -137,6 +158,8 @@ class Writer {
   int ack_pipe_[2] = {-1, -1};
   std::atomic<bool> signal_flush_{false};
   std::atomic<bool> running_{false};
+  std::atomic<bool> stop_requested_{false};  // set by Stop() (no allocation: Stop never throws)
+  bool fault_reported_ = false;              // writer thread
   std::atomic<int64_t> offset_to_rank0_ns_{0};
   std::atomic<bool> offset_measured_{false};
 
