@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
       checksum += Rollout(workers, 12, size, rng);
     }
     {
-      auto stage = rlprof::Annotate("actor", "actor_update", rlprof::config::SubStepKind::kMicroBatch);
+      auto stage = rlprof::Annotate("actor", "actor_update");
       checksum += Update(4, size, rng);
     }
     rlprof::EndStep();

@@ -10,8 +10,8 @@ One RL step, as verl runs it on a fused actor/rollout/ref worker (each stage ann
   rollout_generate        G samples per prompt, autoregressive with a KV cache
                           (one rlprof sub_step("decode") per generated token)
   reward                  verifiable: the exact sum of two digits
-  ref_compute_log_prob    log-probs of the frozen reference policy
-  actor_compute_log_prob  "old" log-probs of the current policy
+  ref_compute_log_prob    log-probs of the frozen reference policy  } in micro-batches
+  actor_compute_log_prob  "old" log-probs of the current policy      } (sub_step("micro_batch"))
   actor_update            clipped GRPO objective + KL to the reference, over mini-batches of
                           micro-batches (sub_step("micro_batch")); DDP all-reduces gradients
 The policy starts from a short supervised warm-up (RL post-training starts from an SFT
@@ -49,7 +49,8 @@ class GrpoConfig:
     group: int = 8             # G samples per prompt
     max_new_tokens: int = 6    # decode iterations per rollout (fixed: masked after EOS)
     mini_batches: int = 4
-    micro_batches: int = 2
+    micro_batches: int = 2     # per mini-batch, in actor_update
+    log_prob_micro_batches: int = 4  # forward passes of each log-prob stage
     lr: float = 3e-3
     clip: float = 0.2
     kl_coef: float = 0.02
@@ -67,7 +68,7 @@ def weight_sync(actor: torch.nn.Module, rollout_model: torch.nn.Module) -> None:
             dst.copy_(src)
 
 
-@rlprof.annotate("rollout_generate", role="rollout", counts="decode")
+@rlprof.annotate("rollout_generate", role="rollout")
 def rollout_generate(model: TinyGPT, prompts: torch.Tensor, cfg: GrpoConfig,
                      gen: torch.Generator) -> torch.Tensor:
     """(P*G, PROMPT_LEN + max_new_tokens) sequences: G sampled answers per prompt."""
@@ -86,16 +87,26 @@ def rollout_generate(model: TinyGPT, prompts: torch.Tensor, cfg: GrpoConfig,
         return torch.cat([idx] + out, dim=1)
 
 
-@rlprof.annotate("ref_compute_log_prob", role="ref")
-def ref_compute_log_prob(ref: TinyGPT, seqs: torch.Tensor) -> torch.Tensor:
+def micro_batched_log_probs(model: torch.nn.Module, seqs: torch.Tensor, n: int) -> torch.Tensor:
+    """token_log_probs in n forward passes (as verl's compute_log_prob does with
+    log_prob_micro_batch_size), one rlprof sub_step("micro_batch") after each."""
+    out = []
     with torch.no_grad():
-        return token_log_probs(ref, seqs)
+        for part in torch.chunk(seqs, n):
+            out.append(token_log_probs(model, part))
+            rlprof.sub_step("micro_batch")
+    return torch.cat(out)
+
+
+@rlprof.annotate("ref_compute_log_prob", role="ref")
+def ref_compute_log_prob(ref: TinyGPT, seqs: torch.Tensor, cfg: GrpoConfig) -> torch.Tensor:
+    return micro_batched_log_probs(ref, seqs, cfg.log_prob_micro_batches)
 
 
 @rlprof.annotate("actor_compute_log_prob", role="actor")
-def actor_compute_log_prob(actor: torch.nn.Module, seqs: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        return token_log_probs(actor, seqs)
+def actor_compute_log_prob(actor: torch.nn.Module, seqs: torch.Tensor,
+                           cfg: GrpoConfig) -> torch.Tensor:
+    return micro_batched_log_probs(actor, seqs, cfg.log_prob_micro_batches)
 
 
 def table_share(cfg: GrpoConfig, rank: int, world: int) -> List[Tuple[int, int]]:
@@ -206,8 +217,8 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
                 responses = seqs[:, PROMPT_LEN:].tolist()
                 rewards = torch.tensor([reward(*pairs[i // cfg.group], responses[i])
                                         for i in range(len(responses))])
-            ref_lp = ref_compute_log_prob(ref, seqs)
-            old_lp = actor_compute_log_prob(actor, seqs)
+            ref_lp = ref_compute_log_prob(ref, seqs, cfg)
+            old_lp = actor_compute_log_prob(actor, seqs, cfg)
             adv = grpo_advantages(rewards, cfg.group)
             stats = actor_update(actor, opt, seqs, old_lp, ref_lp, adv, cfg)
         body_times.append(time.process_time() - c0)

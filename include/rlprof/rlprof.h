@@ -90,9 +90,8 @@ int rlprof_run_dir(char* buf, size_t size);
 int rlprof_step_begin(int64_t step);
 int rlprof_step_end(void);
 int rlprof_stage_begin(const char* role, const char* stage);
-/* A stage whose loop advances sub-steps of `counts_kind` (an RLPROF_SUB_STEP_* value; 0 =
- * none): only such stages follow the config's schedule / token window (verl's
- * annotate(scheduled=True)). */
+/* rlprof_stage_begin with `counts_kind` (an RLPROF_SUB_STEP_* value; 0 = none), kept for
+ * compatibility: a stage follows the schedule the config gives it whatever the value. */
 int rlprof_stage_begin_ex(const char* role, const char* stage, int counts_kind);
 int rlprof_stage_end(void);
 int rlprof_sub_step(int kind);

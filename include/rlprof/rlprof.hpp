@@ -214,15 +214,15 @@ class Session {
   void BeginStep(int64_t step);
   void EndStep();
   // Stage boundaries: `role` is the role running the stage (actor, rollout, …).
-  // `counts`: the sub-step unit this stage's loop advances (verl's annotate(scheduled=True));
-  // only such stage windows follow the config's schedule / token window.
+  // A stage window follows the schedule the config gives its stage (docs/capture-windows.md,
+  // "Schedules"); `counts` is accepted for compatibility and ignored.
   StageScope Annotate(const std::string& role, const std::string& stage,
                       std::optional<config::SubStepKind> counts = std::nullopt);
   void BeginStage(const std::string& role, const std::string& stage,
                   std::optional<config::SubStepKind> counts = std::nullopt);
   void EndStage();
-  // Advances the sub-step counter of `kind` (decode iteration, micro-batch, mini-batch):
-  // schedules count these.
+  // One sub-step of `kind` finished (decode iteration, micro-batch, mini-batch): the schedule
+  // of the open stage (or step) window counts those of its unit, whoever calls this.
   void SubStep(config::SubStepKind kind);
 
   // Manual capture, independent of the config's selection: opens a window now (scope

@@ -288,10 +288,10 @@ constexpr const char kDoc[] =
     "A named range, as a decorator or a context manager.\n\n"
     "With `role`, it is an RL *stage* (actor_update, rollout_generate, ...): it drives the\n"
     "current Profiler's stage boundaries, so discrete configs open one capture per call.\n"
-    "Without a role it is a plain range recorded inside whatever window is open. `counts`\n"
-    "names the sub-step unit the stage's loop advances (verl's annotate(scheduled=True)):\n"
-    "only such stages follow the config's schedule. An exception closes the range and\n"
-    "propagates; the decorated function is never called again.";
+    "Without a role it is a plain range recorded inside whatever window is open. A stage\n"
+    "follows the schedule the config gives it (counted by rlprof.sub_step calls while it is\n"
+    "open); `counts` is accepted for compatibility and not needed. An exception closes the\n"
+    "range and propagates; the decorated function is never called again.";
 
 PyTypeObject g_type = [] {
   PyTypeObject t{};  // PyType_Ready fills ob_type and the inherited slots

@@ -19,6 +19,7 @@
 #include "python/src/bindings.h"
 #include "rlprof/rlprof.hpp"
 #include "src/config/loader.h"
+#include "src/config/stages.h"
 #include "src/runtime/session.h"
 
 namespace py = pybind11;
@@ -76,6 +77,8 @@ class PySession {
     AfterControl();
   }
   void SubStep(const std::string& kind) {
+    // A sub-step may end a schedule's active period (its capture closes here).
+    BeforeClose();
     s_->SubStep(*ParseKind(kind));
     SyncOps();
   }
@@ -216,6 +219,11 @@ void BindSession(py::module_& m) {
       .def("shutdown", &PySession::Shutdown)
       .def("captures", &PySession::Captures)
       .def("set_clock_offset", &PySession::SetClockOffset);
+  // The stage vocabulary (src/config/stages.h), for integrations that map stage names.
+  m.def("canonical_stage", [](const std::string& s) { return config::CanonicalStage(s); },
+        py::arg("stage"), "rlprof's name of a stage (actor_generate -> rollout_generate).");
+  m.def("stage_role", [](const std::string& s) { return config::StageRole(s); },
+        py::arg("stage"), "The role owning a known stage, '' for other names.");
 }
 
 }  // namespace rlprof::python

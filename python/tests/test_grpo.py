@@ -1,10 +1,13 @@
-"""The GRPO example as rlprof's main job: captures match `rlprof plan`, the decode schedule, and
-a 2-rank gloo run with all-reduce recorded as communication and clock offsets measured."""
+"""The GRPO example as rlprof's main job: captures match `rlprof plan`, the critical-path
+sampling (decode window, first micro-batch of the log-prob stages, first mini-batch of the
+update) records exactly the planned sub-steps, and a 2-rank gloo run records all-reduce as
+communication with clock offsets measured."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -28,8 +31,9 @@ def one_rank_overrides(tmp_path, discrete=True):
         ov.append(f"{b}.profiler.ranks=[0]")
         if not discrete:
             ov.append(f"{b}.profiler.tool_config.rlprof.discrete=false")
-    if not discrete:  # end to end, a decode schedule would cut the step window to 4 iterations
-        ov.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.schedule")
+    if not discrete:  # end to end, the decode window would cut the step window to 4 iterations
+        ov.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start")
+        ov.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end")
     return ov
 
 
@@ -68,6 +72,8 @@ def test_decode_schedule_captures_exactly_the_scheduled_iterations(tmp_path, rlp
     for cap in gen:
         m = manifest(cap)
         assert m["window"]["close_reason"] == "schedule"
+        assert {k: m["window"]["sampling"][k] for k in ("unit", "first", "count", "complete")} == \
+            {"unit": "decode", "first": 2, "count": 4, "complete": True}
         evs = events(rlprof_cli, cap, str(tmp_path))
         iters = [e["args"]["value"] for e in evs if e["name"] == "decode_iteration"]
         assert iters == [2, 3, 4, 5]  # wait 2, active 4
@@ -78,6 +84,36 @@ def test_decode_schedule_captures_exactly_the_scheduled_iterations(tmp_path, rlp
         assert len(mult) == 4
 
 
+def test_recipe_records_the_first_micro_and_mini_batch_and_says_so(tmp_path, rlprof_cli):
+    ov = one_rank_overrides(tmp_path)
+    sub_steps = f"decode={SMALL.max_new_tokens},micro_batch={SMALL.log_prob_micro_batches}," \
+                f"mini_batch={SMALL.mini_batches}"
+    plan = json.loads(subprocess.run([rlprof_cli, "plan", VERL, *ov, "--world-size", "1",
+                                      "--sub-steps", sub_steps, "--json"],
+                                     check=True, capture_output=True, text=True).stdout)
+    planned = {(c["steps"], c["scope"]): (c["sub_steps"]["first"], c["sub_steps"]["count"])
+               for c in plan["captures"]}
+    res = grpo_tiny.train(SMALL, config=VERL, overrides=ov, verbose=False)
+    assert len(res["captures"]) == 8
+    for cap in res["captures"]:
+        m = manifest(cap)
+        s = m["window"]["sampling"]
+        assert planned[(str(m["steps"][0]), m["scope"])] == (s["first"], s["count"]), cap
+        assert s["complete"] and m["window"]["close_reason"] == "schedule"
+        evs = events(rlprof_cli, cap, str(tmp_path))
+        subs = [e for e in evs if e["cat"] == "sub_step"]
+        if m["scope"] in ("ref_compute_log_prob", "actor_compute_log_prob"):
+            assert [(e["name"], e["args"]["index"]) for e in subs] == [("micro_batch", 0)]
+            assert s["unit"] == "micro_batch"
+        if m["scope"] == "actor_update":
+            # Mini-batch 0 and its two micro-batches (indices count from the stage call).
+            assert [(e["name"], e["args"]["index"]) for e in subs] == \
+                [("micro_batch", 0), ("micro_batch", 1), ("mini_batch", 0)]
+            assert s["unit"] == "mini_batch" and (s["first"], s["count"]) == (0, 1)
+            fb = [e for e in evs if e["name"] == "forward_backward"]
+            assert len(fb) == SMALL.micro_batches
+
+
 def test_mindspeed_config_writes_one_continuous_capture(tmp_path, rlprof_cli):
     ov = [f"profiler_config.integrated.profile_save_path={tmp_path}/ms",
           "profiler_config.integrated.profile_ranks=[0]"]
@@ -86,6 +122,18 @@ def test_mindspeed_config_writes_one_continuous_capture(tmp_path, rlprof_cli):
     assert {capture_key(c) for c in res["captures"]} == want == {(2, "steps2-3", 0)}
     m = manifest(res["captures"][0])
     assert m["steps"] == [2, 3] and "memory" in m["contents"]
+
+
+def test_mindspeed_stage_names_capture_the_stages_the_code_annotates(tmp_path, rlprof_cli):
+    # The example annotates verl's names; a MindSpeed-RL stage list names the same stages.
+    ov = [f"profiler_config.integrated.profile_save_path={tmp_path}/ms",
+          "profiler_config.integrated.profile_ranks=[0]",
+          "profiler_config.integrated.stage=[actor_generate,reference_compute_log_prob]"]
+    want = plan_captures(rlprof_cli, MINDSPEED, ov, world_size=1)
+    res = grpo_tiny.train(SMALL, config=MINDSPEED, overrides=ov, verbose=False)
+    got = {capture_key(c) for c in res["captures"]}
+    assert got == want == {(s, st, 0) for s in (2, 3)
+                           for st in ("rollout_generate", "ref_compute_log_prob")}
 
 
 @needs_ops
@@ -113,7 +161,9 @@ def test_two_ranks_over_gloo_record_all_reduce_and_clock_offsets(tmp_path, rlpro
             assert m["clock"]["offset_to_rank0_ns"] == 0
         comm = [e for e in events(rlprof_cli, upd[0], str(tmp_path))
                 if e["cat"] == "communication"]
-        assert len([e for e in comm if "all_reduce" in e["name"]]) == SMALL.mini_batches
+        # The update is sampled: its first mini-batch, one gradient all-reduce.
+        assert m["window"]["sampling"]["unit"] == "mini_batch"
+        assert len([e for e in comm if "all_reduce" in e["name"]]) == 1
     # Same rewards on both ranks (all-reduced mean).
     assert ranks[0]["rewards"] == ranks[1]["rewards"]
 

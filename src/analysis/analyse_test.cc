@@ -402,6 +402,19 @@ TEST(PartitionTest, LastStepWithFewerLaunchesIsPartial) {
   EXPECT_EQ(a.steps[1].window.partial_reason, "last_step_fewer_launches");
 }
 
+TEST(PartitionTest, StageNamesOfEveryDialectAreOneVocabulary) {
+  TraceBuilder b;
+  b.Step(1, 0, 100);
+  b.Stage(1, "", "actor_generate", 0, 40);                 // MindSpeed-RL's name
+  b.Stage(1, "ref", "reference_compute_log_prob", 50, 90);
+  b.Kernel(7, "gemm", 5, 35);
+  TraceAnalysis a = Analyse(b.Build());
+  std::vector<std::string> names;
+  for (const auto& st : a.stages) names.push_back(st.role + "/" + st.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"rollout/rollout_generate", "/(none)",
+                                             "ref/ref_compute_log_prob"}));
+}
+
 TEST(PartitionTest, StagesNestInStepsAndTheRestIsNone) {
   TraceBuilder b;
   b.Step(3, 0, 100);

@@ -5,6 +5,8 @@
 #include <queue>
 #include <unordered_map>
 
+#include "src/config/stages.h"
+
 namespace rlprof::analysis {
 
 namespace {
@@ -219,7 +221,10 @@ std::vector<StageWindow> BuildStageWindows(const Trace& t, const std::vector<Ste
       sw.step_index = k;
       sw.step = w.step;
       sw.role = m.role;
-      sw.name = m.name;
+      // One stage vocabulary (src/config/stages.h): MindSpeed-RL's actor_generate and verl's
+      // rollout_generate are one stage in every view and in compare.
+      sw.name = config::CanonicalStage(m.name);
+      if (sw.role.empty()) sw.role = config::StageRole(sw.name);
       sw.host_start = m.start_ns;
       sw.host_end = m.end_ns;
       sw.start = cs;

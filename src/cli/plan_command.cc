@@ -1,6 +1,7 @@
 // `rlprof plan CONFIG [KEY=VALUE ...] --world-size N [--total-steps M] [--replica-size K] [--json]`
 // Prints every capture a config will produce, with sizes and the semantics made explicit.
 #include <iomanip>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -23,8 +24,44 @@ struct PlanArgs {
   int64_t total_steps = 0;
   int64_t replica_size = 0;
   double step_seconds = 60.0;
+  std::string sub_steps;  // "decode=128,micro_batch=8"
   bool json = false;
 };
+
+// --sub-steps "decode=128,micro_batch=8": sub-steps per stage call, per unit.
+bool ParseSubSteps(const std::string& text, std::map<config::SubStepKind, int64_t>* out,
+                   std::string* error) {
+  using config::SubStepKind;
+  for (const std::string& part : base::Split(text, ',')) {
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    const std::string unit = part.substr(0, eq);
+    SubStepKind k;
+    if (unit == "decode") k = SubStepKind::kDecode;
+    else if (unit == "micro_batch") k = SubStepKind::kMicroBatch;
+    else if (unit == "mini_batch") k = SubStepKind::kMiniBatch;
+    else {
+      *error = "--sub-steps: unknown unit '" + unit + "' (decode, micro_batch, mini_batch)";
+      return false;
+    }
+    int64_t n = -1;
+    if (eq != std::string::npos) {
+      try {
+        size_t used = 0;
+        n = std::stoll(part.substr(eq + 1), &used);
+        if (used != part.size() - eq - 1) n = -1;
+      } catch (...) {
+        n = -1;
+      }
+    }
+    if (n < 0) {
+      *error = "--sub-steps: expected UNIT=COUNT with COUNT >= 0, got '" + part + "'";
+      return false;
+    }
+    (*out)[k] = n;
+  }
+  return true;
+}
 
 std::string ToolSources(config::Tool t) {
   switch (t) {
@@ -39,14 +76,13 @@ std::string ToolSources(config::Tool t) {
 
 std::string ScheduleText(const config::Schedule& s) {
   if (!s.enabled()) return "-";
-  std::ostringstream o;
-  o << config::SubStepKindName(s.unit) << ":";
-  if (s.skip_first) o << " skip " << s.skip_first;
-  if (s.wait) o << " wait " << s.wait;
-  if (s.warmup) o << " warmup " << s.warmup;
-  o << " active " << s.active;
-  o << " repeat " << (s.repeat ? std::to_string(s.repeat) : std::string("∞"));
-  return o.str();
+  std::string t = std::string(config::SubStepKindName(s.unit)) + ": " + config::ScheduleParamsText(s);
+  return s.stage.empty() ? t : s.stage + " " + t;
+}
+
+std::string TokenText(std::optional<int64_t> start, std::optional<int64_t> end) {
+  return "decode tokens [" + std::to_string(start.value_or(0)) + ", " +
+         (end ? std::to_string(*end) : std::string("end")) + ")";
 }
 
 // A left-aligned text table; column widths from the content (UTF-8 aware enough for "∞").
@@ -80,7 +116,7 @@ class Table {
 };
 
 void PrintText(std::ostream& out, const config::Plan& plan, const config::CaptureSummary& sum,
-               const PlanArgs& a) {
+               const PlanArgs& a, const config::EstimateModel& model) {
   using namespace config;
   out << "rlprof plan: " << plan.config_path << "\n";
   Table head({"", ""});
@@ -105,10 +141,10 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
   for (const auto& r : plan.roles) {
     std::string ranks = !r.enabled ? "-" : r.all_ranks ? "all" : RankListToString(r.ranks);
     if (r.enabled && r.ranks_are_replica_owners && !r.all_ranks) ranks += " (GPU ranks -> replicas)";
-    std::string sched = ScheduleText(r.schedule);
-    if (r.token_start || r.token_end)
-      sched = "decode tokens [" + std::to_string(r.token_start.value_or(0)) + ", " +
-              (r.token_end ? std::to_string(*r.token_end) : std::string("end")) + ")";
+    std::vector<std::string> scheds;
+    if (r.token_start || r.token_end) scheds.push_back(TokenText(r.token_start, r.token_end));
+    for (const auto& sc : r.schedules) scheds.push_back(ScheduleText(sc));
+    std::string sched = scheds.empty() ? "-" : base::Join(scheds, "; ");
     roles.Add({r.block_path, r.enabled ? "yes" : "no", ranks, CaptureModeName(r.mode),
                r.stages.empty() ? "all" : base::Join(r.stages, ","),
                base::Join(r.contents.Names(), ","), r.level, sched});
@@ -119,11 +155,18 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
   if (sum.rows.empty()) {
     out << "  none\n";
   } else {
-    Table caps({"worker", "step", "scope", "ranks", "captures", "est. size/capture", "est. total"});
+    bool any_sampled = false;
+    for (const auto& r : sum.rows) any_sampled |= r.sampled;
+    std::vector<std::string> header = {"worker", "step", "scope", "ranks", "captures", "est. size/capture", "est. total"};
+    if (any_sampled) header.insert(header.begin() + 4, "holds");
+    Table caps(header);
     for (const auto& r : sum.rows) {
       std::string n = r.captures < 0 ? "?" : std::to_string(r.captures);
       std::string total = r.captures < 0 ? "?" : base::FormatBytes(r.bytes_per_capture * r.captures);
-      caps.Add({r.worker, r.steps, r.scope, r.ranks, n, base::FormatBytes(r.bytes_per_capture), total});
+      std::vector<std::string> row = {r.worker, r.steps, r.scope, r.ranks, n,
+                                      base::FormatBytes(r.bytes_per_capture), total};
+      if (any_sampled) row.insert(row.begin() + 4, r.sampled ? r.sub_steps : "whole");
+      caps.Add(row);
     }
     caps.Print(out, "  ");
     out << "  total: " << (sum.total_captures < 0 ? std::string("? (pass --world-size / --total-steps)")
@@ -134,9 +177,57 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
   }
   for (const auto& n : sum.notes) out << "  note: " << n << "\n";
 
-  if (!plan.warnings.empty()) {
+  bool any_schedule = false;
+  for (const auto& s : sum.sampling) any_schedule |= s.schedule.enabled();
+  if (any_schedule) {
+    std::string assumed;
+    for (const auto& [unit, n] : model.sub_steps)
+      assumed += (assumed.empty() ? "" : ", ") + std::string(SubStepKindName(unit)) + "=" + std::to_string(n);
+    out << "\nSampling (per stage call; sub-steps assumed: "
+        << (assumed.empty() ? std::string("none, pass --sub-steps decode=N,micro_batch=N,mini_batch=N")
+                            : assumed)
+        << ")\n";
+    Table t({"worker", "stage", "schedule", "from", "records", "est. size/call"});
+    for (const auto& s : sum.sampling) {
+      std::string sched = !s.schedule.enabled() ? "-"
+                          : s.token_window     ? std::string("decode: ") + ScheduleParamsText(s.schedule)
+                                               : std::string(SubStepKindName(s.schedule.unit)) + ": " +
+                                                     ScheduleParamsText(s.schedule);
+      std::string records;
+      if (!s.schedule.enabled()) {
+        records = "whole stage";
+      } else if (s.periods.empty()) {
+        records = "nothing (the stage ends before an active period)";
+      } else {
+        for (const auto& p : s.periods) records += (records.empty() ? "" : "; ") + PeriodText(s.schedule.unit, p);
+        if (s.more) records += s.schedule.repeat == 0 ? "; ... every " +
+                                                            std::to_string(s.schedule.wait + s.schedule.warmup + s.schedule.active) +
+                                                            " until the stage ends"
+                                                      : "; ...";
+      }
+      std::string size = base::FormatBytes(s.bytes_sampled);
+      if (s.schedule.enabled()) size += " of " + base::FormatBytes(s.bytes_whole);
+      t.Add({s.worker, s.stage.empty() ? "(step window)" : s.stage, sched, s.from.empty() ? "-" : s.from,
+             records, size});
+    }
+    t.Print(out, "  ");
+    uint64_t sampled = 0, whole = 0;
+    for (const auto& s : sum.sampling) {
+      sampled += s.bytes_sampled;
+      whole += s.bytes_whole;
+    }
+    if (sampled > 0) {
+      std::ostringstream ratio;
+      ratio << std::fixed << std::setprecision(1) << static_cast<double>(whole) / static_cast<double>(sampled);
+      out << "  per step, one rank of each row: ~" << base::FormatBytes(sampled) << " sampled instead of ~"
+          << base::FormatBytes(whole) << " for whole stages (" << ratio.str() << "x less)\n";
+    }
+  }
+
+  if (!plan.warnings.empty() || !sum.warnings.empty()) {
     out << "\nWarnings\n";
     for (const auto& w : plan.warnings) out << "  - " << w << "\n";
+    for (const auto& w : sum.warnings) out << "  - " << w << "\n";
   }
   out << "\nNormalised (verl Gen 3 form)\n";
   std::istringstream y(plan.resolved_yaml);
@@ -158,6 +249,9 @@ Command AddPlanCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--step-seconds", a->step_seconds, "Assumed seconds per RL step for size estimates")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--sub-steps", a->sub_steps,
+                  "Sub-steps one stage call runs, per unit: decode=128,micro_batch=8,mini_batch=4 "
+                  "(the plan then lists the exact sub-step indices each schedule records)");
   cmd->add_flag("--json", a->json, "Print the plan as JSON");
   return {cmd, [a](Io& io) {
             config::LoadOptions opts;
@@ -171,6 +265,11 @@ Command AddPlanCommand(CLI::App& app) {
             }
             config::EstimateModel model;
             model.step_seconds = a->step_seconds;
+            std::string error;
+            if (!ParseSubSteps(a->sub_steps, &model.sub_steps, &error)) {
+              io.err << "rlprof plan: " << error << "\n";
+              return kExitUsage;
+            }
             auto sum = config::EnumerateCaptures(*plan, opts, model);
             if (a->json) {
               nlohmann::ordered_json j = config::PlanToJson(*plan);
@@ -178,10 +277,11 @@ Command AddPlanCommand(CLI::App& app) {
               j["total_steps"] = a->total_steps > 0 ? nlohmann::ordered_json(a->total_steps) : nullptr;
               auto cj = config::CaptureSummaryToJson(sum);
               for (auto& [k, v] : cj.items()) j[k] = v;
+              for (const auto& w : sum.warnings) j["warnings"].push_back(w);
               j["normalised_yaml"] = plan->resolved_yaml;
               io.out << j.dump(2) << "\n";
             } else {
-              PrintText(io.out, *plan, sum, *a);
+              PrintText(io.out, *plan, sum, *a, model);
             }
             return kExitOk;
           }};

@@ -7,12 +7,15 @@
 // --view rl prints the run view, one table for the whole run (src/analysis/run_view.h);
 // --per-capture adds each input's stage_time and stage_across_ranks before it.
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/analysis/run_view.h"
 #include "src/analysis/tables.h"
+#include "src/base/files.h"
+#include "src/format/capture.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
@@ -45,6 +48,31 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
           HtaIdleTable(a), GpuTimelineTable(a), ClassTable(a)};
 }
 
+// The manifest of an rlprof capture directory (nullopt for other inputs).
+std::optional<format::Manifest> ManifestOf(const std::string& input) {
+  auto text = base::ReadFile(input + "/manifest.json");
+  if (!text.ok()) return std::nullopt;
+  std::vector<std::string> diag;
+  return format::ParseManifest(*text, &diag);
+}
+
+// What a capture holds: "mini_batch 0", "decode 30-69 (cut: stage_end)", "whole stage".
+std::string Holds(const format::Manifest& m) {
+  if (m.sampling_unit.empty()) return m.mode == "discrete" ? "whole stage" : "whole step";
+  std::string s = m.sampling_unit + " ";
+  if (m.sampling_count <= 0) return s + "none (tail after the last)";
+  s += std::to_string(m.sampling_first);
+  if (m.sampling_count > 1) s += "-" + std::to_string(m.sampling_first + m.sampling_count - 1);
+  if (!m.sampling_complete) s += " (cut: " + m.close_reason + ")";
+  return s;
+}
+
+std::string StepsText(const std::vector<int64_t>& steps) {
+  std::string s;
+  for (int64_t v : steps) s += (s.empty() ? "" : ",") + std::to_string(v);
+  return s;
+}
+
 int Run(const SummaryArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
@@ -63,6 +91,15 @@ int Run(const SummaryArgs& a, Io& io) {
   auto results = analysis::AnalyseInputs(*inputs, cls, opts, 2);
   const bool run_view_only = a.view == "rl" && !a.per_capture;  // one table for the run
   int exit = kExitOk;
+  // One row per rlprof capture: what it holds (the sub-steps a schedule kept).
+  using analysis::Column;
+  using analysis::ColumnType;
+  analysis::Table captures{"captures",
+                           {Column{"rank", ColumnType::kInt, ""}, Column{"steps", ColumnType::kText, ""},
+                            Column{"scope", ColumnType::kText, ""}, Column{"stage", ColumnType::kText, ""},
+                            Column{"holds", ColumnType::kText, ""},
+                            Column{"close_reason", ColumnType::kText, ""}},
+                           {}};
   nlohmann::json j;
   j["format"] = "rlprof-summary";
   j["schema_version"] = 1;
@@ -78,9 +115,23 @@ int Run(const SummaryArgs& a, Io& io) {
       continue;
     }
     auto tables = ViewTables(a.view, r.analysis);
+    const std::optional<format::Manifest> man = ManifestOf(r.input);
+    if (man) {
+      captures.rows.push_back({man->rank, StepsText(man->steps), man->scope, man->stage,
+                               Holds(*man), man->close_reason});
+    }
     if (a.json) {
       nlohmann::json in{{"input", r.input}, {"name", r.name}, {"format", r.analysis.format},
                         {"rank", r.analysis.rank}, {"cpu_only", r.analysis.cpu_only}};
+      if (man) {
+        in["capture"] = {{"scope", man->scope}, {"stage", man->stage}, {"steps", man->steps},
+                         {"close_reason", man->close_reason}, {"holds", Holds(*man)}};
+        if (!man->sampling_unit.empty())
+          in["capture"]["sub_steps"] = {{"unit", man->sampling_unit},
+                                        {"first", man->sampling_first},
+                                        {"count", man->sampling_count},
+                                        {"complete", man->sampling_complete}};
+      }
       in["tables"] = nlohmann::json::object();
       for (const auto& t : tables) in["tables"][t.name] = analysis::ToJson(t);
       in["diagnostics"] = DiagnosticsJson(r.analysis.diagnostics);
@@ -93,11 +144,18 @@ int Run(const SummaryArgs& a, Io& io) {
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
+    if (man && !man->sampling_unit.empty())
+      io.out << "   holds " << Holds(*man) << " of its " << (man->stage.empty() ? "step window" : "stage call")
+             << " (sampled by a schedule)\n";
     for (const auto& t : tables) {
       const std::string unit = analysis::CommonUnit(t);
       io.out << "-- " << t.name << (unit.empty() ? "" : " (" + unit + ")") << "\n" << analysis::ToText(t);
     }
     PrintDiagnostics(io, r.analysis.diagnostics);
+  }
+  if (a.view == "rl" && !captures.rows.empty()) {
+    if (a.json) j["captures"] = analysis::ToJson(captures);
+    else io.out << "== all inputs\n-- " << captures.name << "\n" << analysis::ToText(captures);
   }
   // The RL view across ranks, when several inputs (ranks) were analysed.
   if (a.view == "rl" && results.size() > 1 && (a.json || a.per_capture)) {

@@ -4,8 +4,10 @@
 #include <map>
 #include <set>
 
+#include "src/base/strings.h"
 #include "src/config/plan_json.h"
 #include "src/config/schemas.h"
+#include "src/config/stages.h"
 
 namespace rlprof::config {
 
@@ -32,19 +34,20 @@ double LevelFactor(const std::string& level) {
   return 1.0;
 }
 
-// Fraction of a window a schedule records.
-double ScheduleFraction(const Schedule& s, const std::string& scope) {
-  if (!s.enabled()) return 1.0;
-  // A schedule counts one kind of sub-step; it thins only the stage that runs them.
-  bool decode_stage = scope == "rollout_generate" || scope == "actor_generate";
-  bool update_stage = scope.find("_update") != std::string::npos;
-  bool applies = s.unit == SubStepKind::kStep ? (scope == "e2e" || scope.rfind("steps", 0) == 0)
-                 : s.unit == SubStepKind::kDecode ? decode_stage || scope == "e2e"
-                                                  : update_stage || scope == "e2e";
-  if (!applies) return 1.0;
-  double cycle = static_cast<double>(s.wait + s.warmup + s.active);
-  double frac = s.active / cycle;
-  return std::min(1.0, frac);
+// The sub-steps of `unit` one call of a stage (or one step window) runs, if known.
+int64_t AssumedCount(const EstimateModel& model, SubStepKind unit) {
+  auto it = model.sub_steps.find(unit);
+  return it == model.sub_steps.end() ? -1 : it->second;
+}
+
+// The share of a stage call's events one period holds (the size model of docs/config.md).
+double PeriodShare(const Schedule& s, const SamplePeriod& p, int64_t count) {
+  if (count == 0) return 1.0;  // nothing ran: the capture is the whole (short) stage
+  if (count > 0) return std::min(1.0, std::max<double>(p.size, 0.5) / static_cast<double>(count));
+  // Unknown count: assume the stage runs exactly the listed cycles.
+  const double len = static_cast<double>(s.wait + s.warmup) + static_cast<double>(s.active);
+  const double total = static_cast<double>(s.skip_first) + len * std::max<int64_t>(1, s.repeat);
+  return total > 0 ? std::min(1.0, static_cast<double>(p.size) / total) : 1.0;
 }
 
 struct Group {
@@ -60,8 +63,99 @@ std::string ProcKey(const ProcessPlan& p) {
   for (const auto& s : p.stages) k += "|s:" + s;
   for (const auto& c : p.contents.Names()) k += "|c:" + c;
   for (const auto& r : p.roles) k += "|r:" + r;
-  k += "|l:" + p.level + "|" + ScheduleToJson(p.schedule).dump();
+  k += "|l:" + p.level;
+  for (const auto& sc : p.schedules) k += "|" + StageScheduleToJson(sc).dump();
   return k;
+}
+
+void AddOnce(std::vector<std::string>& out, std::string w) {
+  if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+}
+
+std::string Describe(const StageSchedule& s) {
+  std::string d = s.token_window ? "the token window of " + s.block
+                                 : "the " + std::string(SubStepKindName(s.schedule.unit)) +
+                                       " schedule of " + s.block;
+  if (!s.schedule.stage.empty()) d += " for " + s.schedule.stage;
+  return d;
+}
+
+// Every schedule of a worker's process either applies to a captured stage (or its step
+// window) or is reported with the reason it cannot. `scopes`: the discrete stages captured
+// (empty in end-to-end mode).
+void CheckSchedules(const std::string& worker, const ProcessPlan& proc,
+                    const std::vector<std::string>& scopes, std::vector<std::string>& warnings) {
+  const bool discrete = proc.mode == CaptureMode::kDiscrete;
+  auto used_by = [&](const StageSchedule* s) {
+    std::vector<std::string> stages;
+    if (!discrete) return stages;
+    for (const std::string& st : scopes) {
+      std::string role = StageRole(st);
+      if (role.empty()) role = proc.roles.front();
+      if (proc.ScheduleFor(role, st) == s) stages.push_back(st);
+    }
+    return stages;
+  };
+  for (const StageSchedule& s : proc.schedules) {
+    const std::string what = Describe(s);
+    const std::string unit = SubStepKindName(s.schedule.unit);
+    if (!discrete) {
+      if (!s.schedule.stage.empty()) {
+        AddOnce(warnings, what + " does not apply on " + worker +
+                              ": it is end-to-end (one capture per step); a stage schedule "
+                              "needs discrete: true");
+      } else if (proc.StepSchedule() != &s) {
+        AddOnce(warnings, what + " does not apply on " + worker + ": its step window follows " +
+                              Describe(*proc.StepSchedule()) + " (one schedule per step window)");
+      }
+      continue;
+    }
+    if (s.schedule.unit == SubStepKind::kStep) {
+      AddOnce(warnings, what + " does not apply on " + worker +
+                            ": a step never advances inside a stage (unit step samples "
+                            "end-to-end continuous windows)");
+      continue;
+    }
+    std::vector<std::string> stages = used_by(&s);
+    if (!s.schedule.stage.empty()) {
+      if (stages.empty()) {
+        AddOnce(warnings, what + " does not apply on " + worker + ": stage " + s.schedule.stage +
+                              " is not captured there (captured: " +
+                              (scopes.empty() ? std::string("none") : base::Join(scopes, ", ")) + ")");
+      } else if (FindStage(s.schedule.stage) != nullptr &&
+                 !StageRunsUnit(s.schedule.stage, s.schedule.unit)) {
+        const bool records = ActionAt(s.schedule, 0) != ScheduleAction::kNone &&
+                             ActionAt(s.schedule, 0) != ScheduleAction::kWarmup;
+        AddOnce(warnings, what + ": the known hooks never count " + unit + " inside " +
+                              s.schedule.stage + " (it runs: " + StageUnitsText(s.schedule.stage) +
+                              "), so its counter stays at 0 and it records " +
+                              (records ? "the whole stage" : "nothing"));
+      }
+      continue;
+    }
+    if (!stages.empty()) continue;
+    // A role-wide schedule that no captured stage follows: say why.
+    std::vector<std::string> own, runs;
+    for (const std::string& st : scopes) {
+      std::string owner = StageRole(st);
+      if (s.role != "*" && !owner.empty() && owner != s.role) continue;
+      own.push_back(st);
+      if (StageRunsUnit(st, s.schedule.unit)) runs.push_back(st);
+    }
+    std::string why;
+    if (own.empty()) {
+      why = "no stage of role " + s.role + " is captured there";
+    } else if (runs.empty()) {
+      why = "no captured stage of role " + s.role + " runs " + unit + " sub-steps (";
+      for (size_t i = 0; i < own.size(); ++i)
+        why += (i ? "; " : "") + own[i] + " runs " + StageUnitsText(own[i]);
+      why += "); name a stage or pick its unit";
+    } else {
+      why = "every stage of role " + s.role + " that runs " + unit + " (" + base::Join(runs, ", ") +
+            ") follows another schedule";
+    }
+    AddOnce(warnings, what + " does not apply on " + worker + ": " + why);
+  }
 }
 
 }  // namespace
@@ -207,6 +301,13 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
                              : static_cast<int64_t>(g.ranks.size());
       std::string ranks = g.all && opt.world_size <= 0 ? "all" : RankListToString(g.ranks);
       size_t rows_before = sum.rows.size();
+      // The schedule each scope follows (discrete: per stage; end-to-end: the step window's).
+      auto schedule_of = [&](const std::string& scope) -> const StageSchedule* {
+        if (g.proc.mode != CaptureMode::kDiscrete) return g.proc.StepSchedule();
+        std::string role = StageRole(scope);
+        if (role.empty()) role = g.proc.roles.front();
+        return g.proc.ScheduleFor(role, scope);
+      };
       for (const Window& w : windows) {
         bool continuous_run = w.steps.size() > 1;
         std::vector<std::string> row_scopes =
@@ -226,27 +327,94 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
           row.mode = g.proc.mode;
           row.contents = g.proc.contents;
           row.level = g.proc.level;
-          row.schedule = g.proc.schedule;
-          if (g.proc.token_start || g.proc.token_end)
-            row.token_window = "[" + std::to_string(g.proc.token_start.value_or(0)) + ", " +
-                               (g.proc.token_end ? std::to_string(*g.proc.token_end) : "end") + ")";
+          const StageSchedule* ss = schedule_of(scope);
+          if (ss != nullptr) {
+            row.schedule = ss->schedule;
+            row.schedule_from = ss->block;
+            if (ss->token_window) {
+              const RolePlan* rp = plan.FindRole(ss->role);
+              row.token_window = "[" + std::to_string(rp ? rp->token_start.value_or(0) : 0) + ", " +
+                                 (rp && rp->token_end ? std::to_string(*rp->token_end) : "end") + ")";
+            }
+          }
           int64_t first_step = w.steps.empty() ? 0 : w.steps.front();
-          row.directory = plan.save_path + "/<run_id>/step" +
-                          (first_step ? std::to_string(first_step) : std::string("<N>")) + "/" +
-                          scope + "/rank<R>-<host>-<pid>/";
           double seconds = model.step_seconds * std::max<size_t>(1, w.steps.size());
           if (scope != "e2e" && scope.rfind("steps", 0) != 0) seconds = model.step_seconds * StageShare(scope);
-          seconds *= ScheduleFraction(g.proc.schedule, scope);
           double events = eps * seconds;
-          if (plan.budget.max_events > 0) events = std::min<double>(events, plan.budget.max_events);
-          row.events_per_capture = static_cast<uint64_t>(events);
-          row.bytes_per_capture = row.events_per_capture * bpe;
-          if (plan.budget.max_bytes > 0)
-            row.bytes_per_capture = std::min<uint64_t>(row.bytes_per_capture, plan.budget.max_bytes);
-          row.captures = (nranks < 0 || symbolic_all) ? -1 : nranks;
-          sum.rows.push_back(row);
+          auto finish = [&](CaptureRow r, double share) {
+            r.directory = plan.save_path + "/<run_id>/step" +
+                          (first_step ? std::to_string(first_step) : std::string("<N>")) + "/" +
+                          r.scope + "/rank<R>-<host>-<pid>/";
+            double ev = events * share;
+            if (plan.budget.max_events > 0) ev = std::min<double>(ev, plan.budget.max_events);
+            r.events_per_capture = static_cast<uint64_t>(ev);
+            r.bytes_per_capture = r.events_per_capture * bpe;
+            if (plan.budget.max_bytes > 0)
+              r.bytes_per_capture = std::min<uint64_t>(r.bytes_per_capture, plan.budget.max_bytes);
+            r.captures = (nranks < 0 || symbolic_all) ? -1 : nranks;
+            sum.rows.push_back(std::move(r));
+          };
+          if (ss == nullptr) {
+            finish(row, 1.0);
+            continue;
+          }
+          // One capture per active period of the schedule (docs/capture-windows.md).
+          const Schedule& sc = ss->schedule;
+          int64_t count = AssumedCount(model, sc.unit);
+          if (sc.unit == SubStepKind::kStep)
+            count = g.proc.mode == CaptureMode::kDiscrete ? 0 : static_cast<int64_t>(w.steps.size());
+          bool more = false;
+          std::vector<SamplePeriod> periods = SchedulePeriods(sc, count, &more);
+          const bool parts = sc.repeat != 1;
+          for (size_t i = 0; i < periods.size(); ++i) {
+            CaptureRow r = row;
+            r.sampled = true;
+            r.sub_first = periods[i].first;
+            r.sub_count = periods[i].size;
+            r.sub_complete = periods[i].complete;
+            r.sub_steps = PeriodText(sc.unit, periods[i]);
+            if (sc.unit == SubStepKind::kStep && !w.steps.empty()) {
+              r.sub_steps = "steps " + std::to_string(w.steps.front() + periods[i].first) +
+                            (periods[i].size > 1
+                                 ? "-" + std::to_string(w.steps.front() + periods[i].first +
+                                                        periods[i].size - 1)
+                                 : std::string());
+              first_step = w.steps.front() + periods[i].first;
+            }
+            if (parts) r.scope = scope + ".part" + std::to_string(i + 1);
+            bool unknown = more && i + 1 == periods.size() && sc.repeat == 0;
+            if (unknown) r.sub_steps += ", then every " + std::to_string(sc.wait + sc.warmup + sc.active);
+            finish(r, PeriodShare(sc, periods[i], count));
+            if (unknown) sum.rows.back().captures = -1;
+          }
         }
       }
+      // What each stage of this worker records (the "Sampling" table of rlprof plan).
+      std::vector<std::string> sampled_scopes = scopes;
+      if (sampled_scopes.empty()) sampled_scopes.push_back("");
+      for (const std::string& scope : sampled_scopes) {
+        SamplingRow sr;
+        sr.worker = wk.name;
+        sr.ranks = ranks;
+        sr.stage = scope;
+        const StageSchedule* ss = schedule_of(scope);
+        double seconds = scope.empty() ? model.step_seconds : model.step_seconds * StageShare(scope);
+        sr.bytes_whole = static_cast<uint64_t>(eps * seconds) * bpe;
+        sr.bytes_sampled = sr.bytes_whole;
+        if (ss != nullptr) {
+          sr.schedule = ss->schedule;
+          sr.from = ss->block;
+          sr.token_window = ss->token_window;
+          sr.count = AssumedCount(model, ss->schedule.unit);
+          if (ss->schedule.unit == SubStepKind::kStep) sr.count = scope.empty() ? -1 : 0;
+          sr.periods = SchedulePeriods(ss->schedule, sr.count, &sr.more);
+          double share = 0;
+          for (const auto& p : sr.periods) share += PeriodShare(ss->schedule, p, sr.count);
+          sr.bytes_sampled = static_cast<uint64_t>(static_cast<double>(sr.bytes_whole) * std::min(1.0, share));
+        }
+        sum.sampling.push_back(std::move(sr));
+      }
+      CheckSchedules(wk.name, g.proc, scopes, sum.warnings);
       (void)first_role;
       // nsys writes one report per capture range; verl's default repeat-shutdown count is
       // 6 × len(steps), right only by luck. Say what the exact count is.
@@ -308,6 +476,12 @@ nlohmann::ordered_json CaptureSummaryToJson(const CaptureSummary& s) {
     j["contents"] = r.contents.Names();
     j["level"] = r.level;
     j["schedule"] = ScheduleToJson(r.schedule);
+    j["schedule_from"] = r.schedule_from.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.schedule_from);
+    if (r.sampled)
+      j["sub_steps"] = {{"unit", SubStepKindName(r.schedule.unit)}, {"first", r.sub_first},
+                        {"count", r.sub_count}, {"complete", r.sub_complete}, {"text", r.sub_steps}};
+    else
+      j["sub_steps"] = nullptr;
     j["token_window"] = r.token_window.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.token_window);
     j["directory"] = r.directory;
     j["est_events_per_capture"] = r.events_per_capture;
@@ -320,6 +494,27 @@ nlohmann::ordered_json CaptureSummaryToJson(const CaptureSummary& s) {
   out["total_captures"] = s.total_captures < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.total_captures);
   out["est_total_bytes"] = s.total_bytes;
   out["notes"] = s.notes;
+  nlohmann::ordered_json sampling = nlohmann::ordered_json::array();
+  for (const auto& r : s.sampling) {
+    nlohmann::ordered_json j;
+    j["worker"] = r.worker;
+    j["ranks"] = r.ranks;
+    j["stage"] = r.stage.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.stage);
+    j["schedule"] = ScheduleToJson(r.schedule);
+    j["from"] = r.from.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.from);
+    j["token_window"] = r.token_window;
+    j["sub_steps_per_call"] = r.count < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.count);
+    nlohmann::ordered_json periods = nlohmann::ordered_json::array();
+    for (const auto& p : r.periods)
+      periods.push_back({{"first", p.first}, {"count", p.size}, {"complete", p.complete}});
+    j["periods"] = periods;
+    j["more_periods"] = r.more;
+    j["est_bytes_whole_call"] = r.bytes_whole;
+    j["est_bytes_sampled_call"] = r.bytes_sampled;
+    sampling.push_back(std::move(j));
+  }
+  out["sampling"] = sampling;
+  out["schedule_warnings"] = s.warnings;
   return out;
 }
 

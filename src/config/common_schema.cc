@@ -3,6 +3,7 @@
 
 #include "src/base/strings.h"
 #include "src/config/schemas.h"
+#include "src/config/stages.h"
 
 namespace rlprof::config {
 
@@ -43,7 +44,8 @@ const std::vector<std::string>& ScheduleUnits() {
 
 std::vector<std::string> DefaultStagesOfRole(const std::string& role, Dialect dialect) {
   if (dialect == Dialect::kMindSpeedRl) {
-    return {"actor_generate", "actor_compute_log_prob", "reference_compute_log_prob",
+    // MindSpeed-RL's actor_generate / reference_compute_log_prob, by their canonical names.
+    return {"rollout_generate", "actor_compute_log_prob", "ref_compute_log_prob",
             "actor_update"};
   }
   if (role == "actor") return {"actor_compute_log_prob", "actor_update"};
@@ -112,17 +114,22 @@ void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
   }
 }
 
-std::optional<Schedule> ParseSchedule(ParseContext& ctx, const Ref& block, bool allow_unit,
+std::optional<Schedule> ParseSchedule(ParseContext& ctx, const Ref& block, bool allow_rlprof_keys,
                                       SubStepKind default_unit) {
   Reader& rd = ctx.rd;
   if (block.null() || !rd.IsBlock(block)) return std::nullopt;
   std::vector<std::string> keys = {"skip_first", "wait", "warmup", "active", "repeat"};
-  if (allow_unit) keys.push_back("unit");
+  if (allow_rlprof_keys) {
+    keys.push_back("unit");
+    keys.push_back("stage");
+  }
   rd.CheckKeys(block, keys);
   Schedule s;
   s.unit = default_unit;
-  if (allow_unit)
+  if (allow_rlprof_keys) {
     if (auto u = rd.Enum(block, "unit", ScheduleUnits())) s.unit = UnitFromName(*u);
+    if (auto st = rd.Enum(block, "stage", ctx.stage_vocabulary)) s.stage = *st;
+  }
   s.skip_first = rd.Int(block, "skip_first", 0).value_or(0);
   s.wait = rd.Int(block, "wait", 0).value_or(0);
   s.warmup = rd.Int(block, "warmup", 0).value_or(0);
@@ -133,6 +140,42 @@ std::optional<Schedule> ParseSchedule(ParseContext& ctx, const Ref& block, bool 
                   "must be > 0 when skip_first, wait, warmup or repeat is set (active: 0 "
                   "disables the schedule)");
   return s;
+}
+
+std::optional<std::vector<Schedule>> ParseSchedules(ParseContext& ctx, const Ref& r,
+                                                    bool allow_rlprof_keys,
+                                                    SubStepKind default_unit) {
+  if (r.null()) return std::nullopt;
+  std::vector<Schedule> out;
+  if (!allow_rlprof_keys || !r.node.IsSequence()) {
+    if (auto s = ParseSchedule(ctx, r, allow_rlprof_keys, default_unit); s && s->enabled())
+      out.push_back(*s);
+    return out;
+  }
+  for (size_t i = 0; i < r.node.size(); ++i) {
+    Ref e = Element(r, i);
+    if (!e.node.IsMap()) {
+      ctx.doc.Error(e, "expected a schedule mapping {stage, unit, skip_first, wait, warmup, "
+                       "active, repeat}, got " + Describe(e.node));
+      continue;
+    }
+    auto s = ParseSchedule(ctx, e, true, default_unit);
+    if (!s || !s->enabled()) continue;
+    for (const Schedule& prev : out) {
+      const bool same_stage = !s->stage.empty() && !prev.stage.empty() &&
+                              CanonicalStage(prev.stage) == CanonicalStage(s->stage);
+      const bool same_wide = s->stage.empty() && prev.stage.empty() && prev.unit == s->unit;
+      if (same_stage || same_wide) {
+        ctx.doc.Error(e, same_stage ? "stage " + s->stage + " already has a schedule in this list"
+                                    : std::string("a role-wide schedule of unit ") +
+                                          SubStepKindName(s->unit) +
+                                          " is already in this list (name a stage)");
+        break;
+      }
+    }
+    out.push_back(*s);
+  }
+  return out;
 }
 
 StepSelection ParseSteps(ParseContext& ctx, const Ref& r) {
@@ -246,7 +289,7 @@ RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
   x.contents = rd.EnumList(block, "contents", NativeContents());
   x.level = rd.Enum(block, "level", KnownLevels());
   x.stages = ParseStages(ctx, block, "stages");
-  x.schedule = ParseSchedule(ctx, ctx.doc.Child(block, "schedule"), true, SubStepKind::kMiniBatch);
+  x.schedules = ParseSchedules(ctx, ctx.doc.Child(block, "schedule"), true, SubStepKind::kMiniBatch);
   x.token_start = rd.Int(block, "profile_token_start", 0);
   x.token_end = rd.Int(block, "profile_token_end", 1);
   return x;

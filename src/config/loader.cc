@@ -208,7 +208,12 @@ base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& o
   else if (has_ms) ParseMindSpeed(ctx);
   else if (has_legacy) ParseVerlLegacy(ctx);
   else if (auto st = ParseWithoutProfilerBlock(ctx); !st.ok()) return Fatal(doc, st);
-  if (doc.errors().empty()) ValidatePlan(doc, plan, options);
+  if (doc.errors().empty()) {
+    std::vector<std::string> custom(ctx.stage_vocabulary.begin() + KnownStages().size(),
+                                    ctx.stage_vocabulary.end());
+    NormaliseStages(plan, custom);
+    ValidatePlan(doc, plan, options);
+  }
   if (!doc.errors().empty()) return ErrorsStatus(doc);
   for (const auto& w : doc.warnings()) plan.warnings.push_back(w);
   plan.resolved_yaml = PlanToVerlYaml(plan);

@@ -128,9 +128,11 @@ TEST(LoaderTest, NativeScheduleAndTokenWindow) {
                     "      schedule: {unit: decode, wait: 2, active: 4}\n");
   const RolePlan* r = p.FindRole("rollout");
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->schedule.unit, SubStepKind::kDecode);
-  EXPECT_EQ(r->schedule.wait, 2);
-  EXPECT_EQ(r->schedule.active, 4);
+  ASSERT_EQ(r->schedules.size(), 1u);
+  EXPECT_EQ(r->schedules[0].unit, SubStepKind::kDecode);
+  EXPECT_EQ(r->schedules[0].wait, 2);
+  EXPECT_EQ(r->schedules[0].active, 4);
+  EXPECT_EQ(r->schedules[0].stage, "");
   EXPECT_EQ(p.steps.Expand(10), (std::vector<int64_t>{2, 3}));
 }
 
@@ -179,7 +181,8 @@ TEST(LoaderTest, RolloutOnlyRankOfTheFusedWorkerCapturesOnlyRolloutStages) {
   ProcessPlan r8 = ResolveForProcess(*p, {"actor", "rollout", "ref"}, 8);
   ASSERT_TRUE(r8.enabled);
   EXPECT_EQ(r8.stages, (std::vector<std::string>{"rollout_generate"}));
-  EXPECT_TRUE(r8.token_end.has_value());
+  ASSERT_EQ(r8.schedules.size(), 1u);
+  EXPECT_TRUE(r8.schedules[0].token_window);
   ProcessPlan r0 = ResolveForProcess(*p, {"actor", "rollout", "ref"}, 0);
   // Actor and rollout select rank 0; the ref's stage follows the actor.
   EXPECT_EQ(r0.stages, (std::vector<std::string>{"actor_compute_log_prob", "actor_update",

@@ -56,7 +56,7 @@ void ParseNative(ParseContext& ctx) {
     r.contents = NativeContentsFrom(x.contents.value_or(std::vector<std::string>{}));
     r.level = x.level.value_or("level0");
     r.stages = x.stages.value_or(std::vector<std::string>{});
-    if (x.schedule) r.schedule = *x.schedule;
+    if (x.schedules) r.schedules = *x.schedules;
     r.token_start = x.token_start;
     r.token_end = x.token_end;
     if (r.token_end && *r.token_end <= r.token_start.value_or(0))

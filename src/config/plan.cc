@@ -1,6 +1,8 @@
 #include "rlprof/config/plan.h"
 
+#include "src/config/sampling.h"
 #include "src/config/schemas.h"
+#include "src/config/stages.h"
 
 #include <algorithm>
 #include <set>
@@ -121,12 +123,34 @@ bool RolePlan::RankSelected(int64_t rank) const {
   return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
 }
 
-bool RolePlan::StageSelected(const std::string& stage) const {
-  return stages.empty() || std::find(stages.begin(), stages.end(), stage) != stages.end();
+bool RolePlan::StageSelected(std::string_view stage) const {
+  return stages.empty() || StageListContains(stages, stage);
 }
 
-bool ProcessPlan::StageSelected(const std::string& stage) const {
-  return stages.empty() || std::find(stages.begin(), stages.end(), stage) != stages.end();
+bool ProcessPlan::StageSelected(std::string_view stage) const {
+  return stages.empty() || StageListContains(stages, stage);
+}
+
+const StageSchedule* ProcessPlan::ScheduleFor(std::string_view role, std::string_view stage) const {
+  const std::string c = CanonicalStage(stage);
+  for (const StageSchedule& s : schedules)
+    if (!s.schedule.stage.empty() && CanonicalStage(s.schedule.stage) == c) return &s;
+  const std::string owner = StageRole(c);
+  for (bool token : {true, false}) {
+    for (const StageSchedule& s : schedules) {
+      if (!s.schedule.stage.empty() || s.token_window != token) continue;
+      const bool role_matches = s.role == "*" || s.role == role || (!owner.empty() && s.role == owner);
+      if (role_matches && StageRunsUnit(c, s.schedule.unit)) return &s;
+    }
+  }
+  return nullptr;
+}
+
+const StageSchedule* ProcessPlan::StepSchedule() const {
+  for (bool token : {false, true})
+    for (const StageSchedule& s : schedules)
+      if (s.schedule.stage.empty() && s.token_window == token) return &s;
+  return nullptr;
 }
 
 const RolePlan* Plan::FindRole(const std::string& role) const {
@@ -145,19 +169,39 @@ bool Plan::profiling_enabled() const {
 
 namespace {
 
+// A role's schedules as the process sees them: its token window (a decode schedule) first,
+// then its schedules in config order.
+void AddSchedules(ProcessPlan& p, const RolePlan& r) {
+  if (r.token_start || r.token_end) {
+    StageSchedule t;
+    t.role = r.role;
+    t.block = r.block_path;
+    t.schedule = TokenWindowSchedule(r.token_start, r.token_end);
+    t.token_window = true;
+    if (t.schedule.enabled()) p.schedules.push_back(std::move(t));
+  }
+  for (const Schedule& s : r.schedules) {
+    if (!s.enabled()) continue;
+    StageSchedule e;
+    e.role = r.role;
+    e.block = r.block_path;
+    e.schedule = s;
+    e.schedule.stage = CanonicalStage(s.stage);
+    p.schedules.push_back(std::move(e));
+  }
+}
+
 void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
+  AddSchedules(p, r);
   if (first) {
     p.mode = r.mode;
     p.stages = r.stages;
     p.contents = r.contents;
     p.level = r.level;
-    p.schedule = r.schedule;
-    p.token_start = r.token_start;
-    p.token_end = r.token_end;
     return;
   }
   // Union: discrete if any block is discrete; stage allow-lists unite (an empty list means
-  // every stage and absorbs the others); contents OR-ed; the first schedule / token window wins.
+  // every stage and absorbs the others); contents OR-ed; every role keeps its schedules.
   if (r.mode == CaptureMode::kDiscrete) p.mode = CaptureMode::kDiscrete;
   if (p.stages.empty() || r.stages.empty()) {
     p.stages.clear();
@@ -173,11 +217,6 @@ void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
   p.contents.memory |= r.contents.memory;
   p.contents.stack |= r.contents.stack;
   p.contents.module |= r.contents.module;
-  if (!p.schedule.enabled() && r.schedule.enabled()) p.schedule = r.schedule;
-  if (!p.token_start && r.token_start) {
-    p.token_start = r.token_start;
-    p.token_end = r.token_end;
-  }
 }
 
 }  // namespace

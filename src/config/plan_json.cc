@@ -6,8 +6,23 @@ namespace rlprof::config {
 
 nlohmann::ordered_json ScheduleToJson(const Schedule& s) {
   if (!s.enabled()) return nullptr;
-  return {{"unit", SubStepKindName(s.unit)}, {"skip_first", s.skip_first}, {"wait", s.wait},
-          {"warmup", s.warmup},             {"active", s.active},         {"repeat", s.repeat}};
+  nlohmann::ordered_json j;
+  if (!s.stage.empty()) j["stage"] = s.stage;
+  j["unit"] = SubStepKindName(s.unit);
+  j["skip_first"] = s.skip_first;
+  j["wait"] = s.wait;
+  j["warmup"] = s.warmup;
+  j["active"] = s.active;
+  j["repeat"] = s.repeat;
+  return j;
+}
+
+nlohmann::ordered_json StageScheduleToJson(const StageSchedule& s) {
+  nlohmann::ordered_json j = ScheduleToJson(s.schedule);
+  if (j.is_null()) return j;
+  j["role"] = s.role;
+  j["from"] = s.token_window ? s.block + " (token window)" : s.block;
+  return j;
 }
 
 nlohmann::ordered_json RolePlanToJson(const RolePlan& r) {
@@ -22,7 +37,9 @@ nlohmann::ordered_json RolePlanToJson(const RolePlan& r) {
   j["stages"] = r.stages;
   j["contents"] = r.contents.Names();
   j["level"] = r.level;
-  j["schedule"] = ScheduleToJson(r.schedule);
+  nlohmann::ordered_json schedules = nlohmann::ordered_json::array();
+  for (const Schedule& s : r.schedules) schedules.push_back(ScheduleToJson(s));
+  j["schedules"] = schedules;
   if (r.token_start || r.token_end)
     j["token_window"] = {{"start", r.token_start.value_or(0)},
                          {"end", r.token_end ? nlohmann::ordered_json(*r.token_end) : nullptr}};
@@ -92,15 +109,24 @@ std::string PlanToVerlYaml(const Plan& p) {
     e << YAML::Key << "contents" << YAML::Value << YAML::Flow << r.contents.Names();
     e << YAML::Key << "level" << YAML::Value << r.level;
     if (!r.stages.empty()) e << YAML::Key << "stages" << YAML::Value << YAML::Flow << r.stages;
-    if (r.schedule.enabled()) {
-      e << YAML::Key << "schedule" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      e << YAML::Key << "unit" << YAML::Value << SubStepKindName(r.schedule.unit);
-      e << YAML::Key << "skip_first" << YAML::Value << r.schedule.skip_first;
-      e << YAML::Key << "wait" << YAML::Value << r.schedule.wait;
-      e << YAML::Key << "warmup" << YAML::Value << r.schedule.warmup;
-      e << YAML::Key << "active" << YAML::Value << r.schedule.active;
-      e << YAML::Key << "repeat" << YAML::Value << r.schedule.repeat;
+    auto emit_schedule = [&](const Schedule& s) {
+      e << YAML::Flow << YAML::BeginMap;
+      if (!s.stage.empty()) e << YAML::Key << "stage" << YAML::Value << s.stage;
+      e << YAML::Key << "unit" << YAML::Value << SubStepKindName(s.unit);
+      e << YAML::Key << "skip_first" << YAML::Value << s.skip_first;
+      e << YAML::Key << "wait" << YAML::Value << s.wait;
+      e << YAML::Key << "warmup" << YAML::Value << s.warmup;
+      e << YAML::Key << "active" << YAML::Value << s.active;
+      e << YAML::Key << "repeat" << YAML::Value << s.repeat;
       e << YAML::EndMap;
+    };
+    if (r.schedules.size() == 1 && r.schedules[0].stage.empty()) {
+      e << YAML::Key << "schedule" << YAML::Value;
+      emit_schedule(r.schedules[0]);
+    } else if (!r.schedules.empty()) {
+      e << YAML::Key << "schedule" << YAML::Value << YAML::BeginSeq;
+      for (const Schedule& s : r.schedules) emit_schedule(s);
+      e << YAML::EndSeq;
     }
     if (r.token_start) e << YAML::Key << "profile_token_start" << YAML::Value << *r.token_start;
     if (r.token_end) e << YAML::Key << "profile_token_end" << YAML::Value << *r.token_end;

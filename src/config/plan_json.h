@@ -15,6 +15,7 @@ namespace rlprof::config {
 nlohmann::ordered_json PlanToJson(const Plan& plan);
 nlohmann::ordered_json RolePlanToJson(const RolePlan& role);
 nlohmann::ordered_json ScheduleToJson(const Schedule& s);
+nlohmann::ordered_json StageScheduleToJson(const StageSchedule& s);
 std::string PlanToVerlYaml(const Plan& plan);
 
 }  // namespace rlprof::config

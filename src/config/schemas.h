@@ -35,9 +35,16 @@ struct ParseContext {
 // profiler_config.rlprof). `extra_allowed` are keys the caller reads itself.
 void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
                         const std::vector<std::string>& extra_allowed);
-// A schedule mapping {unit?, skip_first, wait, warmup, active, repeat}.
-std::optional<Schedule> ParseSchedule(ParseContext& ctx, const Ref& block, bool allow_unit,
+// A schedule mapping {unit?, stage?, skip_first, wait, warmup, active, repeat}. `unit` and
+// `stage` are rlprof's keys (allow_rlprof_keys); `stage` is checked against the vocabulary.
+std::optional<Schedule> ParseSchedule(ParseContext& ctx, const Ref& block, bool allow_rlprof_keys,
                                       SubStepKind default_unit);
+// `schedule:` as one mapping or (rlprof blocks) a list of mappings, one per sampled stage.
+// Disabled entries (active 0) are dropped; two entries for one stage (or two role-wide
+// entries of one unit) are an error.
+std::optional<std::vector<Schedule>> ParseSchedules(ParseContext& ctx, const Ref& r,
+                                                    bool allow_rlprof_keys,
+                                                    SubStepKind default_unit);
 // steps: list | null | "all" | {start, end}.
 StepSelection ParseSteps(ParseContext& ctx, const Ref& r);
 // A stage allow-list (string or list of strings) checked against the vocabulary.
@@ -49,7 +56,7 @@ struct RlprofRoleExtras {
   std::optional<std::vector<std::string>> contents;
   std::optional<std::string> level;
   std::optional<std::vector<std::string>> stages;
-  std::optional<Schedule> schedule;
+  std::optional<std::vector<Schedule>> schedules;
   std::optional<int64_t> token_start, token_end;
 };
 RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
@@ -65,6 +72,10 @@ void ParseVerlGen3(ParseContext& ctx);
 void ParseVerlLegacy(ParseContext& ctx);  // Gen 1 and Gen 2
 void ParseMindSpeed(ParseContext& ctx);
 void ParseNative(ParseContext& ctx);
+
+// After parsing: stage names (allow-lists, schedules) in their canonical form (stages.h), and
+// plan warnings for stages no known annotation emits in the config's framework.
+void NormaliseStages(Plan& plan, const std::vector<std::string>& custom_stages);
 
 }  // namespace rlprof::config
 

@@ -32,7 +32,7 @@ struct RawRole {
   std::optional<std::vector<int64_t>> ranks;
   std::optional<std::vector<std::string>> contents;  // in the tool's own vocabulary
   std::optional<std::string> level;
-  std::optional<Schedule> schedule;
+  std::optional<std::vector<Schedule>> schedules;
   std::optional<int64_t> token_start, token_end;
   RlprofRoleExtras extras;
   std::string block_path;
@@ -86,7 +86,8 @@ void ParseToolConfig(ParseContext& ctx, const Ref& tc, const std::string& tool, 
     raw.discrete = rd.Bool(torch, "discrete");
     raw.token_start = rd.Int(torch, "profile_token_start", 0);
     raw.token_end = rd.Int(torch, "profile_token_end", 1);
-    raw.schedule = ParseSchedule(ctx, doc.Child(torch, "schedule"), false, SubStepKind::kMiniBatch);
+    // verl's schedule counts update mini-batches (config-schemas.md §4.3).
+    raw.schedules = ParseSchedules(ctx, doc.Child(torch, "schedule"), false, SubStepKind::kMiniBatch);
   } else if (tool == "torch_memory") {
     rd.Int(mem, "trace_alloc_max_entries", 1);
     rd.Int(mem, "stack_depth", 1);
@@ -101,7 +102,7 @@ void ParseToolConfig(ParseContext& ctx, const Ref& tc, const std::string& tool, 
   // tool_config.rlprof applies to every tool and wins over the tool's own block.
   if (raw.extras.discrete) raw.discrete = raw.extras.discrete;
   if (raw.extras.level) raw.level = raw.extras.level;
-  if (raw.extras.schedule) raw.schedule = raw.extras.schedule;
+  if (raw.extras.schedules) raw.schedules = raw.extras.schedules;
   if (raw.extras.token_start) raw.token_start = raw.extras.token_start;
   if (raw.extras.token_end) raw.token_end = raw.extras.token_end;
 }
@@ -185,13 +186,8 @@ std::vector<std::string> RoleDifferences(const RolePlan& ref, const RolePlan& ac
   if (ref.stages.empty()) add("stages", "all", WordsText(actor.stages, "all"));
   add("contents", WordsText(ref.contents.Names(), "[]"), WordsText(actor.contents.Names(), "[]"));
   add("level", ref.level, actor.level);
-  auto sched = [](const Schedule& s) {
-    if (!s.enabled()) return std::string("off");
-    return std::string(SubStepKindName(s.unit)) + " skip_first=" + std::to_string(s.skip_first) +
-           " wait=" + std::to_string(s.wait) + " warmup=" + std::to_string(s.warmup) +
-           " active=" + std::to_string(s.active) + " repeat=" + std::to_string(s.repeat);
-  };
-  add("schedule", sched(ref.schedule), sched(actor.schedule));
+  // Schedules are kept per block (RefFollowsActor): each samples its own stages in the one
+  // process, so a ref schedule is not a difference the actor block overrides.
   return d;
 }
 
@@ -214,6 +210,12 @@ void RefFollowsActor(Plan& plan, bool ref_block_present) {
   // keeps naming which ref stages to capture (the union unites it with the actor's).
   std::vector<std::string> own_stages = ref->enabled && actor->enabled ? ref->stages
                                                                        : std::vector<std::string>{};
+  // Schedules likewise: the actor's sample the stages they name in the one process already
+  // (docs/capture-windows.md, "Schedules"), and a ref block's own schedules sample its stages.
+  const bool keep_own = ref->enabled && actor->enabled;
+  std::vector<Schedule> own_schedules = keep_own ? ref->schedules : std::vector<Schedule>{};
+  std::optional<int64_t> own_token_start = keep_own ? ref->token_start : std::nullopt;
+  std::optional<int64_t> own_token_end = keep_own ? ref->token_end : std::nullopt;
   if (diffs.empty()) return;
   plan.notes.push_back(ref->block_path + " is ignored where it differs from the actor block (" +
                        base::Join(diffs, "; ") +
@@ -227,6 +229,9 @@ void RefFollowsActor(Plan& plan, bool ref_block_present) {
   ref->role = "ref";
   ref->block_path = path;
   if (!own_stages.empty()) ref->stages = own_stages;
+  ref->schedules = std::move(own_schedules);
+  ref->token_start = own_token_start;
+  ref->token_end = own_token_end;
 }
 
 void ReportRoleName(ParseContext& ctx, const Ref& where, const std::string& name,
@@ -395,7 +400,7 @@ void ParseVerlGen3(ParseContext& ctx) {
     if (plan.tool == Tool::kTorchMemory) r.mode = CaptureMode::kEndToEnd;
     r.level = raw.level.value_or("level0");
     r.contents = MapContents(plan.tool, raw, r.level);
-    if (raw.schedule) r.schedule = *raw.schedule;
+    if (raw.schedules) r.schedules = *raw.schedules;
     r.stages = raw.extras.stages.value_or(std::vector<std::string>{});
     r.token_start = raw.token_start;
     r.token_end = raw.token_end;

@@ -148,6 +148,11 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   window.Int("open_ns", &m.window_open_ns);
   window.Int("close_ns", &m.window_close_ns);
   window.Str("close_reason", &m.close_reason);
+  Fields sampling = window.Object("sampling");
+  sampling.Str("unit", &m.sampling_unit);
+  sampling.Int("first", &m.sampling_first);
+  sampling.Int("count", &m.sampling_count);
+  sampling.Bool("complete", &m.sampling_complete);
   f.StrList("contents", &m.contents);
   Fields counts = f.Object("counts");
   counts.Int("events", &m.event_count);

@@ -52,6 +52,13 @@ struct Manifest {
   int64_t window_open_ns = 0;
   int64_t window_close_ns = 0;
   std::string close_reason;
+  // window.sampling (scheduled captures): the sub-steps [sampling_first, + sampling_count) of
+  // unit sampling_unit the capture holds; sampling_complete = its active period ended at
+  // RECORD_AND_SAVE. sampling_unit "" = not sampled (the whole stage or step).
+  std::string sampling_unit;
+  int64_t sampling_first = 0;
+  int64_t sampling_count = 0;
+  bool sampling_complete = false;
   std::vector<std::string> contents;
   // counts
   int64_t event_count = 0;

@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "src/config/stages.h"
+
 namespace rlprof::runtime {
 
 namespace {
@@ -12,8 +14,6 @@ using config::CaptureMode;
 using config::StepSelection;
 using config::SubStepKind;
 
-// An unbounded token window (no end) is a schedule whose single cycle never completes.
-constexpr int64_t kUnboundedActive = int64_t{1} << 60;
 // Deeper stage nesting than this is counted, not stored (a runaway caller cannot grow memory).
 constexpr size_t kMaxStageDepth = 1024;
 
@@ -65,6 +65,11 @@ std::string WindowAction::ToString() const {
   if (!role.empty()) s += " role=" + role;
   if (!stage.empty()) s += " stage=" + stage;
   if (type == Type::kClose) s += std::string(" reason=") + CloseReasonName(reason);
+  if (type == Type::kClose && schedule) {
+    s += std::string(" ") + config::SubStepKindName(schedule->unit) + "=[" +
+         std::to_string(sub_first) + ", " + std::to_string(sub_first + sub_count) + ")";
+    if (!period_complete) s += " cut";
+  }
   return s;
 }
 
@@ -74,18 +79,7 @@ CaptureController::CaptureController(const config::Plan& plan, const config::Pro
       steps_(plan.steps),
       continuous_(plan.continuous_steps && proc.mode == CaptureMode::kEndToEnd),
       backstop_ns_(BackstopNs(plan.backstop_s)),
-      stage_allow_(proc.stages) {
-  if (proc.schedule.enabled()) schedule_ = proc.schedule;
-  if (proc.token_start || proc.token_end) {
-    const int64_t start = std::max<int64_t>(proc.token_start.value_or(0), 0);
-    config::Schedule t;
-    t.skip_first = start;
-    t.repeat = 1;
-    t.unit = SubStepKind::kDecode;
-    t.active = proc.token_end ? *proc.token_end - start : kUnboundedActive;
-    if (t.active > 0) token_ = t;  // end <= start is rejected by validation; ignore here
-  }
-}
+      proc_(proc) {}
 
 std::optional<int64_t> CaptureController::current_step() const {
   if (!has_step_) return std::nullopt;
@@ -128,6 +122,7 @@ void CaptureController::OpenCapture(int64_t first_step, int64_t now_ns,
   capture_.scope = parts ? host_.scope + ".part" + std::to_string(host_.parts) : host_.scope;
   capture_.steps.assign(1, first_step);
   capture_.open_ns = now_ns;
+  capture_.sub_first = host_.tracker ? host_.tracker->k() : 0;
   WindowAction a;
   a.type = WindowAction::Type::kOpen;
   a.scope = capture_.scope;
@@ -150,6 +145,17 @@ void CaptureController::CloseCapture(CloseReason reason, std::vector<WindowActio
   a.stage = host_.stage;
   a.part = capture_.part;
   a.reason = reason;
+  if (host_.tracker && host_.schedule != nullptr) {
+    a.schedule = host_.schedule->schedule;
+    a.schedule_from = host_.schedule->block + (host_.schedule->token_window ? " (token window)" : "");
+    a.sub_first = capture_.sub_first;
+    // k = the sub-step in progress. It never ran when a stage ends (sub-steps are counted as
+    // they finish), but a step in progress did when its step window ends.
+    const bool step_unit = host_.schedule->schedule.unit == SubStepKind::kStep;
+    a.sub_count = host_.tracker->k() - capture_.sub_first +
+                  (step_unit && reason != CloseReason::kSchedule ? 1 : 0);
+    a.period_complete = reason == CloseReason::kSchedule;
+  }
   out.push_back(a);
   a.type = WindowAction::Type::kClose;
   out.push_back(std::move(a));
@@ -157,7 +163,7 @@ void CaptureController::CloseCapture(CloseReason reason, std::vector<WindowActio
 }
 
 void CaptureController::OpenHost(std::string scope, std::string role, std::string stage,
-                                 std::optional<config::Schedule> schedule, int64_t now_ns,
+                                 const config::StageSchedule* schedule, int64_t now_ns,
                                  std::vector<WindowAction>& out) {
   host_ = Host{};
   host_.open = true;
@@ -166,11 +172,12 @@ void CaptureController::OpenHost(std::string scope, std::string role, std::strin
   host_.stage = std::move(stage);
   host_.steps.assign(1, step_);
   host_.open_ns = now_ns;
-  if (!schedule) {
+  if (schedule == nullptr || !schedule->schedule.enabled()) {
     OpenCapture(step_, now_ns, out);
     return;
   }
-  host_.tracker.emplace(*schedule);
+  host_.schedule = schedule;
+  host_.tracker.emplace(schedule->schedule);
   host_.tracker->Start();
   if (host_.tracker->recording()) OpenCapture(step_, now_ns, out);
 }
@@ -192,9 +199,9 @@ void CaptureController::CloseHost(CloseReason reason, int64_t now_ns,
                                   std::vector<WindowAction>& out) {
   if (!host_.open) return;
   // A tracker's stop() saves a partial RECORD cycle and nothing in WARMUP or NONE; in both
-  // cases that is exactly "close the capture if one is open".
-  if (host_.tracker) host_.tracker->Stop();
+  // cases that is exactly "close the capture if one is open" (before Stop resets k).
   CloseCapture(reason, out);
+  if (host_.tracker) host_.tracker->Stop();
   host_ = Host{};
   for (StageFrame& f : stack_) f.owns_window = false;
 }
@@ -228,8 +235,7 @@ std::vector<WindowAction> CaptureController::OnStepBegin(int64_t step, int64_t n
     if (capture_.open && capture_.steps.back() != step) capture_.steps.push_back(step);
     return out;
   }
-  std::optional<config::Schedule> sched = schedule_ ? schedule_ : token_;
-  OpenHost(RunScope(step), "", "", sched, now_ns, out);
+  OpenHost(RunScope(step), "", "", proc_.StepSchedule(), now_ns, out);
   return out;
 }
 
@@ -247,21 +253,15 @@ std::vector<WindowAction> CaptureController::OnStageBegin(std::string_view role,
     ++overflow_frames_;
     return out;
   }
+  (void)counts;  // schedules attach by stage (proc_.ScheduleFor), not by declaration
   stack_.push_back(StageFrame{std::string(role), std::string(stage), false});
   if (mode_ != CaptureMode::kDiscrete || !step_active_ || host_.open ||
       !steps_.Contains(step_))
     return out;
-  const std::string& name = stack_.back().stage;
-  if (!stage_allow_.empty() &&
-      std::find(stage_allow_.begin(), stage_allow_.end(), name) == stage_allow_.end())
-    return out;
-  std::optional<config::Schedule> sched;
-  if (counts) {
-    if (*counts == SubStepKind::kDecode && token_) sched = token_;
-    else if (schedule_ && schedule_->unit == *counts) sched = schedule_;
-  }
+  if (!proc_.StageSelected(stage)) return out;
+  std::string name = config::CanonicalStage(stage);
   stack_.back().owns_window = true;
-  OpenHost(name, stack_.back().role, name, sched, now_ns, out);
+  OpenHost(name, stack_.back().role, name, proc_.ScheduleFor(role, stage), now_ns, out);
   return out;
 }
 

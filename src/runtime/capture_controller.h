@@ -36,13 +36,22 @@
 //     calls nested inside an open stage window open nothing). Without a schedule, the host
 //     window is one capture. With a schedule the host window owns a ScheduleTracker started
 //     when it opens (k = 0) and each active cycle is its own capture.
-//   * Which tracker a host window gets: end-to-end windows get proc.schedule if enabled,
-//     else the token window if set. A discrete stage window gets one only when its
-//     OnStageBegin declares the sub-step unit its loop counts (`counts`, verl's
-//     annotate(scheduled=True)): the token window for kDecode if set, else proc.schedule if
-//     its unit matches. Other stage windows are captured in full (verl: "other stages get
-//     full traces"). A token window [start, end) on decode iterations is the schedule
-//     skip_first = start, active = end - start (unbounded without end), repeat = 1.
+//   * Which tracker a host window gets (proc.ScheduleFor / StepSchedule, src/config): an
+//     end-to-end window follows the process's first role-wide schedule, else its first token
+//     window. A discrete stage window follows the schedule that names its stage (aliases
+//     included), else a role-wide schedule of the stage's role whose unit the stage runs
+//     (token windows first): any number of schedules per process, each on its own stages. No
+//     declaration at the annotation is needed (`counts` is accepted and ignored). Stages no
+//     schedule applies to are captured in full. A token window [start, end) on decode
+//     iterations is the schedule skip_first = start, active = end - start (unbounded
+//     without end), repeat = 1.
+//   * Stage names go through the stage vocabulary (src/config/stages.h): the allow-list
+//     matches aliases and a stage window's scope and stage are the canonical name
+//     (`actor_generate` is captured as `rollout_generate`).
+//   * What a scheduled capture holds: one capture per active period; its kClose carries the
+//     schedule and the sub-steps [sub_first, sub_first + sub_count) it held, k counted from 0
+//     at the window's start, and whether the period ended at RECORD_AND_SAVE (complete) or was
+//     cut short (the stage ended inside it, backstop, budget, ...). WARMUP is never recorded.
 //   * Sub-step semantics: OnSubStep(kind) means "one unit of `kind` finished" (torch's
 //     prof.step()). Units of kStep advance when the next step of a continuous run begins
 //     (k = steps of the run finished so far, as torch's step() at the end of an iteration;
@@ -90,6 +99,13 @@ struct WindowAction {
   std::string role, stage;     // discrete windows (empty for end-to-end)
   int part = 0;                // k of "<scope>.part<k>"; 0 when the capture is not a part
   CloseReason reason = CloseReason::kShutdown;  // meaningful for kClose only
+  // Scheduled captures (kRecordOff/kClose): the schedule followed, where it came from, and the
+  // sub-steps of its unit the capture held. Unset for whole-window captures.
+  std::optional<config::Schedule> schedule;
+  std::string schedule_from;
+  int64_t sub_first = 0;
+  int64_t sub_count = 0;
+  bool period_complete = false;
 
   // "open e2e steps=[2]", "close actor_update.part1 steps=[2] reason=schedule", ...
   std::string ToString() const;
@@ -98,7 +114,8 @@ const char* WindowActionTypeName(WindowAction::Type t);  // "open", "close", "re
 
 class CaptureController {
  public:
-  // Copies what it needs; plan and proc need not outlive the controller.
+  // Copies what it needs; plan and proc need not outlive the controller. Not copyable (it
+  // keeps indices into its own copy of proc).
   CaptureController(const config::Plan& plan, const config::ProcessPlan& proc);
 
   std::vector<WindowAction> OnStepBegin(int64_t step, int64_t now_ns);
@@ -125,6 +142,9 @@ class CaptureController {
   // The schedule counter of the open host window (nullptr when it has no schedule).
   const ScheduleTracker* tracker() const;
 
+  CaptureController(const CaptureController&) = delete;
+  CaptureController& operator=(const CaptureController&) = delete;
+
  private:
   struct StageFrame {
     std::string role, stage;
@@ -136,6 +156,7 @@ class CaptureController {
     std::vector<int64_t> steps;
     int64_t open_ns = 0;
     std::optional<ScheduleTracker> tracker;
+    const config::StageSchedule* schedule = nullptr;  // into proc_.schedules
     int parts = 0;
   };
   struct Capture {
@@ -144,12 +165,13 @@ class CaptureController {
     std::vector<int64_t> steps;
     int64_t open_ns = 0;
     int part = 0;
+    int64_t sub_first = 0;  // tracker k when it opened
   };
 
   bool active() const { return enabled_ && !stopped_; }
   std::vector<WindowAction> EndStep(int64_t now_ns);
   void OpenHost(std::string scope, std::string role, std::string stage,
-                std::optional<config::Schedule> schedule, int64_t now_ns,
+                const config::StageSchedule* schedule, int64_t now_ns,
                 std::vector<WindowAction>& out);
   void CloseHost(CloseReason reason, int64_t now_ns, std::vector<WindowAction>& out);
   void OpenCapture(int64_t first_step, int64_t now_ns, std::vector<WindowAction>& out);
@@ -163,9 +185,7 @@ class CaptureController {
   config::StepSelection steps_;
   bool continuous_ = false;
   int64_t backstop_ns_ = 0;
-  std::vector<std::string> stage_allow_;
-  std::optional<config::Schedule> schedule_;  // proc.schedule when enabled
-  std::optional<config::Schedule> token_;     // token window as a decode schedule
+  config::ProcessPlan proc_;  // stage allow-list and schedules
 
   // State.
   bool stopped_ = false;

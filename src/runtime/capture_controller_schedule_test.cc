@@ -23,17 +23,8 @@ using testing::MakeSchedule;
 using testing::StepList;
 using testing::Summaries;
 
-config::ProcessPlan WithSchedule(config::ProcessPlan p, config::Schedule s) {
-  p.schedule = s;
-  return p;
-}
-
-config::ProcessPlan WithTokens(config::ProcessPlan p, std::optional<int64_t> start,
-                               std::optional<int64_t> end) {
-  p.token_start = start;
-  p.token_end = end;
-  return p;
-}
+using testing::WithSchedule;
+using testing::WithTokens;
 
 TEST(CaptureControllerScheduleTest, EndToEndScheduleRecordsOnlyTheActiveMiniBatches) {
   // skip_first=1, active=2, repeat=1: mini-batch 0 skipped, 1 and 2 recorded as one capture.
@@ -104,7 +95,7 @@ TEST(CaptureControllerScheduleTest, SubStepsOfAnotherUnitDoNotAdvanceTheSchedule
   EXPECT_TRUE(h.ctl().recording());
 }
 
-TEST(CaptureControllerScheduleTest, DiscreteScheduleAppliesOnlyToStagesThatCountItsUnit) {
+TEST(CaptureControllerScheduleTest, DiscreteScheduleAppliesOnlyToStagesThatRunItsUnit) {
   // verl: the update stage gets the schedule, other stages full traces.
   Harness h(MakePlan(StepList({2})), WithSchedule(Discrete(), MakeSchedule(1, 0, 0, 2, 0)));
   h.StepBegin(2).Stage("actor_compute_log_prob");
@@ -140,7 +131,7 @@ TEST(CaptureControllerScheduleTest, WorkedTimelineInAStageWindowGivesTwoParts) {
                                         "actor_update.part2 [3] stage_end"}));
 }
 
-TEST(CaptureControllerScheduleTest, DiscreteStageDeclaringAnotherUnitIsCapturedInFull) {
+TEST(CaptureControllerScheduleTest, StageOfAnotherRoleIsCapturedInFull) {
   Harness h(MakePlan(StepList({1})), WithSchedule(Discrete(), MakeSchedule(3, 0, 0, 1, 1)));
   h.StepBegin(1).StageBegin("compute_values", "critic", SubStepKind::kDecode);
   h.MiniBatches(5).StageEnd().StepEnd();
@@ -218,8 +209,7 @@ TEST(CaptureControllerTokenWindowTest, EndWithoutStartStartsAtIterationZero) {
 }
 
 TEST(CaptureControllerTokenWindowTest, DecodeStageGetsTheTokenWindowAndUpdateStageTheSchedule) {
-  config::ProcessPlan proc = WithTokens(Discrete(), 1, 2);
-  proc.schedule = MakeSchedule(0, 0, 0, 1, 1);
+  config::ProcessPlan proc = WithSchedule(WithTokens(Discrete(), 1, 2), MakeSchedule(0, 0, 0, 1, 1));
   Harness h(MakePlan(StepList({1})), proc);
   h.StepBegin(1);
   h.StageBegin("rollout_generate", "rollout", SubStepKind::kDecode).Decodes(5).StageEnd();
@@ -313,18 +303,18 @@ TEST(CaptureControllerRandomTest, RandomSequencesNeverUnbalanceOpenAndClose) {
                                                   : testing::StepRange(5, 40),
                                  trial % 2 == 0);
     plan.backstop_s = 0.05;
-    config::ProcessPlan proc = (trial / 2) % 2 == 0 ? EndToEnd() : Discrete({"actor_update", "train_batch"});
-    if (trial % 5 != 0) proc.schedule = MakeSchedule(rng() % 3, rng() % 3, rng() % 2, 1 + rng() % 3, rng() % 3);
-    if (trial % 7 == 0) {
-      proc.token_start = 1;
-      proc.token_end = 4;
-    }
+    config::ProcessPlan proc = (trial / 2) % 2 == 0 ? EndToEnd() : Discrete({"actor_update", "train_batch", "reference_compute_log_prob"});
+    if (trial % 5 != 0) proc = WithSchedule(proc, MakeSchedule(rng() % 3, rng() % 3, rng() % 2, 1 + rng() % 3, rng() % 3));
+    if (trial % 6 == 0)
+      proc = WithSchedule(proc, MakeSchedule(rng() % 3, rng() % 2, rng() % 2, 1 + rng() % 2, rng() % 3,
+                                             SubStepKind::kMicroBatch), "ref");
+    if (trial % 7 == 0) proc = WithTokens(proc, 1, 4);
     Harness h(plan, proc);
     for (int64_t step = 1; step <= 100; ++step) {
       if (rng() % 10 != 0) h.StepBegin(step);
       const int events = static_cast<int>(rng() % 12);
       for (int e = 0; e < events; ++e) {
-        switch (rng() % 8) {
+        switch (rng() % 9) {
           case 0: h.StageBegin(stages[rng() % 4], "actor",
                                rng() % 2 ? std::optional<SubStepKind>(SubStepKind::kMiniBatch)
                                          : std::optional<SubStepKind>(SubStepKind::kDecode));
@@ -335,6 +325,7 @@ TEST(CaptureControllerRandomTest, RandomSequencesNeverUnbalanceOpenAndClose) {
           case 5: h.TickAt(h.now() + static_cast<int64_t>(rng() % 100'000'000)); break;
           case 6: if (rng() % 8 == 0) h.Budget(); break;
           case 7: h.StageBegin(stages[rng() % 4]); break;
+          case 8: h.SubStep(SubStepKind::kMicroBatch, 1 + static_cast<int>(rng() % 3)); break;
         }
         if (::testing::Test::HasFatalFailure()) return;
       }

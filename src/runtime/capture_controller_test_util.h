@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "rlprof/config/plan.h"
+#include "src/config/sampling.h"
 #include "src/runtime/capture_controller.h"
 
 namespace rlprof::runtime::testing {
@@ -54,6 +55,29 @@ inline config::ProcessPlan EndToEnd(std::vector<std::string> roles = {"actor"}) 
   return p;
 }
 
+// A schedule of `role` in the process (stage "" = every stage of the role that runs its unit).
+inline config::ProcessPlan WithSchedule(config::ProcessPlan p, config::Schedule s,
+                                        std::string role = "actor") {
+  config::StageSchedule e;
+  e.role = role;
+  e.block = role + ".profiler";
+  e.schedule = std::move(s);
+  p.schedules.push_back(std::move(e));
+  return p;
+}
+
+// A token window [start, end) of the rollout role.
+inline config::ProcessPlan WithTokens(config::ProcessPlan p, std::optional<int64_t> start,
+                                      std::optional<int64_t> end) {
+  config::StageSchedule e;
+  e.role = "rollout";
+  e.block = "rollout.profiler";
+  e.schedule = config::TokenWindowSchedule(start, end);
+  e.token_window = true;
+  p.schedules.push_back(std::move(e));
+  return p;
+}
+
 inline config::ProcessPlan Discrete(std::vector<std::string> stages = {}) {
   config::ProcessPlan p = EndToEnd();
   p.mode = config::CaptureMode::kDiscrete;
@@ -85,6 +109,7 @@ struct CaptureRecord {
   int64_t open_ns = 0;
   int64_t close_ns = 0;
   bool closed = false;
+  std::string sampled;  // scheduled captures: "micro_batch [3, 5)" (+ " cut"), else ""
 
   // "scope [steps] reason", the compact form most tests compare.
   std::string Summary() const {
@@ -197,6 +222,13 @@ class Harness {
         for (size_t i = 1; i < a.steps.size(); ++i) EXPECT_LT(a.steps[i - 1], a.steps[i]);
         c.steps = a.steps;
         c.reason = CloseReasonName(a.reason);
+        if (a.schedule) {
+          c.sampled = std::string(config::SubStepKindName(a.schedule->unit)) + " [" +
+                      std::to_string(a.sub_first) + ", " + std::to_string(a.sub_first + a.sub_count) +
+                      ")" + (a.period_complete ? "" : " cut");
+          EXPECT_EQ(a.period_complete, a.reason == CloseReason::kSchedule) << a.ToString();
+          EXPECT_GE(a.sub_count, 0) << a.ToString();
+        }
         c.close_ns = now_;
         c.closed = true;
         state_ = State::kIdle;

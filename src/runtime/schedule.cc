@@ -5,16 +5,6 @@
 
 namespace rlprof::runtime {
 
-const char* ScheduleActionName(ScheduleAction a) {
-  switch (a) {
-    case ScheduleAction::kNone: return "NONE";
-    case ScheduleAction::kWarmup: return "WARMUP";
-    case ScheduleAction::kRecord: return "RECORD";
-    case ScheduleAction::kRecordAndSave: return "RECORD_AND_SAVE";
-  }
-  return "?";
-}
-
 const char* ScheduleEffectName(ScheduleEffect e) {
   switch (e) {
     case ScheduleEffect::kPrepare: return "prepare";
@@ -35,25 +25,6 @@ int64_t CycleLength(int64_t wait, int64_t warmup, int64_t active) {
   return len;
 }
 }  // namespace
-
-ScheduleAction ActionAt(const config::Schedule& s, int64_t k) {
-  if (!s.enabled()) return ScheduleAction::kRecord;
-  const int64_t skip_first = std::max<int64_t>(s.skip_first, 0);
-  const int64_t wait = std::max<int64_t>(s.wait, 0);
-  const int64_t warmup = std::max<int64_t>(s.warmup, 0);
-  const int64_t repeat = std::max<int64_t>(s.repeat, 0);
-  k = std::max<int64_t>(k, 0);
-  if (k < skip_first) return ScheduleAction::kNone;
-  const int64_t kp = k - skip_first;
-  const int64_t len = CycleLength(wait, warmup, s.active);
-  // torch tests `k' / L >= repeat` in real division; for an integer repeat this is
-  // floor(k' / L) >= repeat, which avoids the overflow of repeat * L.
-  if (repeat > 0 && kp / len >= repeat) return ScheduleAction::kNone;
-  const int64_t m = kp % len;
-  if (m < wait) return ScheduleAction::kNone;
-  if (m < wait + warmup) return ScheduleAction::kWarmup;
-  return m < len - 1 ? ScheduleAction::kRecord : ScheduleAction::kRecordAndSave;
-}
 
 bool ScheduleEffects::Has(ScheduleEffect e) const {
   return std::find(begin(), end(), e) != end();

@@ -22,22 +22,15 @@
 #include <cstdint>
 
 #include "rlprof/config/plan.h"
+#include "src/config/sampling.h"
 
 namespace rlprof::runtime {
 
-// torch.profiler.ProfilerAction.
-enum class ScheduleAction { kNone, kWarmup, kRecord, kRecordAndSave };
-const char* ScheduleActionName(ScheduleAction a);  // "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE"
-
-// The action of step k (k >= 0; negative k is treated as 0). A disabled schedule
-// (active <= 0) records every step (kRecord), the behaviour of a profiler without schedule.
-// Negative skip_first/wait/warmup/repeat are treated as 0 (config validation rejects them).
-//   k < skip_first                    => NONE
-//   k' = k - skip_first, L = wait + warmup + active
-//   repeat > 0 and k' / L >= repeat   => NONE   (real division; equals k' >= repeat * L)
-//   m = k' mod L: m < wait => NONE; m < wait + warmup => WARMUP;
-//                 m < L - 1 => RECORD; m == L - 1 => RECORD_AND_SAVE
-ScheduleAction ActionAt(const config::Schedule& s, int64_t k);
+// torch.profiler.ProfilerAction and the schedule function live in src/config/sampling.h (the
+// plan evaluates them too, to say in advance what a schedule records).
+using config::ActionAt;
+using config::ScheduleAction;
+using config::ScheduleActionName;
 
 // What torch's profiler does on a transition, in torch's order.
 //   kPrepare: arm tracing (WARMUP begins)      kStart: recording starts

@@ -28,12 +28,25 @@ std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan&
   proc["stages"] = p.stages;
   proc["contents"] = p.contents.Names();
   proc["level"] = p.level;
-  proc["schedule"] = config::ScheduleToJson(p.schedule);
-  proc["token_start"] = p.token_start ? nlohmann::ordered_json(*p.token_start) : nullptr;
-  proc["token_end"] = p.token_end ? nlohmann::ordered_json(*p.token_end) : nullptr;
+  nlohmann::ordered_json schedules = nlohmann::ordered_json::array();
+  for (const auto& s : p.schedules) schedules.push_back(config::StageScheduleToJson(s));
+  proc["schedules"] = std::move(schedules);
   proc["warnings"] = p.warnings;
   j["process"] = std::move(proc);
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+// The manifest's window.sampling of a scheduled capture: which sub-steps it holds.
+std::string SamplingJson(const WindowAction& a) {
+  if (!a.schedule) return {};
+  nlohmann::ordered_json j;
+  j["unit"] = config::SubStepKindName(a.schedule->unit);
+  j["first"] = a.sub_first;
+  j["count"] = a.sub_count;
+  j["complete"] = a.period_complete;
+  j["schedule"] = config::ScheduleToJson(*a.schedule);
+  j["from"] = a.schedule_from;
+  return j.dump();
 }
 
 // 128 MiB per chunk: a larger buffer.events_per_thread is clamped (a pool holds one chunk per
@@ -238,7 +251,8 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
         break;
       case WindowAction::Type::kClose:
         if (ctl_gen_ != 0)
-          writer_->Close({ctl_gen_, CloseReasonName(a.reason), a.steps, ctl_close_ticks_});
+          writer_->Close({ctl_gen_, CloseReasonName(a.reason), a.steps, ctl_close_ticks_,
+                          SamplingJson(a)});
         ctl_gen_ = 0;
         break;
     }
@@ -287,6 +301,7 @@ void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
   Apply(ctl_->OnStageBegin(role, stage, MonotonicNowNs(), counts));
+  if (stages_.empty()) substeps_.clear();  // sub-step indices count from each outermost stage call
   Span sp;
   sp.gen = internal::OpenWindow();
   Interner& in = Recorder::Get().interner();
@@ -315,7 +330,11 @@ void SessionImpl::SubStep(config::SubStepKind kind) try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
-  const int64_t index = substeps_[kind]++;
+  // The index the open window's schedule counts it as (the manifest's window.sampling uses the
+  // same numbers), else its index in the outermost stage call (or the step, outside stages).
+  int64_t index = substeps_[kind]++;
+  if (const ScheduleTracker* t = ctl_->tracker(); t != nullptr && t->schedule().unit == kind)
+    index = t->k();
   const uint32_t gen = internal::OpenWindow();
   if (gen != 0) {
     const uint32_t name = Recorder::Get().interner().InternString(config::SubStepKindName(kind));

@@ -318,10 +318,10 @@ TEST(SessionTest, ScheduledStageWindowWritesOnePartPerActiveCycle) {
   const std::string save = FreshDir("parts");
   config::Plan plan = MakePlan(save, {1}, config::CaptureMode::kDiscrete);
   plan.roles[0].stages = {"actor_update"};
-  plan.roles[0].schedule = {.wait = 1, .active = 2, .repeat = 2, .unit = config::SubStepKind::kMiniBatch};
+  plan.roles[0].schedules = {{.wait = 1, .active = 2, .repeat = 2, .unit = config::SubStepKind::kMiniBatch}};
   auto s = SessionImpl::Create(plan, Quiet("p"), NoEnv);
   s->BeginStep(1);
-  s->BeginStage("actor", "actor_update", config::SubStepKind::kMiniBatch);
+  s->BeginStage("actor", "actor_update", std::nullopt);  // no declaration needed
   for (int mb = 0; mb < 8; ++mb) {
     Mark(InternName("mb " + std::to_string(mb)));
     s->SubStep(config::SubStepKind::kMiniBatch);
@@ -338,6 +338,13 @@ TEST(SessionTest, ScheduledStageWindowWritesOnePartPerActiveCycle) {
         << caps[part];
     nlohmann::json m = ReadManifest(caps[part]);
     EXPECT_EQ(m["window"]["close_reason"], "schedule");
+    // The manifest says which mini-batches the capture holds.
+    const nlohmann::json& sm = m["window"]["sampling"];
+    EXPECT_EQ(sm["unit"], "mini_batch");
+    EXPECT_EQ(sm["first"], part == 0 ? 1 : 4);
+    EXPECT_EQ(sm["count"], 2);
+    EXPECT_EQ(sm["complete"], true);
+    EXPECT_EQ(sm["schedule"]["active"], 2);
     auto cap = format::ReadRaw(caps[part] + "/events.rlp");
     ASSERT_TRUE(cap.ok());
     std::vector<std::string> marks;
@@ -354,7 +361,8 @@ TEST(SessionTest, BackstopClosesAScheduledWindowThatStopsAdvancing) {
   config::Plan plan = MakePlan(save, {1}, config::CaptureMode::kDiscrete);
   plan.backstop_s = 0.05;
   plan.flush_interval_s = 0.01;
-  plan.roles[0].schedule = {.active = 100, .repeat = 1, .unit = config::SubStepKind::kDecode};
+  plan.roles[0].schedules = {{.active = 100, .repeat = 1, .unit = config::SubStepKind::kDecode,
+                              .stage = "rollout_generate"}};
   auto s = SessionImpl::Create(plan, Quiet("b"), NoEnv);
   s->BeginStep(1);
   s->BeginStage("rollout", "rollout_generate", config::SubStepKind::kDecode);

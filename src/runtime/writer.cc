@@ -235,7 +235,8 @@ void Writer::Process(Command& c) {
     OpenCapture(c.open);
   } else if (c.type == Command::Type::kClose) {
     if (open_.count(c.close.gen))
-      FinishCapture(c.close.gen, c.close.reason, &c.close.steps, c.close.close_ticks);
+      FinishCapture(c.close.gen, c.close.reason, &c.close.steps, c.close.close_ticks,
+                    c.close.sampling_json);
   }
 }
 
@@ -437,7 +438,8 @@ void Writer::FlushAll(bool force) {
 }
 
 void Writer::FinishCapture(uint32_t gen, const std::string& reason,
-                           const std::vector<int64_t>* steps, uint64_t close_ticks) {
+                           const std::vector<int64_t>* steps, uint64_t close_ticks,
+                           const std::string& sampling_json) {
   Recorder::Get().CloseWindow(gen);
   Drain();
   auto it = open_.find(gen);
@@ -457,6 +459,7 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   // after the close reading: the window covers every event it holds.
   m.close_ns = std::max(m.close_ns, cap->max_end_ns);
   m.close_reason = cap->over_budget && reason != "shutdown" ? "budget" : reason;
+  m.sampling_json = sampling_json;
   m.events = on_disk;
   m.dropped_buffer_full = cap->dropped_full;
   m.dropped_budget = cap->dropped_budget;

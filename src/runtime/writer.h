@@ -63,6 +63,9 @@ struct WindowClose {
   std::string reason;  // close_reason of the manifest
   std::vector<int64_t> steps;
   uint64_t close_ticks = 0;
+  // Scheduled captures: the manifest's window.sampling object (schedule, sub-steps held), as
+  // JSON text; "" = not sampled.
+  std::string sampling_json;
 };
 
 struct WriterOptions {
@@ -134,7 +137,7 @@ class Writer {
   void Process(Command& c);
   void OpenCapture(const WindowOpen& w);
   void FinishCapture(uint32_t gen, const std::string& reason, const std::vector<int64_t>* steps,
-                     uint64_t close_ticks);
+                     uint64_t close_ticks, const std::string& sampling_json = std::string());
   void Drain();
   void DrainChunk(Chunk* c);
   void WriteBatches();

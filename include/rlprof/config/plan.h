@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rlprof::config {
@@ -37,7 +38,7 @@ const char* ExportFormatName(ExportFormat f);
 const char* CombinePolicyName(CombinePolicy p);
 
 // torch.profiler.schedule semantics (skip_first, wait, warmup, active, repeat; repeat 0 =
-// until stop), counted in `unit`s. Disabled when active == 0.
+// until the stage or step window ends), counted in `unit`s. Disabled when active == 0.
 struct Schedule {
   int64_t skip_first = 0;
   int64_t wait = 0;
@@ -45,6 +46,9 @@ struct Schedule {
   int64_t active = 0;
   int64_t repeat = 0;
   SubStepKind unit = SubStepKind::kMiniBatch;
+  // The stage it samples (canonical name, see src/config/stages.h); "" = every stage of its
+  // role that runs `unit` sub-steps (and the step window in end-to-end mode).
+  std::string stage;
   bool enabled() const { return active > 0; }
 };
 
@@ -94,11 +98,12 @@ struct RolePlan {
   std::vector<std::string> stages;  // allow-list of stage names; empty = every stage
   Contents contents;
   std::string level = "level0";  // level_none | level0 | level1 | level2
-  Schedule schedule;
+  std::vector<Schedule> schedules;     // enabled schedules, in config order
   std::optional<int64_t> token_start;  // rollout decode window [token_start, token_end)
   std::optional<int64_t> token_end;
   bool RankSelected(int64_t rank) const;
-  bool StageSelected(const std::string& stage) const;
+  // Alias-aware: `actor_generate` in the allow-list selects `rollout_generate`.
+  bool StageSelected(std::string_view stage) const;
 };
 
 struct Plan {
@@ -118,12 +123,21 @@ struct Plan {
   double memory_interval_s = 0.1;  // contents memory: RSS sampled this often in a window (0: boundaries only)
   std::vector<RolePlan> roles;
   std::vector<std::string> warnings;            // semantics made explicit (printed by plan)
-  // Facts stated, not problems: profiling off, blocks ignored as upstream ignores them.
+  // Facts stated, not problems: profiling off, blocks ignored as upstream ignores them, stage
+  // aliases translated.
   std::vector<std::string> notes;
   std::string resolved_yaml;                    // normalised config, for the manifest
 
   const RolePlan* FindRole(const std::string& role) const;
   bool profiling_enabled() const;
+};
+
+// One schedule of a process, with where it came from.
+struct StageSchedule {
+  std::string role;   // the role block it comes from ("*" for MindSpeed-RL's integrated block)
+  std::string block;  // that block's path, for messages
+  Schedule schedule;  // schedule.stage: the stage it samples, "" = its role's stages
+  bool token_window = false;  // from profile_token_start / profile_token_end
 };
 
 // The effective settings of one process (its roles and global rank) after the combine policy.
@@ -134,11 +148,19 @@ struct ProcessPlan {
   std::vector<std::string> stages;  // empty = every stage
   Contents contents;
   std::string level = "level0";
-  Schedule schedule;
-  std::optional<int64_t> token_start;
-  std::optional<int64_t> token_end;
+  // Every schedule of every selected role, in role order then config order: any number per
+  // process, each applying to its own stages (docs/capture-windows.md, "Schedules").
+  std::vector<StageSchedule> schedules;
   std::vector<std::string> warnings;  // blocks the policy ignored or merged
-  bool StageSelected(const std::string& stage) const;
+  bool StageSelected(std::string_view stage) const;
+  // The schedule a discrete window of (role, stage) follows; nullptr = the whole stage call.
+  // 1. a schedule naming the stage (aliases included); 2. a role-wide schedule of the stage's
+  // owning role (or of `role`, the role the code annotated) whose unit the stage runs, token
+  // windows first. Stages that never run a schedule's unit are not sampled by it.
+  const StageSchedule* ScheduleFor(std::string_view role, std::string_view stage) const;
+  // The schedule of an end-to-end step window: the first role-wide schedule, else the first
+  // token window; nullptr = whole steps. Stage-specific schedules never apply to it.
+  const StageSchedule* StepSchedule() const;
 };
 
 ProcessPlan ResolveForProcess(const Plan& plan, const std::vector<std::string>& roles,

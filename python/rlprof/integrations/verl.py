@@ -15,32 +15,23 @@ has the same shape, driven by the verl config with `global_profiler.tool: rlprof
     profiler.stop()
 
 Stage names: verl names the stage by `role=` on annotate (e.g. "actor_update",
-"rollout_generate"); the owning RL role is the first word ("actor", "rollout", "ref",
-"critic", "reward") unless `rl_role=` says otherwise.
+"rollout_generate"); the owning RL role comes from rlprof's stage vocabulary (else the first
+word) unless `rl_role=` says otherwise. A stage follows the schedule the config gives it;
+`scheduled=` and `counts=` are accepted and not needed.
 """
 from __future__ import annotations
 
 import functools
 from typing import Any, Callable, Optional, Sequence
 
+from rlprof import _rlprof
 from rlprof.profiler import Profiler, annotate as _annotate
-
-_ROLE_OF_STAGE = {
-    "rollout_generate": "rollout",
-    "generate_sequences": "rollout",
-    "actor_compute_log_prob": "actor",
-    "actor_update": "actor",
-    "ref_compute_log_prob": "ref",
-    "compute_values": "critic",
-    "critic_update": "critic",
-    "compute_rm_score": "reward",
-}
 
 
 def _rl_role(stage: str) -> str:
-    if stage in _ROLE_OF_STAGE:
-        return _ROLE_OF_STAGE[stage]
-    return stage.split("_", 1)[0]
+    """The RL role owning a stage, from rlprof's stage vocabulary (src/config/stages.h);
+    unknown stages: their first word."""
+    return _rlprof.stage_role(stage) or stage.split("_", 1)[0]
 
 
 class DistProfiler:
@@ -82,12 +73,10 @@ class DistProfiler:
         def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
             stage = role or message or fn.__name__
             owner = rl_role or _rl_role(stage)
-            unit = counts or ("decode" if scheduled and owner == "rollout" else
-                              "mini_batch" if scheduled else None)
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kw: Any) -> Any:
-                with _annotate(stage, role=owner, counts=unit):
+                with _annotate(stage, role=owner):
                     return fn(*args, **kw)
             return wrapper
         return decorator
