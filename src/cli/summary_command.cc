@@ -91,6 +91,7 @@ int Run(const SummaryArgs& a, Io& io) {
   auto results = analysis::AnalyseInputs(*inputs, cls, opts, 2);
   const bool run_view_only = a.view == "rl" && !a.per_capture;  // one table for the run
   int exit = kExitOk;
+  bool any_sampled = false;  // some capture holds only the sub-steps a schedule kept
   // One row per rlprof capture: what it holds (the sub-steps a schedule kept).
   using analysis::Column;
   using analysis::ColumnType;
@@ -119,6 +120,7 @@ int Run(const SummaryArgs& a, Io& io) {
     if (man) {
       captures.rows.push_back({man->rank, StepsText(man->steps), man->scope, man->stage,
                                Holds(*man), man->close_reason});
+      any_sampled = any_sampled || !man->sampling_unit.empty();
     }
     if (a.json) {
       nlohmann::json in{{"input", r.input}, {"name", r.name}, {"format", r.analysis.format},
@@ -153,10 +155,7 @@ int Run(const SummaryArgs& a, Io& io) {
     }
     PrintDiagnostics(io, r.analysis.diagnostics);
   }
-  if (a.view == "rl" && !captures.rows.empty()) {
-    if (a.json) j["captures"] = analysis::ToJson(captures);
-    else io.out << "== all inputs\n-- " << captures.name << "\n" << analysis::ToText(captures);
-  }
+  if (a.view == "rl" && a.json && !captures.rows.empty()) j["captures"] = analysis::ToJson(captures);
   // The RL view across ranks, when several inputs (ranks) were analysed.
   if (a.view == "rl" && results.size() > 1 && (a.json || a.per_capture)) {
     analysis::Table t = analysis::StageAcrossRanksTable(results);
@@ -178,6 +177,10 @@ int Run(const SummaryArgs& a, Io& io) {
       if (v.lanes.size() > kRunViewLaneColumns)
         io.out << "(the first " << kRunViewLaneColumns << " of " << v.lanes.size()
                << " ranks shown; min / mean / max / critical_rank cover all; every rank in --json)\n";
+      // What each capture holds, after the run's table: shown when a schedule sampled some
+      // capture (which sub-steps it kept), or with --per-capture.
+      if (!captures.rows.empty() && (any_sampled || a.per_capture))
+        io.out << "== captures: what each holds\n-- " << captures.name << "\n" << analysis::ToText(captures);
       if (run_view_only) {
         analysis::Diagnostics all = MergedDiagnostics(results);
         all.Merge(run_diag);
