@@ -181,6 +181,21 @@ std::string Capture::Label() const {
   return s;
 }
 
+namespace {
+
+// After the events are read: the manifest wins, the events header fills what it lacks.
+void FinishCapture(Capture* c) {
+  if (c->manifest.rank < 0) c->manifest.rank = c->raw.info.rank;
+  if (c->manifest.pid == 0) c->manifest.pid = c->raw.info.pid;
+  if (c->manifest.host.empty()) c->manifest.host = c->raw.info.host;
+  if (!c->raw.diagnostics.clean()) {
+    c->diagnostics.push_back(c->events_path + ": " + c->raw.diagnostics.ToString());
+  }
+  SortEventsByTime(&c->raw.events);
+}
+
+}  // namespace
+
 base::StatusOr<Capture> LoadCapture(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return base::NotFound(path + ": no such file or directory");
@@ -213,14 +228,15 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
     c.events_path = path;
   }
   RLPROF_ASSIGN_OR_RETURN(c.raw, ReadRaw(c.events_path));
-  // The manifest wins; the events header fills what it lacks.
-  if (c.manifest.rank < 0) c.manifest.rank = c.raw.info.rank;
-  if (c.manifest.pid == 0) c.manifest.pid = c.raw.info.pid;
-  if (c.manifest.host.empty()) c.manifest.host = c.raw.info.host;
-  if (!c.raw.diagnostics.clean()) {
-    c.diagnostics.push_back(c.events_path + ": " + c.raw.diagnostics.ToString());
-  }
-  SortEventsByTime(&c.raw.events);
+  FinishCapture(&c);
+  return c;
+}
+
+base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std::string& name) {
+  Capture c;
+  c.events_path = name;
+  RLPROF_ASSIGN_OR_RETURN(c.raw, ReadRawBytes(events_rlp, name));
+  FinishCapture(&c);
   return c;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/base/status.h"
@@ -86,6 +87,10 @@ Manifest ParseManifest(const std::string& json_text, std::vector<std::string>* d
 // `path` is a capture directory or an events.rlp file. NotFound when the path does not exist
 // or holds neither file; InvalidArgument when events.rlp is not an rlprof file.
 base::StatusOr<Capture> LoadCapture(const std::string& path);
+
+// A bare events.rlp already in memory (`name` stands for its path), loaded as LoadCapture
+// loads the file: InvalidArgument when the bytes are not an rlprof file.
+base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std::string& name);
 
 // Every directory at or below `root` that contains manifest.json or events.rlp, sorted.
 std::vector<std::string> FindCaptureDirs(const std::string& root);
