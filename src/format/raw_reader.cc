@@ -159,6 +159,7 @@ class Parser {
   void Events(std::string_view r) {
     size_t n = r.size() / sizeof(Event);
     if (r.size() % sizeof(Event) != 0) ++cap_->diagnostics.bad_records;
+    if (n == 0) return;  // (memcpy into an empty vector's null data() is undefined, even for 0 bytes)
     auto& ev = cap_->events;
     size_t first = ev.size();
     ev.resize(first + n);
