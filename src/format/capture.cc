@@ -94,7 +94,8 @@ class Fields {
     }
     if (v.is_number_float()) {
       double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.2e18 && d < 9.2e18) {
+      // Range first: converting a double outside int64's range is undefined behaviour.
+      if (d > -9.2e18 && d < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) {
         *out = static_cast<int64_t>(d);
         return true;
       }
