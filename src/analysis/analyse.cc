@@ -5,6 +5,7 @@
 #include <map>
 
 #include "src/analysis/analyse_internal.h"
+#include "src/base/time_math.h"
 
 namespace rlprof::analysis {
 
@@ -16,14 +17,14 @@ struct RecvIndex {
   int64_t max_len = 0;
   // Σ durations clipped to [s, e) (clip) or whole when the start is inside (by_start).
   int64_t Sum(int64_t s, int64_t e, AssignMode mode) const {
-    auto it = std::lower_bound(recv.begin(), recv.end(), s - max_len,
+    auto it = std::lower_bound(recv.begin(), recv.end(), base::SatSub(s, max_len),
                                [](const WorkInterval& w, int64_t v) { return w.start < v; });
     int64_t sum = 0;
     for (; it != recv.end() && it->start < e; ++it) {
       if (mode == AssignMode::kByStart) {
-        if (it->start >= s) sum += it->end - it->start;
+        if (it->start >= s) sum = base::SatAdd(sum, it->end - it->start);
       } else {
-        sum += std::max<int64_t>(0, std::min(e, it->end) - std::max(s, it->start));
+        sum = base::SatAdd(sum, std::max<int64_t>(0, std::min(e, it->end) - std::max(s, it->start)));
       }
     }
     return sum;
@@ -159,7 +160,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   for (size_t i = 0; i < t.size(); ++i) {
     auto& ct = a.classes[static_cast<int>(c.of[i])];
     ++ct.count;
-    ct.total += t.dur[i];
+    ct.total = base::SatAdd(ct.total, t.dur[i]);
   }
   std::vector<WorkInterval> work = CollectWork(t, c, &a.cpu_only, &diag);
   std::vector<int64_t> launch = LaunchTimes(t);
@@ -215,7 +216,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
       r.preparing = FirstComputeOrComm(own, begin, end);
       if (opts.assign == AssignMode::kByLaunch) {
         for (const auto& x : mine)
-          if (x.recv && x.bit == kBitComm) r.recv_sum += x.end - x.start;
+          if (x.recv && x.bit == kBitComm) r.recv_sum = base::SatAdd(r.recv_sum, x.end - x.start);
       }
     } else {
       r.hist = tl.Histogram(w.start, w.end);

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "src/analysis/analyse_internal.h"
+#include "src/base/time_math.h"
 
 namespace rlprof::analysis::internal {
 
@@ -37,7 +38,7 @@ std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
     s.name = t.str(key.first);
     s.shapes = key.second ? t.str(key.second) : std::string();
     s.count = static_cast<int64_t>(acc.durs.size());
-    for (int64_t d : acc.durs) s.total += d;
+    for (int64_t d : acc.durs) s.total = base::SatAdd(s.total, d);  // many long slices saturate
     s.self = acc.self;
     s.min = acc.durs.front();
     s.max = acc.durs.back();
@@ -61,7 +62,7 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
   // Self time = duration − Σ durations of direct children on the same track (host only).
   std::vector<int64_t> child_sum(n, 0);
   for (size_t i = 0; i < n; ++i)
-    if (t.parent[i] >= 0) child_sum[t.parent[i]] += t.dur[i];
+    if (t.parent[i] >= 0) child_sum[t.parent[i]] = base::SatAdd(child_sum[t.parent[i]], t.dur[i]);
   AccMap host, host_shapes, kernels;
   for (size_t i = 0; i < n; ++i) {
     if (t.kind[i] != SliceKind::kRange) continue;
@@ -72,17 +73,17 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
       if (k == WorkClass::kSync || k == WorkClass::kMarker || k == WorkClass::kHost) continue;
       Acc& a = kernels[{name, 0}];
       a.durs.push_back(t.dur[i]);
-      a.self += t.dur[i];
+      a.self = base::SatAdd(a.self, t.dur[i]);
     } else {
       if (k != WorkClass::kHost && k != WorkClass::kCommunication) continue;
       const int64_t self = std::max<int64_t>(0, t.dur[i] - child_sum[i]);
       Acc& a = host[{name, 0}];
       a.durs.push_back(t.dur[i]);
-      a.self += self;
+      a.self = base::SatAdd(a.self, self);
       if (t.shapes[i] != 0) {
         Acc& b = host_shapes[{name, t.shapes[i]}];
         b.durs.push_back(t.dur[i]);
-        b.self += self;
+        b.self = base::SatAdd(b.self, self);
       }
     }
   }

@@ -13,6 +13,7 @@
 #include "src/analysis/tables.h"
 #include "src/base/strings.h"
 #include "src/base/thread_pool.h"
+#include "src/base/time_math.h"
 
 namespace rlprof::analysis {
 
@@ -131,14 +132,14 @@ Table StageAcrossRanksTable(const std::vector<InputResult>& results) {
     for (const auto& st : r.analysis.stages) {
       auto [it, fresh] = per_input.try_emplace({st.step, st.role, st.name}, st);
       if (fresh) continue;
-      it->second.duration += st.duration;
-      it->second.atoms.idle += st.atoms.idle;
-      it->second.atoms.comm_only += st.atoms.comm_only;
+      it->second.duration = base::SatAdd(it->second.duration, st.duration);
+      it->second.atoms.idle = base::SatAdd(it->second.atoms.idle, st.atoms.idle);
+      it->second.atoms.comm_only = base::SatAdd(it->second.atoms.comm_only, st.atoms.comm_only);
     }
     for (const auto& [key, st] : per_input) {
       Agg& g = groups[key];
       ++g.ranks;
-      g.sum += st.duration;
+      g.sum = base::SatAdd(g.sum, st.duration);  // many ranks of hostile stages saturate
       g.min = std::min(g.min, st.duration);
       if (st.duration > g.max) {
         g.max = st.duration;
@@ -160,7 +161,8 @@ Table StageAcrossRanksTable(const std::vector<InputResult>& results) {
   return t;
 }
 
-nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts) {
+nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts,
+                           const Diagnostics* found) {
   nlohmann::json j;
   j["format"] = "rlprof-analysis-summary";
   j["schema_version"] = 1;
@@ -170,6 +172,7 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
                   {"step_marker", opts.step_marker}};
   nlohmann::json inputs = nlohmann::json::array();
   Diagnostics total;
+  if (found != nullptr) total.Merge(*found);
   for (const auto& r : results) {
     nlohmann::json in;
     in["input"] = r.input;
@@ -177,7 +180,7 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
     if (!r.status.ok()) {
       in["error"] = r.status.ToString();
       inputs.push_back(std::move(in));
-      total.Add("unreadable_inputs");
+      total.Note("unreadable_inputs", r.input + ": " + r.status.message());
       continue;
     }
     const TraceAnalysis& a = r.analysis;
@@ -202,6 +205,16 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
   nlohmann::json diag = nlohmann::json::object();
   for (const auto& [k, v] : total.counts) diag[k] = v;
   j["diagnostics"] = diag;
+  // The catalogue's severity of every name above, so that readers of summary.json (the HTML
+  // report) tell notes from data loss without a copy of the catalogue.
+  nlohmann::json severity = nlohmann::json::object();
+  for (const auto& [k, v] : total.counts) severity[k] = format::SeverityName(format::DiagnosticSeverity(k));
+  j["diagnostic_severity"] = severity;
+  if (!total.details.empty()) {
+    nlohmann::json details = nlohmann::json::array();
+    for (const auto& d : total.details) details.push_back(d);
+    j["diagnostic_details"] = details;
+  }
   return j;
 }
 

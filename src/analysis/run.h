@@ -53,7 +53,9 @@ const char* CompatModeName(CompatMode m);
 // The stable JSON document (docs/analysis.md "summary.json"): schema_version, options,
 // inputs[] with identity, steps (msprof columns, µs, + atoms in ns), stages, hta, tracelens,
 // classes, diagnostics; and run-level diagnostics totals.
-nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts);
+// `found`: what finding the inputs counted (FindTraceInputs), added to the run-level totals.
+nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts,
+                           const Diagnostics* found = nullptr);
 
 }  // namespace rlprof::analysis
 

@@ -150,11 +150,11 @@ format::Capture CaptureFromTrace(const Trace& t, const Classifier& cls) {
   }
   format::SortEventsByTime(&raw.events);
   m.event_count = static_cast<int64_t>(raw.events.size());
-  if (dropped_tracks)
-    cap.diagnostics.push_back(std::to_string(dropped_tracks) + " tracks beyond 65535 left out");
-  if (skipped) cap.diagnostics.push_back(std::to_string(skipped) + " events not representable (negative duration or no track)");
-  for (const auto& [k, v] : t.diagnostics.counts)
-    cap.diagnostics.push_back("reader: " + k + " = " + std::to_string(v));
+  // The reader's diagnostics travel with the capture, so that export reports them too.
+  cap.diagnostics.Merge(t.diagnostics);
+  cap.diagnostics.Add("export_tracks_dropped", dropped_tracks);
+  cap.diagnostics.Add("export_skipped_events", skipped);
+  format::SanitizeCaptureTimes(&cap);  // the trace's times are valid: this only marks them checked
   return cap;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "src/base/time_math.h"
+
 namespace rlprof::analysis {
 
 uint32_t StringTable::Intern(std::string_view s) {
@@ -48,9 +50,17 @@ uint32_t Trace::StreamTrack(int32_t device, int64_t stream) {
 
 size_t Trace::AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t category_id,
                        uint32_t track_id, SliceKind k) {
+  // Readers drop events whose time is out of range; this is the backstop that keeps every
+  // later ts + dur and end − start from overflowing (src/base/time_math.h).
+  if (base::ClampTime(&ts_ns)) diagnostics.Add("time_clamped");
+  if (dur_ns < 0) {
+    diagnostics.Add("negative_duration");
+    dur_ns = 0;
+  } else if (base::ClampDuration(ts_ns, &dur_ns)) {
+    diagnostics.Add("duration_clamped");
+  }
   ts.push_back(ts_ns);
-  dur.push_back(dur_ns < 0 ? 0 : dur_ns);
-  if (dur_ns < 0) diagnostics.Add("negative_duration");
+  dur.push_back(dur_ns);
   name.push_back(name_id);
   category.push_back(category_id);
   track.push_back(track_id);

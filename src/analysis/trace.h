@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/format/diagnostics.h"
+
 namespace rlprof::analysis {
 
 enum class TrackType : uint8_t {
@@ -45,19 +47,9 @@ enum class SliceKind : uint8_t {
   kInstant = 1,  // a mark (dur = 0)
 };
 
-// Named counts of everything a reader or analysis had to skip, repair or guess. Shown in
-// every output; never silently dropped.
-struct Diagnostics {
-  std::map<std::string, uint64_t> counts;
-  void Add(const std::string& name, uint64_t n = 1) { counts[name] += n; }
-  uint64_t Get(const std::string& name) const {
-    auto it = counts.find(name);
-    return it == counts.end() ? 0 : it->second;
-  }
-  void Merge(const Diagnostics& o) {
-    for (const auto& [k, v] : o.counts) counts[k] += v;
-  }
-};
+// Named counts of everything a reader or analysis had to skip, repair or guess, from the one
+// catalogue (src/format/diagnostics.h). Shown in every output; never silently dropped.
+using Diagnostics = format::Diagnostics;
 
 class StringTable {
  public:
@@ -129,7 +121,9 @@ struct Trace {
   // Finds or adds the track with this (type, pid, tid) / (type, device, stream).
   uint32_t ThreadTrack(int64_t pid, int64_t tid);
   uint32_t StreamTrack(int32_t device, int64_t stream);
-  // Appends a slice; returns its row.
+  // Appends a slice; returns its row. A time outside ±2^62 ns is clamped ("time_clamped"), a
+  // negative duration becomes 0 ("negative_duration"), a duration reaching past +2^62 ns is
+  // shortened ("duration_clamped"): ts + dur never overflows downstream.
   size_t AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t category_id,
                   uint32_t track_id, SliceKind k = SliceKind::kRange);
   size_t size() const { return ts.size(); }

@@ -86,13 +86,15 @@ int Run(const AnalyseArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "analyse", io, &opts, &cls); rc != kExitOk) return rc;
-  auto inputs = analysis::FindTraceInputs(a.paths);
+  analysis::Diagnostics found;
+  auto inputs = analysis::FindTraceInputs(a.paths, &found);
   if (!inputs.ok()) {
     io.err << "rlprof analyse: " << inputs.status().message() << "\n";
     return kExitBadInput;
   }
   if (inputs->empty()) {
     io.err << "rlprof analyse: no trace found under the given paths\n";
+    for (const auto& d : found.details) io.err << "rlprof analyse: " << d << "\n";
     return kExitBadInput;
   }
   // Progress on stderr, only for a terminal.
@@ -132,7 +134,7 @@ int Run(const AnalyseArgs& a, Io& io) {
     tables[i] = analysis::AllTables(r.analysis);
   }
   // Run level: summary.json and analysis.db (every table of every input, `input` column first).
-  nlohmann::json summary = analysis::SummaryJson(results, opts);
+  nlohmann::json summary = analysis::SummaryJson(results, opts, &found);
   summary["output"] = a.output;
   std::vector<analysis::Table> merged;
   if (!tables.empty()) {
@@ -179,8 +181,9 @@ int Run(const AnalyseArgs& a, Io& io) {
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
     io.out << "-- step_trace_time (us)\n" << analysis::ToText(analysis::StepTraceTimeTable(r.analysis));
-    if (!r.analysis.diagnostics.counts.empty()) PrintDiagnostics(io, r.analysis.diagnostics);
+    PrintDiagnostics(io, r.analysis.diagnostics);
   }
+  if (!found.empty()) PrintDiagnostics(io, found, "finding inputs");
   io.out << ok << "/" << results.size() << " inputs analysed; wrote " << a.output
          << "/{summary.json,analysis.db,report.html} and one folder of CSVs per input";
   if (!exported.empty()) io.out << "; exported " << exported.size() << " file(s)";

@@ -1,11 +1,15 @@
 #include "src/cli/analysis_setup.h"
 
+#include <functional>
+#include <map>
 #include <ostream>
 
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/base/files.h"
 #include "src/cli/cli.h"
+#include "src/format/diagnostics.h"
+#include "src/format/json_escape.h"
 
 namespace rlprof::cli {
 
@@ -48,11 +52,13 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 
 bool AnalysePath(const std::string& path, const char* command, const std::string& side,
                  const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
-                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs) {
+                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
+                 analysis::Diagnostics* found) {
   const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
-  auto inputs = analysis::FindTraceInputs({path});
+  auto inputs = analysis::FindTraceInputs({path}, found);
   if (!inputs.ok() || inputs->empty()) {
     io.err << prefix << (inputs.ok() ? "no trace found under " + path : inputs.status().message()) << "\n";
+    for (const auto& d : found->details) io.err << prefix << d << "\n";  // why nothing was found
     return false;
   }
   *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
@@ -64,11 +70,40 @@ bool AnalysePath(const std::string& path, const char* command, const std::string
   return true;
 }
 
-void PrintDiagnostics(Io& io, const analysis::Diagnostics& d) {
-  io.out << "diagnostics:";
-  if (d.counts.empty()) io.out << " none";
-  for (const auto& [k, v] : d.counts) io.out << " " << k << "=" << v;
+void PrintDiagnostics(Io& io, const analysis::Diagnostics& d, const std::string& scope) {
+  using format::Severity;
+  std::map<Severity, std::string, std::greater<>> problems;  // worst first
+  std::string notes;
+  for (const auto& [k, v] : d.counts) {
+    const Severity s = format::DiagnosticSeverity(k);
+    std::string& line = s == Severity::kInfo ? notes : problems[s];
+    line += " " + k + "=" + std::to_string(v);
+  }
+  io.out << "diagnostics" << (scope.empty() ? "" : " (" + scope + ")") << ":";
+  if (problems.empty()) io.out << " none";
+  for (const auto& [s, line] : problems) io.out << " [" << format::SeverityName(s) << "]" << line;
   io.out << "\n";
+  if (!notes.empty()) io.out << "notes:" << notes << "\n";
+  for (const auto& detail : d.details) io.out << "  " << detail << "\n";
+}
+
+analysis::Diagnostics MergedDiagnostics(const std::vector<analysis::InputResult>& results) {
+  analysis::Diagnostics d;
+  for (const auto& r : results)
+    if (r.status.ok()) d.Merge(r.analysis.diagnostics);
+  return d;
+}
+
+nlohmann::json DiagnosticsJson(const analysis::Diagnostics& d) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : d.counts) j[k] = v;
+  return j;
+}
+
+nlohmann::json DiagnosticDetailsJson(const analysis::Diagnostics& d) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& detail : d.details) j.push_back(format::SanitizeUtf8(detail));  // paths may not be UTF-8
+  return j;
 }
 
 base::Status WriteTableFiles(const std::string& dir, const std::vector<const analysis::Table*>& tables,

@@ -39,13 +39,29 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 
 // Finds the traces under `path` and analyses them into `out`. Prints
 // "rlprof <command>: [<side>: ]<why>" when `path` holds no trace (returns false) and for every
-// input that could not be read (sets *bad_inputs; the others are still analysed).
+// input that could not be read (sets *bad_inputs; the others are still analysed). What the
+// search for inputs passed over (unreadable folders, empty files …) is counted in `found`.
 bool AnalysePath(const std::string& path, const char* command, const std::string& side,
                  const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
-                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs);
+                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
+                 analysis::Diagnostics* found);
 
-// "diagnostics: none" or "diagnostics: name=count …", one line.
-void PrintDiagnostics(Io& io, const analysis::Diagnostics& d);
+// The one way every command prints a diagnostics sink (src/format/diagnostics.h): problems by
+// severity, worst first, then informational notes on their own line (never shown as
+// problems), then the detail lines:
+//   diagnostics: none
+//   diagnostics: [data_loss] raw_bad_checksum_chunks=2 [warning] negative_duration=1
+//   notes: step_from_manifest=1
+//     runs/r1/rank0/events.rlp: 2 damaged chunks skipped
+// `scope` ("inputs", "all inputs") is shown as "diagnostics (scope):".
+void PrintDiagnostics(Io& io, const analysis::Diagnostics& d, const std::string& scope = "");
+
+// Every analysed input's diagnostics, merged (a run-level total).
+analysis::Diagnostics MergedDiagnostics(const std::vector<analysis::InputResult>& results);
+
+// The sink in --json outputs: {"name": count, …}; DiagnosticDetailsJson: the detail lines.
+nlohmann::json DiagnosticsJson(const analysis::Diagnostics& d);
+nlohmann::json DiagnosticDetailsJson(const analysis::Diagnostics& d);
 
 // -o DIR of compare and cluster: every table as DIR/<name>.csv and the document as DIR/<json_name>.
 base::Status WriteTableFiles(const std::string& dir, const std::vector<const analysis::Table*>& tables,

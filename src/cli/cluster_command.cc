@@ -34,15 +34,18 @@ int Run(const ClusterArgs& a, Io& io) {
   if (int rc = PrepareAnalysis(a.analysis, "cluster", io, &opts, &cls); rc != kExitOk) return rc;
   std::vector<analysis::InputResult> results;
   bool bad = false;
-  if (!AnalysePath(a.path, "cluster", "", cls, opts, a.jobs, io, &results, &bad)) return kExitBadInput;
+  analysis::Diagnostics found;
+  if (!AnalysePath(a.path, "cluster", "", cls, opts, a.jobs, io, &results, &bad, &found)) return kExitBadInput;
   const int exit = bad ? kExitBadInput : kExitOk;
   analysis::ClusterResult c = analysis::AnalyseCluster(results);
+  c.diagnostics.Merge(found);
+  c.diagnostics.Merge(MergedDiagnostics(results));
   const std::vector<const analysis::Table*> tables = {&c.step_time, &c.balance, &c.slow_ranks,
                                                       &c.collectives};
   nlohmann::json j{{"format", "rlprof-cluster"}, {"schema_version", 1}, {"path", a.path}};
   for (const auto* t : tables) j[t->name] = analysis::ToJson(*t);
-  j["diagnostics"] = nlohmann::json::object();
-  for (const auto& [k, v] : c.diagnostics.counts) j["diagnostics"][k] = v;
+  j["diagnostics"] = DiagnosticsJson(c.diagnostics);
+  if (!c.diagnostics.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(c.diagnostics);
   if (!a.output.empty()) {
     if (base::Status s = WriteTableFiles(a.output, tables, "cluster.json", j); !s.ok()) {
       io.err << "rlprof cluster: " << s.message() << "\n";

@@ -39,6 +39,7 @@ nlohmann::json ComparisonJson(const analysis::Comparison& c, const CompareArgs& 
                   {"step_marker", opts.step_marker},
                   {"top", a.top}};
   j.update(analysis::ComparisonToJson(c));
+  if (!c.diagnostics.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(c.diagnostics);
   return j;
 }
 
@@ -48,10 +49,16 @@ int Run(const CompareArgs& a, Io& io) {
   if (int rc = PrepareAnalysis(a.analysis, "compare", io, &opts, &cls); rc != kExitOk) return rc;
   std::vector<analysis::InputResult> base, test;
   bool bad = false;
-  if (!AnalysePath(a.baseline, "compare", "baseline", cls, opts, a.jobs, io, &base, &bad) ||
-      !AnalysePath(a.test, "compare", "new", cls, opts, a.jobs, io, &test, &bad))
+  analysis::Diagnostics found;
+  if (!AnalysePath(a.baseline, "compare", "baseline", cls, opts, a.jobs, io, &base, &bad, &found) ||
+      !AnalysePath(a.test, "compare", "new", cls, opts, a.jobs, io, &test, &bad, &found))
     return kExitBadInput;
   analysis::Comparison c = analysis::CompareRuns(base, test, {.top_ops = a.top});
+  // One sink: the comparison's own counts, what finding the inputs passed over, and what
+  // reading and analysing each input counted (a damaged baseline must not go unnoticed).
+  c.diagnostics.Merge(found);
+  c.diagnostics.Merge(MergedDiagnostics(base));
+  c.diagnostics.Merge(MergedDiagnostics(test));
   const int exit = bad ? kExitBadInput : kExitOk;
 
   const nlohmann::json j = ComparisonJson(c, a, opts);

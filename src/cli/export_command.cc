@@ -4,6 +4,7 @@
 // them) into a file other tools open: Chrome trace JSON (.json / .json.gz, Perfetto UI and
 // chrome://tracing), Perfetto protobuf (.pftrace) or SQLite (.db). The format defaults from
 // the output's extension. Exit codes: 2 unreadable input, 4 unwritable output.
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <ostream>
@@ -12,6 +13,7 @@
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/to_capture.h"
 #include "src/base/strings.h"
+#include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
 #include "src/format/capture.h"
@@ -30,50 +32,45 @@ struct ExportArgs {
   bool json = false;
 };
 
-// Traces that are not rlprof captures (Kineto / torch JSON, Ascend trace_view.json), read by
-// the analysis readers and converted; a folder of them converts every trace below it.
-base::StatusOr<std::vector<format::Capture>> LoadTraces(const std::string& path,
-                                                        std::vector<std::string>* diag) {
-  RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, analysis::FindTraceInputs({path}));
-  std::vector<format::Capture> out;
-  const analysis::Classifier cls = analysis::Classifier::Default();
-  for (const auto& in : inputs) {
-    auto t = analysis::ReadTrace(in);
-    if (!t.ok()) {
-      if (inputs.size() == 1) return t.status();
-      diag->push_back(in + ": " + t.status().message());
-      continue;
-    }
-    out.push_back(analysis::CaptureFromTrace(*t, cls));
-  }
-  if (out.empty()) return base::InvalidArgument(path + ": no readable trace or capture");
-  return out;
-}
-
 bool IsRawEvents(const std::string& path) {
   return fs::path(path).extension() == ".rlp";
 }
 
-// A capture directory or events file loads as one capture; another directory as a tree of
-// captures, or — when it holds none — of traces; any other file as a trace.
-base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
-                                                       std::vector<std::string>* diag) {
+// One input FindTraceInputs found: a capture directory or events file loads as a capture;
+// another file (Kineto / torch JSON, Ascend trace_view.json) is read by the analysis readers
+// and converted (its reader's diagnostics travel in the capture's).
+base::StatusOr<format::Capture> LoadOne(const std::string& in, const analysis::Classifier& cls) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return base::NotFound(path + ": no such file or directory");
-  if (!fs::is_directory(path, ec) && !IsRawEvents(path)) return LoadTraces(path, diag);
-  bool single = !fs::is_directory(path, ec) || fs::exists(fs::path(path) / "manifest.json", ec) ||
-                fs::exists(fs::path(path) / "events.rlp", ec);
-  std::vector<format::Capture> out;
-  if (single) {
-    RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(path));
-    out.push_back(std::move(c));
-  } else {
-    auto set = format::LoadCaptureTree(path);
-    if (!set.ok() || set->captures.empty()) return LoadTraces(path, diag);
-    out = std::move(set->captures);
-    *diag = std::move(set->diagnostics);
+  if (fs::is_directory(in, ec) || IsRawEvents(in)) return format::LoadCapture(in);
+  RLPROF_ASSIGN_OR_RETURN(analysis::Trace t, analysis::ReadTrace(in));
+  return analysis::CaptureFromTrace(t, cls);
+}
+
+// A capture directory, an events file, a trace file, or a folder of any of them (found the
+// way every command finds its inputs). Everything passed over or repaired is counted in `diag`.
+base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
+                                                       analysis::Diagnostics* diag) {
+  RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, analysis::FindTraceInputs({path}, diag));
+  if (inputs.empty()) {
+    std::string why = diag->details.empty() ? "" : " (" + diag->details.front() + ")";
+    return base::InvalidArgument(path + ": no trace or capture found" + why);
   }
-  for (const auto& c : out) diag->insert(diag->end(), c.diagnostics.begin(), c.diagnostics.end());
+  const analysis::Classifier cls = analysis::Classifier::Default();
+  std::vector<format::Capture> out;
+  for (const auto& in : inputs) {
+    auto c = LoadOne(in, cls);
+    if (!c.ok()) {
+      if (inputs.size() == 1) return c.status();
+      diag->Note("unreadable_inputs", c.status().message());
+      continue;
+    }
+    out.push_back(std::move(*c));
+  }
+  if (out.empty()) return base::InvalidArgument(path + ": no readable trace or capture");
+  std::stable_sort(out.begin(), out.end(), [](const format::Capture& a, const format::Capture& b) {
+    return a.manifest.rank < b.manifest.rank;
+  });
+  for (const auto& c : out) diag->Merge(c.diagnostics);
   return out;
 }
 
@@ -88,35 +85,34 @@ int Run(const ExportArgs& a, Io& io) {
     io.err << "rlprof export: " << fmt.status().message() << "\n";
     return kExitUsage;
   }
-  std::vector<std::string> diagnostics;
+  analysis::Diagnostics diagnostics;  // one sink: finding, reading and writing
   auto captures = LoadInput(a.input, &diagnostics);
-  if (!captures.ok()) return fail(captures.status());
+  if (!captures.ok()) {
+    for (const auto& d : diagnostics.details) io.err << "rlprof export: " << d << "\n";
+    return fail(captures.status());
+  }
   uint64_t source_events = 0;
   for (const auto& c : *captures) source_events += c.raw.events.size();
   auto stats = format::ExportCaptures(*captures, *fmt, a.output);
   if (!stats.ok()) return fail(stats.status());
-  diagnostics.insert(diagnostics.end(), stats->diagnostics.begin(), stats->diagnostics.end());
+  diagnostics.Merge(stats->diagnostics);
 
   if (a.json) {
-    std::string j = "{\"output\": ";
-    format::AppendJsonString(&j, a.output);
-    j += ", \"format\": \"";
-    j += format::ExportFormatName(*fmt);
-    j += "\", \"captures\": " + std::to_string(captures->size()) +
-         ", \"source_events\": " + std::to_string(source_events) +
-         ", \"events\": " + std::to_string(stats->events) +
-         ", \"bytes\": " + std::to_string(stats->bytes) + ", \"diagnostics\": [";
-    for (size_t i = 0; i < diagnostics.size(); ++i) {
-      if (i > 0) j += ", ";
-      format::AppendJsonString(&j, diagnostics[i]);
-    }
-    io.out << j << "]}\n";
+    nlohmann::json j{{"output", format::SanitizeUtf8(a.output)},
+                     {"format", format::ExportFormatName(*fmt)},
+                     {"captures", captures->size()},
+                     {"source_events", source_events},
+                     {"events", stats->events},
+                     {"bytes", stats->bytes},
+                     {"diagnostics", DiagnosticsJson(diagnostics)}};
+    if (!diagnostics.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(diagnostics);
+    io.out << j.dump() << "\n";
   } else {
     io.out << "wrote " << a.output << " (" << format::ExportFormatName(*fmt) << "): "
            << stats->events << " events from " << captures->size()
            << (captures->size() == 1 ? " capture, " : " captures, ")
            << base::FormatBytes(stats->bytes) << "\n";
-    for (const auto& d : diagnostics) io.out << "  diagnostic: " << d << "\n";
+    PrintDiagnostics(io, diagnostics);
   }
   return kExitOk;
 }

@@ -31,15 +31,17 @@ int Run(const ReportArgs& a, Io& io) {
   if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
   std::vector<analysis::InputResult> results, base;
   bool bad = false;
-  if (!AnalysePath(a.path, "report", "", cls, opts, a.jobs, io, &results, &bad)) return kExitBadInput;
-  if (!a.baseline.empty() && !AnalysePath(a.baseline, "report", "baseline", cls, opts, a.jobs, io, &base, &bad))
+  analysis::Diagnostics found;
+  if (!AnalysePath(a.path, "report", "", cls, opts, a.jobs, io, &results, &bad, &found)) return kExitBadInput;
+  if (!a.baseline.empty() &&
+      !AnalysePath(a.baseline, "report", "baseline", cls, opts, a.jobs, io, &base, &bad, &found))
     return kExitBadInput;
   const int exit = bad ? kExitBadInput : kExitOk;
   std::unique_ptr<analysis::Comparison> cmp;
   if (!a.baseline.empty())
     cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   const std::string title = a.title.empty() ? a.path : a.title;
-  const auto data = report::ReportData(results, analysis::SummaryJson(results, opts), title,
+  const auto data = report::ReportData(results, analysis::SummaryJson(results, opts, &found), title,
                                        RLPROF_VERSION, cmp.get(), a.baseline, a.path);
   if (base::Status s = report::WriteHtmlReport(a.output, data); !s.ok()) {
     io.err << "rlprof report: " << s.message() << "\n";
@@ -47,6 +49,11 @@ int Run(const ReportArgs& a, Io& io) {
   }
   io.out << "wrote " << a.output << " (" << results.size() << " input(s)"
          << (cmp ? ", compared with " + a.baseline : std::string()) << ")\n";
+  analysis::Diagnostics all = found;
+  all.Merge(MergedDiagnostics(results));
+  all.Merge(MergedDiagnostics(base));
+  if (cmp) all.Merge(cmp->diagnostics);
+  PrintDiagnostics(io, all, "all inputs");
   return exit;
 }
 

@@ -41,13 +41,15 @@ int Run(const SummaryArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "summary", io, &opts, &cls); rc != kExitOk) return rc;
-  auto inputs = analysis::FindTraceInputs({a.path});
+  analysis::Diagnostics found;
+  auto inputs = analysis::FindTraceInputs({a.path}, &found);
   if (!inputs.ok()) {
     io.err << "rlprof summary: " << inputs.status().message() << "\n";
     return kExitBadInput;
   }
   if (inputs->empty()) {
     io.err << "rlprof summary: no trace found under " << a.path << "\n";
+    for (const auto& d : found.details) io.err << "rlprof summary: " << d << "\n";
     return kExitBadInput;
   }
   auto results = analysis::AnalyseInputs(*inputs, cls, opts, 2);
@@ -72,8 +74,9 @@ int Run(const SummaryArgs& a, Io& io) {
                         {"rank", r.analysis.rank}, {"cpu_only", r.analysis.cpu_only}};
       in["tables"] = nlohmann::json::object();
       for (const auto& t : tables) in["tables"][t.name] = analysis::ToJson(t);
-      in["diagnostics"] = nlohmann::json::object();
-      for (const auto& [k, v] : r.analysis.diagnostics.counts) in["diagnostics"][k] = v;
+      in["diagnostics"] = DiagnosticsJson(r.analysis.diagnostics);
+      if (!r.analysis.diagnostics.details.empty())
+        in["diagnostic_details"] = DiagnosticDetailsJson(r.analysis.diagnostics);
       j["inputs"].push_back(std::move(in));
       continue;
     }
@@ -92,7 +95,13 @@ int Run(const SummaryArgs& a, Io& io) {
     if (a.json) j["stage_across_ranks"] = analysis::ToJson(t);
     else io.out << "== all inputs\n-- " << t.name << "\n" << analysis::ToText(t);
   }
-  if (a.json) io.out << j.dump(2) << "\n";
+  if (a.json) {
+    j["diagnostics"] = DiagnosticsJson(found);  // finding inputs; each input has its own
+    if (!found.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(found);
+    io.out << j.dump(2) << "\n";
+  } else if (!found.empty()) {
+    PrintDiagnostics(io, found, "finding inputs");
+  }
   return exit;
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/files.h"
+#include "src/base/time_math.h"
 
 namespace rlprof::format {
 namespace {
@@ -155,6 +156,23 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   counts.Int("threads", &m.threads);
   f.Bool("complete", &m.complete);
   f.StrList("errors", &m.errors);
+  if (auto it = root.find("files"); it != root.end()) {
+    if (!it->is_array()) {
+      diag->push_back(std::string(kManifestName) + ": files: expected a list");
+    } else {
+      for (const auto& e : *it) {
+        Manifest::File file;
+        Fields ff(&e, "files[].", diag);
+        if (!e.is_object()) {
+          diag->push_back(std::string(kManifestName) + ": files: expected objects");
+          continue;
+        }
+        ff.Str("name", &file.name);
+        ff.Int("bytes", &file.bytes);
+        if (!file.name.empty()) m.files.push_back(std::move(file));
+      }
+    }
+  }
   if (auto it = root.find("config"); it != root.end()) {
     m.config_json = it->dump(-1, ' ', false, json::error_handler_t::replace);
   }
@@ -182,17 +200,87 @@ std::string Capture::Label() const {
   return s;
 }
 
+void AddRawDiagnostics(const RawDiagnostics& d, Diagnostics* out) {
+  if (d.file_bytes == 0) {
+    out->Add("raw_empty_file");
+  } else if (!d.header_ok && d.truncated_tail_bytes != d.file_bytes) {
+    out->Add("raw_bad_header");  // (a file cut inside its header is counted as truncated only)
+  }
+  out->Add("raw_bad_checksum_chunks", d.bad_checksum_chunks);
+  out->Add("raw_truncated_tail_bytes", d.truncated_tail_bytes);
+  out->Add("raw_unknown_chunk_types", d.unknown_chunk_types);
+  out->Add("raw_undefined_string_refs", d.undefined_string_refs);
+  out->Add("raw_undefined_track_refs", d.undefined_track_refs);
+  out->Add("raw_bad_payload_chunks", d.bad_payload_chunks);
+  out->Add("raw_bad_records", d.bad_records);
+  out->Add("raw_skipped_bytes", d.skipped_bytes);
+  out->Add("name_truncated", d.truncated_strings);
+}
+
+void SanitizeCaptureTimes(Capture* c) {
+  c->times_checked = true;
+  Manifest& m = c->manifest;
+  Diagnostics& d = c->diagnostics;
+  for (int64_t* v : {&m.offset_to_rank0_ns, &m.monotonic_anchor_ns, &m.realtime_anchor_ns}) {
+    if (!base::IsValidTime(*v)) {
+      d.Add("clock_offset_out_of_range");
+      *v = 0;
+    }
+  }
+  if (!base::IsValidTime(m.window_open_ns) || !base::IsValidTime(m.window_close_ns)) {
+    d.Add("time_out_of_range");
+    m.window_open_ns = m.window_close_ns = 0;
+  } else if (m.window_close_ns < m.window_open_ns) {
+    d.Note("window_inverted", (c->dir.empty() ? c->events_path : c->dir) +
+                                  ": window closes (" + std::to_string(m.window_close_ns) +
+                                  " ns) before it opens (" + std::to_string(m.window_open_ns) +
+                                  " ns); window ignored");
+    m.window_open_ns = m.window_close_ns = 0;
+  }
+  // Every time is checked where it will be used: aligned to rank 0. The offset is valid, so
+  // ts + offset cannot overflow once ts is valid.
+  const int64_t off = m.offset_to_rank0_ns;
+  uint64_t out_of_range = 0, clamped = 0;
+  std::erase_if(c->raw.events, [&](Event& e) {
+    if (!base::IsValidTime(e.ts_ns) || !base::IsValidTime(e.ts_ns + off)) {
+      ++out_of_range;
+      return true;
+    }
+    if (e.kind == EventKind::kComplete && e.payload > 0) {
+      const int64_t lo = std::min(e.ts_ns, e.ts_ns + off);
+      const int64_t hi = std::max(e.ts_ns, e.ts_ns + off);
+      int64_t dur = e.payload;
+      // Valid both before and after alignment (exporters use either).
+      const bool cut = base::ClampDuration(hi, &dur);
+      if (base::ClampDuration(lo, &dur) || cut) ++clamped;
+      e.payload = dur;
+    }
+    return false;
+  });
+  d.Add("time_out_of_range", out_of_range);
+  d.Add("duration_clamped", clamped);
+}
+
 namespace {
 
-// After the events are read: the manifest wins, the events header fills what it lacks.
-void FinishCapture(Capture* c) {
-  if (c->manifest.rank < 0) c->manifest.rank = c->raw.info.rank;
-  if (c->manifest.pid == 0) c->manifest.pid = c->raw.info.pid;
-  if (c->manifest.host.empty()) c->manifest.host = c->raw.info.host;
-  if (!c->raw.diagnostics.clean()) {
-    c->diagnostics.push_back(c->events_path + ": " + c->raw.diagnostics.ToString());
+// The files the manifest lists against the directory: a missing one, or one shorter or longer
+// than when the manifest was written (the writer records sizes after closing the file).
+void CheckListedFiles(Capture* c) {
+  for (const Manifest::File& f : c->manifest.files) {
+    if (f.name.find('/') != std::string::npos || f.name == "..") continue;  // not ours to check
+    const fs::path p = fs::path(c->dir) / f.name;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      c->diagnostics.Note("manifest_listed_file_missing", p.string() + ": listed in the manifest, missing");
+      continue;
+    }
+    const auto size = fs::file_size(p, ec);
+    if (!ec && f.bytes > 0 && size != static_cast<uintmax_t>(f.bytes)) {
+      c->diagnostics.Note("manifest_file_size_mismatch", p.string() + ": " + std::to_string(size) +
+                                                              " bytes, the manifest says " +
+                                                              std::to_string(f.bytes));
+    }
   }
-  SortEventsByTime(&c->raw.events);
 }
 
 }  // namespace
@@ -205,6 +293,7 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
   fs::path parent = fs::path(path).parent_path();
   bool in_capture_dir = !fs::is_directory(path, ec) && fs::path(path).filename() == kEventsName &&
                         fs::exists((parent.empty() ? fs::path(".") : parent) / kManifestName, ec);
+  bool manifest_read = false;
   if (fs::is_directory(path, ec) || in_capture_dir) {
     c.dir = in_capture_dir ? (parent.empty() ? std::string(".") : parent.string()) : path;
     c.events_path = (fs::path(c.dir) / kEventsName).string();
@@ -215,21 +304,61 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
       return base::NotFound(path + ": not a capture directory (no manifest.json or events.rlp)");
     }
     if (c.has_manifest) {
-      auto text = base::ReadFile(manifest_path);
-      if (text.ok()) c.manifest = ParseManifest(*text, &c.diagnostics);
-      else c.diagnostics.push_back(text.status().message());
+      auto text = fs::is_directory(manifest_path, ec)
+                      ? base::StatusOr<std::string>(base::IoError(manifest_path + ": is a directory"))
+                      : base::ReadFile(manifest_path);
+      if (text.ok()) {
+        std::vector<std::string> problems;
+        c.manifest = ParseManifest(*text, &problems);
+        for (auto& p : problems) c.diagnostics.Note("manifest_problems", c.dir + ": " + p);
+        manifest_read = true;
+      } else {
+        c.has_manifest = false;
+        c.diagnostics.Note("manifest_unreadable", text.status().message());
+      }
     } else {
-      c.diagnostics.push_back(c.dir + ": manifest.json missing; identity taken from events.rlp");
+      c.diagnostics.Note("manifest_missing", c.dir + ": manifest.json missing; identity taken from events.rlp");
     }
     if (!has_events) {
-      c.diagnostics.push_back(c.dir + ": events.rlp missing; the capture has no events");
+      c.diagnostics.Note("capture_events_missing", c.dir + ": events.rlp missing; the capture has no events");
+      SanitizeCaptureTimes(&c);
       return c;
     }
   } else {
     c.events_path = path;
   }
-  RLPROF_ASSIGN_OR_RETURN(c.raw, ReadRaw(c.events_path));
-  FinishCapture(&c);
+  auto raw = ReadRaw(c.events_path);
+  if (!raw.ok()) {
+    // Nothing at all could be read: an error. Otherwise the manifest is the partial result.
+    if (!manifest_read) return raw.status();
+    c.diagnostics.Note("raw_events_unreadable", raw.status().message());
+  } else {
+    c.raw = std::move(*raw);
+  }
+  // The manifest wins; the events header fills what it lacks.
+  if (c.manifest.rank < 0) c.manifest.rank = c.raw.info.rank;
+  if (c.manifest.pid == 0) c.manifest.pid = c.raw.info.pid;
+  if (c.manifest.host.empty()) c.manifest.host = c.raw.info.host;
+  if (raw.ok()) {
+    AddRawDiagnostics(c.raw.diagnostics, &c.diagnostics);
+    if (!c.raw.diagnostics.clean())
+      c.diagnostics.details.push_back(c.events_path + ": " + c.raw.diagnostics.ToString());
+    // The manifest's count of events written against what the file holds.
+    if (manifest_read && c.manifest.event_count > 0) {
+      const auto n = static_cast<int64_t>(c.raw.events.size());
+      if (n != c.manifest.event_count) {
+        const uint64_t diff = static_cast<uint64_t>(n > c.manifest.event_count ? n - c.manifest.event_count
+                                                                               : c.manifest.event_count - n);
+        c.diagnostics.Note("manifest_event_count_mismatch",
+                           c.events_path + ": the manifest counts " + std::to_string(c.manifest.event_count) +
+                               " events, the file holds " + std::to_string(n),
+                           diff);
+      }
+    }
+  }
+  if (manifest_read) CheckListedFiles(&c);
+  SanitizeCaptureTimes(&c);
+  SortEventsByTime(&c.raw.events);
   return c;
 }
 
@@ -237,23 +366,49 @@ base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std:
   Capture c;
   c.events_path = name;
   RLPROF_ASSIGN_OR_RETURN(c.raw, ReadRawBytes(events_rlp, name));
-  FinishCapture(&c);
+  c.manifest.rank = c.raw.info.rank;
+  c.manifest.pid = c.raw.info.pid;
+  c.manifest.host = c.raw.info.host;
+  AddRawDiagnostics(c.raw.diagnostics, &c.diagnostics);
+  if (!c.raw.diagnostics.clean())
+    c.diagnostics.details.push_back(c.events_path + ": " + c.raw.diagnostics.ToString());
+  SanitizeCaptureTimes(&c);
+  SortEventsByTime(&c.raw.events);
   return c;
 }
 
-std::vector<std::string> FindCaptureDirs(const std::string& root) {
+namespace {
+
+bool IsCaptureDir(const fs::path& d) {
+  std::error_code ec;
+  return fs::exists(d / kManifestName, ec) || fs::exists(d / kEventsName, ec);
+}
+
+// Depth-first; a folder that cannot be listed is counted and skipped, the walk goes on.
+void WalkCaptureDirs(const fs::path& dir, std::vector<std::string>* dirs, Diagnostics* diag) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) {
+    if (diag) diag->Note("input_unreadable_dir", dir.string() + ": cannot list: " + ec.message());
+    return;
+  }
+  for (; it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_directory(e2) || it->is_symlink(e2)) continue;  // links: no endless loops
+    if (IsCaptureDir(it->path())) dirs->push_back(it->path().string());
+    WalkCaptureDirs(it->path(), dirs, diag);
+  }
+  if (ec && diag) diag->Note("input_unreadable_dir", dir.string() + ": listing stopped: " + ec.message());
+}
+
+}  // namespace
+
+std::vector<std::string> FindCaptureDirs(const std::string& root, Diagnostics* diag) {
   std::vector<std::string> dirs;
   std::error_code ec;
-  auto is_capture = [&](const fs::path& d) {
-    return fs::exists(d / kManifestName, ec) || fs::exists(d / kEventsName, ec);
-  };
   if (!fs::is_directory(root, ec)) return dirs;
-  if (is_capture(root)) dirs.push_back(fs::path(root).string());
-  auto opts = fs::directory_options::skip_permission_denied;
-  for (fs::recursive_directory_iterator it(root, opts, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it->is_directory(ec) && is_capture(it->path())) dirs.push_back(it->path().string());
-  }
+  if (IsCaptureDir(root)) dirs.push_back(fs::path(root).string());
+  WalkCaptureDirs(root, &dirs, diag);
   std::sort(dirs.begin(), dirs.end());
   return dirs;
 }
@@ -262,13 +417,13 @@ base::StatusOr<CaptureSet> LoadCaptureTree(const std::string& root) {
   std::error_code ec;
   if (!fs::exists(root, ec)) return base::NotFound(root + ": no such file or directory");
   CaptureSet set;
-  for (const auto& dir : FindCaptureDirs(root)) {
+  for (const auto& dir : FindCaptureDirs(root, &set.diagnostics)) {
     auto c = LoadCapture(dir);
     if (c.ok()) set.captures.push_back(std::move(*c));
-    else set.diagnostics.push_back(c.status().message());
+    else set.diagnostics.Note("unreadable_inputs", c.status().message());
   }
   if (set.captures.empty()) {
-    std::string why = set.diagnostics.empty() ? "" : ": " + set.diagnostics.front();
+    std::string why = set.diagnostics.details.empty() ? "" : ": " + set.diagnostics.details.front();
     return base::NotFound(root + ": no readable capture below this directory" + why);
   }
   std::stable_sort(set.captures.begin(), set.captures.end(),

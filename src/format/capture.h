@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/format/diagnostics.h"
 #include "src/format/raw.h"
 
 namespace rlprof::format {
@@ -59,6 +60,11 @@ struct Manifest {
   int64_t threads = 0;
   bool complete = false;
   std::vector<std::string> errors;
+  struct File {
+    std::string name;
+    int64_t bytes = 0;  // size when the manifest was written (0: not recorded)
+  };
+  std::vector<File> files;  // "files": what the capture directory should hold
   std::string config_json;  // the resolved plan, as compact JSON text ("" if absent)
 };
 
@@ -67,33 +73,51 @@ struct Capture {
   std::string events_path;
   bool has_manifest = false;
   Manifest manifest;  // identity fields filled from the events header when the manifest lacks them
-  RawCapture raw;     // events sorted by (ts, longer first)
-  // Problems found while loading the manifest ("manifest.json: identity.rank: expected an
-  // integer"), plus a one-line summary of raw.diagnostics when the events were damaged.
-  std::vector<std::string> diagnostics;
+  RawCapture raw;     // events sorted by (ts, longer first); times valid (base/time_math.h)
+  // Everything loading had to skip, repair or clamp, by catalogue name (src/format/
+  // diagnostics.h): raw_* counts of events.rlp, manifest problems, times out of range. The
+  // details say which file and why ("manifest.json: identity.rank: expected an integer").
+  Diagnostics diagnostics;
+  bool times_checked = false;  // SanitizeCaptureTimes has run (LoadCapture does it)
 
   // "rank 0 [actor] host (pid 123)"
   std::string Label() const;
 };
 
 struct CaptureSet {
-  std::vector<Capture> captures;     // ordered by (rank, directory)
-  std::vector<std::string> diagnostics;  // directories that could not be loaded, and why
+  std::vector<Capture> captures;  // ordered by (rank, directory)
+  Diagnostics diagnostics;        // directories that could not be loaded ("unreadable_inputs"), and why
 };
 
 // Parses manifest.json text leniently: ill-typed or missing keys keep defaults and are noted.
 Manifest ParseManifest(const std::string& json_text, std::vector<std::string>* diagnostics);
 
 // `path` is a capture directory or an events.rlp file. NotFound when the path does not exist
-// or holds neither file; InvalidArgument when events.rlp is not an rlprof file.
+// or holds neither file; InvalidArgument when a bare events file is not an rlprof file. A
+// capture directory whose manifest was read loads even when its events.rlp cannot be read (a
+// directory, not an rlprof file, …): no events, counted as raw_events_unreadable.
+//
+// Times are made safe here, once, for every reader and writer: clock anchors and offsets
+// outside ±2^62 ns are ignored (clock_offset_out_of_range), an inverted window is dropped
+// (window_inverted), events whose time aligned to rank 0 (ts + offset_to_rank0_ns) is outside
+// ±2^62 ns are dropped (time_out_of_range) and complete events are shortened to end within
+// the range (duration_clamped). So ts + offset + duration never overflows downstream.
 base::StatusOr<Capture> LoadCapture(const std::string& path);
 
 // A bare events.rlp already in memory (`name` stands for its path), loaded as LoadCapture
 // loads the file: InvalidArgument when the bytes are not an rlprof file.
 base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std::string& name);
 
+// Adds the named raw_* counts of `raw` (and name_truncated) to `out`.
+void AddRawDiagnostics(const RawDiagnostics& raw, Diagnostics* out);
+
+// The time checks of LoadCapture, for captures built in memory: sanitises the manifest's clock
+// fields and window and the events' times, counting into c->diagnostics.
+void SanitizeCaptureTimes(Capture* c);
+
 // Every directory at or below `root` that contains manifest.json or events.rlp, sorted.
-std::vector<std::string> FindCaptureDirs(const std::string& root);
+// Folders that cannot be listed are counted in `diag` (input_unreadable_dir), when given.
+std::vector<std::string> FindCaptureDirs(const std::string& root, Diagnostics* diag = nullptr);
 
 // Loads every capture below `root`. NotFound when there is none.
 base::StatusOr<CaptureSet> LoadCaptureTree(const std::string& root);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/base/time_math.h"
 #include "src/format/event_schema.h"
 #include "src/format/json_escape.h"
 #include "src/format/output_file.h"
@@ -129,7 +130,7 @@ class Writer {
     Key("tid");
     AppendInt(&buf_, t.tid);
     Key("ts");
-    AppendMicros(&buf_, e.ts_ns + offset_ - layout_.base_ns);
+    AppendMicros(&buf_, base::SatSub(base::SatAdd(e.ts_ns, offset_), layout_.base_ns));
   }
 
   void Args(const Capture& c, const Event& e) {
@@ -177,7 +178,7 @@ class Writer {
           }
           auto& stack = open[e.track];
           while (!stack.empty() && stack.back() <= e.ts_ns) stack.pop_back();
-          int64_t end = e.ts_ns + e.payload;
+          int64_t end = base::SatAdd(e.ts_ns, e.payload);
           if (!stack.empty() && end > stack.back()) {
             end = stack.back();
             ++stats_->clipped_slices;
@@ -186,7 +187,7 @@ class Writer {
           Open('X');
           Common(c, e, t, e.name, nullptr);
           Key("dur");
-          AppendMicros(&buf_, end - e.ts_ns);
+          AppendMicros(&buf_, base::SatSub(end, e.ts_ns));
           break;
         }
         case EventKind::kInstant:
@@ -260,7 +261,7 @@ class Writer {
     Key("tid");
     AppendInt(&buf_, t.tid);
     Key("ts");
-    AppendMicros(&buf_, e.ts_ns + offset_ - layout_.base_ns);
+    AppendMicros(&buf_, base::SatSub(base::SatAdd(e.ts_ns, offset_), layout_.base_ns));
     buf_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\"";
     if (!source) buf_ += ",\"bp\":\"e\"";
     Close();
@@ -295,9 +296,10 @@ class Writer {
       AppendInt(&buf_, m.dropped_events);
       Key("diagnostics");
       buf_ += '[';
-      for (size_t d = 0; d < c.diagnostics.size(); ++d) {
+      const std::vector<std::string> lines = c.diagnostics.Lines();
+      for (size_t d = 0; d < lines.size(); ++d) {
         if (d > 0) buf_ += ',';
-        AppendJsonString(&buf_, c.diagnostics[d]);
+        AppendJsonString(&buf_, lines[d]);
       }
       buf_ += "]}";
     }
@@ -314,17 +316,9 @@ class Writer {
 };
 
 void AddDiagnostics(ExportStats* s) {
-  if (s->clipped_slices > 0) {
-    s->diagnostics.push_back(std::to_string(s->clipped_slices) +
-                             " slices clipped to nest inside their parent");
-  }
-  if (s->skipped_events > 0) {
-    s->diagnostics.push_back(std::to_string(s->skipped_events) +
-                             " events not representable (negative duration, non-finite counter)");
-  }
-  if (s->unmatched_async > 0) {
-    s->diagnostics.push_back(std::to_string(s->unmatched_async) + " unmatched async begin/end");
-  }
+  s->diagnostics.Add("export_clipped_slices", s->clipped_slices);
+  s->diagnostics.Add("export_skipped_events", s->skipped_events);
+  s->diagnostics.Add("export_unmatched_async", s->unmatched_async);
 }
 
 }  // namespace

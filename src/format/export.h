@@ -19,6 +19,7 @@
 
 #include "src/base/status.h"
 #include "src/format/capture.h"
+#include "src/format/diagnostics.h"
 
 namespace rlprof::format {
 
@@ -36,7 +37,7 @@ struct ExportStats {
   uint64_t skipped_events = 0;  // could not be represented (negative duration, NaN counter …)
   uint64_t clipped_slices = 0;  // complete events shortened to nest inside their parent
   uint64_t unmatched_async = 0; // async begin without end or end without begin
-  std::vector<std::string> diagnostics;  // one line per kind of problem
+  Diagnostics diagnostics;      // export_* counts (src/format/diagnostics.h)
 };
 
 // Where the text/bytes of an export go (a file, or a string in tests).

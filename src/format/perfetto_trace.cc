@@ -11,6 +11,7 @@
 #include "src/format/event_schema.h"
 #include "src/format/json_escape.h"
 #include "src/format/output_file.h"
+#include "src/base/time_math.h"
 #include "src/format/perfetto_packets.h"
 #include "src/format/trace_layout.h"
 
@@ -162,8 +163,9 @@ class Writer {
     for (size_t i = 0; i < std::size(kArgNames); ++i) args.push_back({i + 1, kArgNames[i]});
     seq.SequenceStart(cats, args);
     const Manifest& m = c.manifest;
-    if (m.realtime_anchor_ns != 0 && m.monotonic_anchor_ns + cl.offset_ns >= 0) {
-      seq.ClockSnapshot(static_cast<uint64_t>(m.monotonic_anchor_ns + cl.offset_ns),
+    // Saturating: the writer also takes captures that did not go through LoadCapture.
+    if (m.realtime_anchor_ns != 0 && base::SatAdd(m.monotonic_anchor_ns, cl.offset_ns) >= 0) {
+      seq.ClockSnapshot(static_cast<uint64_t>(base::SatAdd(m.monotonic_anchor_ns, cl.offset_ns)),
                         static_cast<uint64_t>(m.realtime_anchor_ns));
     }
     ProcessUuid(cl.host_process);
@@ -179,7 +181,7 @@ class Writer {
     for (size_t i = 0; i < c.raw.events.size(); ++i) {
       const Event& ev = c.raw.events[i];
       const TrackLayout& t = layout_.Track(ci, ev.track);
-      int64_t ts = ev.ts_ns + cl.offset_ns;
+      int64_t ts = base::SatAdd(ev.ts_ns, cl.offset_ns);
       if (ts < 0 || (ev.kind == EventKind::kComplete && ev.payload < 0)) {
         ++stats_->skipped_events;
         continue;
@@ -220,7 +222,7 @@ class Writer {
         case EventKind::kComplete: {
           auto& stack = open[ev.track];
           while (!stack.empty() && stack.back() <= ev.ts_ns) stack.pop_back();
-          int64_t end = ev.ts_ns + ev.payload;
+          int64_t end = base::SatAdd(ev.ts_ns, ev.payload);
           if (!stack.empty() && end > stack.back()) {
             end = stack.back();
             ++stats_->clipped_slices;
@@ -238,7 +240,7 @@ class Writer {
               p.flow_terminating = fe == FlowEnd::kSink;
             }
           }
-          ends_.push({end + cl.offset_ns, order++, p.track_uuid});
+          ends_.push({base::SatAdd(end, cl.offset_ns), order++, p.track_uuid});
           break;
         }
         case EventKind::kInstant:
@@ -309,19 +311,9 @@ class Writer {
 ExportStats WritePerfetto(std::span<const Capture> captures, ByteSink* sink) {
   ExportStats stats;
   Writer(captures, sink, &stats).Run();
-  if (stats.clipped_slices > 0) {
-    stats.diagnostics.push_back(std::to_string(stats.clipped_slices) +
-                                " slices clipped to nest inside their parent");
-  }
-  if (stats.skipped_events > 0) {
-    stats.diagnostics.push_back(std::to_string(stats.skipped_events) +
-                                " events not representable (negative time or duration, "
-                                "non-finite counter)");
-  }
-  if (stats.unmatched_async > 0) {
-    stats.diagnostics.push_back(std::to_string(stats.unmatched_async) +
-                                " unmatched async begin/end");
-  }
+  stats.diagnostics.Add("export_clipped_slices", stats.clipped_slices);
+  stats.diagnostics.Add("export_skipped_events", stats.skipped_events);
+  stats.diagnostics.Add("export_unmatched_async", stats.unmatched_async);
   return stats;
 }
 

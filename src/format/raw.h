@@ -81,6 +81,8 @@ struct RawDiagnostics {
   uint64_t bad_payload_chunks = 0;    // checksum ok but zstd payload or lengths inconsistent
   uint64_t bad_records = 0;           // malformed string/track records inside a valid chunk
   uint64_t skipped_bytes = 0;         // bytes passed over while resynchronising after damage
+  uint64_t truncated_strings = 0;     // strings / track names cut to kRawMaxStringBytes
+  uint64_t file_bytes = 0;            // size of the input (0: an empty file)
 
   // True when nothing was lost or unresolved.
   bool clean() const;
@@ -94,6 +96,9 @@ inline constexpr uint32_t kRawFormatVersion = 1;
 inline constexpr uint32_t kRawChunkMagic = 0x4B434C52;  // "RLCK" little-endian
 inline constexpr size_t kRawChunkHeaderBytes = 20;
 inline constexpr uint32_t kRawMaxChunkBytes = 64u << 20;  // uncompressed; larger is corrupt
+// Readers keep at most this many bytes of a string or track name (the rest is counted lost):
+// a hostile 1 GB name must not multiply memory through every copy of the analysis.
+inline constexpr size_t kRawMaxStringBytes = 1u << 20;
 enum class RawChunkType : uint32_t { kStrings = 1, kTracks = 2, kEvents = 3 };
 
 struct RawCapture {
@@ -106,8 +111,10 @@ struct RawCapture {
   const std::string& str(uint32_t id) const;
 };
 
-// Reads every complete chunk. Fails only when the file cannot be opened or its header is not
-// an rlprof header; a damaged body yields a partial capture plus diagnostics.
+// Reads every complete chunk. Fails only when the file cannot be opened (or is not a regular
+// file), does not start with the rlprof magic, or has an intact header of a newer version; a
+// damaged header or body (a flipped version byte included: the header checksum tells) yields
+// a partial capture plus diagnostics.
 base::StatusOr<RawCapture> ReadRaw(const std::string& path);
 // Same, from bytes already in memory (`name` is used in error messages).
 base::StatusOr<RawCapture> ReadRawBytes(std::string_view bytes, const std::string& name);

@@ -11,6 +11,8 @@
 #include <memory>
 #include <unordered_map>
 
+#include <sys/stat.h>
+
 #include "src/format/event_schema.h"
 #include "src/format/raw.h"
 #include "src/format/raw_layout.h"
@@ -127,7 +129,7 @@ class Parser {
       uint32_t len = GetLe<uint32_t>(r.data() + p + 4);
       p += 8;
       if (r.size() - p < len) return Bad();
-      strings_[id] = std::string(r.substr(p, len));
+      strings_[id] = Keep(r.substr(p, len));
       p += len;
     }
   }
@@ -145,7 +147,7 @@ class Parser {
       uint32_t len = GetLe<uint32_t>(h + 16);
       p += kRawTrackRecordFixedBytes;
       if (r.size() - p < len) return Bad();
-      t.name = std::string(r.substr(p, len));
+      t.name = Keep(r.substr(p, len));
       p += len;
       if (static_cast<uint8_t>(t.kind) > static_cast<uint8_t>(TrackKind::kAsync)) {
         ++cap_->diagnostics.bad_records;
@@ -156,10 +158,17 @@ class Parser {
     }
   }
 
+  // At most kRawMaxStringBytes of a string, counted when cut.
+  std::string Keep(std::string_view s) {
+    if (s.size() <= kRawMaxStringBytes) return std::string(s);
+    ++cap_->diagnostics.truncated_strings;
+    return std::string(s.substr(0, kRawMaxStringBytes));
+  }
+
   void Events(std::string_view r) {
     size_t n = r.size() / sizeof(Event);
     if (r.size() % sizeof(Event) != 0) ++cap_->diagnostics.bad_records;
-    if (n == 0) return;  // (memcpy into an empty vector's null data() is undefined, even for 0 bytes)
+    if (n == 0) return;  // an empty chunk: nothing to copy (memcpy to a null vector is UB)
     auto& ev = cap_->events;
     size_t first = ev.size();
     ev.resize(first + n);
@@ -192,13 +201,7 @@ StatusOr<size_t> ParseHeader(std::string_view b, const std::string& name, RawCap
     cap->diagnostics.truncated_tail_bytes = b.size();
     return b.size();
   }
-  cap->version = GetLe<uint32_t>(b.data() + 8);
-  if (cap->version > kRawFormatVersion) {
-    return base::FailedPrecondition(name + ": events format version " +
-                                    std::to_string(cap->version) +
-                                    " is newer than this rlprof reads (" +
-                                    std::to_string(kRawFormatVersion) + ")");
-  }
+  const uint32_t version = GetLe<uint32_t>(b.data() + 8);
   uint32_t hb = GetLe<uint32_t>(b.data() + 12);
   uint32_t host_len = GetLe<uint32_t>(b.data() + 28);
   bool sane = hb >= kRawHeaderFixedBytes && hb <= kMaxHeaderBytes &&
@@ -207,12 +210,20 @@ StatusOr<size_t> ParseHeader(std::string_view b, const std::string& name, RawCap
     cap->diagnostics.truncated_tail_bytes = b.size();
     return b.size();
   }
+  // The checksum first: a flipped version byte is damage to the header (lose the header, keep
+  // the chunks), not a file from the future.
   if (!sane || RawCrc32(0, b.data(), hb - 4) != GetLe<uint32_t>(b.data() + hb - 4)) {
     // Damaged header: keep the body, resynchronise on the first chunk magic.
     size_t p = FindMagic(b, sizeof kRawMagic);
     cap->diagnostics.skipped_bytes += p - sizeof kRawMagic;
     return p;
   }
+  if (version > kRawFormatVersion) {
+    return base::FailedPrecondition(name + ": events format version " + std::to_string(version) +
+                                    " is newer than this rlprof reads (" +
+                                    std::to_string(kRawFormatVersion) + ")");
+  }
+  cap->version = version;
   cap->info.rank = static_cast<int64_t>(GetLe<uint64_t>(b.data() + 16));
   cap->info.pid = GetLe<uint32_t>(b.data() + 24);
   cap->info.host.assign(b.data() + 32, host_len);
@@ -229,6 +240,7 @@ const std::string& RawCapture::str(uint32_t id) const {
 
 StatusOr<RawCapture> ReadRawBytes(std::string_view b, const std::string& name) {
   RawCapture cap;
+  cap.diagnostics.file_bytes = b.size();
   RLPROF_ASSIGN_OR_RETURN(size_t pos, ParseHeader(b, name, &cap));
   auto& d = cap.diagnostics;
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
@@ -277,13 +289,14 @@ StatusOr<RawCapture> ReadRaw(const std::string& path) {
     if (errno == ENOENT) return base::NotFound(path + ": no such file");
     return base::IoError(path + ": cannot open: " + std::strerror(errno));
   }
+  // fopen succeeds on a directory, whose "size" is then LONG_MAX: only regular files (and
+  // pipes, read without a size hint) are read.
+  struct stat st {};
+  if (fstat(fileno(f.get()), &st) != 0) return base::IoError(path + ": cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return base::IoError(path + ": is a directory, not an events file");
   std::string bytes;
   char buf[1 << 16];
-  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
-    long size = std::ftell(f.get());
-    if (size > 0) bytes.reserve(static_cast<size_t>(size));
-    std::rewind(f.get());
-  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, n);
   if (std::ferror(f.get())) return base::IoError(path + ": read error");
@@ -293,7 +306,8 @@ StatusOr<RawCapture> ReadRaw(const std::string& path) {
 bool RawDiagnostics::clean() const {
   return header_ok && bad_checksum_chunks == 0 && truncated_tail_bytes == 0 &&
          unknown_chunk_types == 0 && undefined_string_refs == 0 && undefined_track_refs == 0 &&
-         bad_payload_chunks == 0 && bad_records == 0 && skipped_bytes == 0;
+         bad_payload_chunks == 0 && bad_records == 0 && skipped_bytes == 0 &&
+         truncated_strings == 0;
 }
 
 std::string RawDiagnostics::ToString() const {
@@ -303,7 +317,7 @@ std::string RawDiagnostics::ToString() const {
     if (!s.empty()) s += "; ";
     s += std::to_string(n) + " " + what;
   };
-  if (!header_ok) s = "file header missing or damaged";
+  if (!header_ok) s = file_bytes == 0 ? "empty file" : "file header missing or damaged";
   add(bad_checksum_chunks, "damaged chunks skipped");
   add(bad_payload_chunks, "undecodable chunks skipped");
   add(unknown_chunk_types, "chunks of unknown type skipped");
@@ -312,6 +326,7 @@ std::string RawDiagnostics::ToString() const {
   add(bad_records, "malformed records dropped");
   add(undefined_string_refs, "references to undefined strings");
   add(undefined_track_refs, "references to undefined tracks");
+  add(truncated_strings, "names longer than 1 MiB truncated");
   return s;
 }
 

@@ -279,9 +279,38 @@ TEST(RawFormatTest, NewerFormatVersionIsRefusedWithAClearMessage) {
   std::string h = EncodeRawHeader({}, 16);
   uint32_t v = kRawFormatVersion + 1;
   std::memcpy(h.data() + 8, &v, 4);
+  // A real newer file has a header whose checksum covers its version.
+  const uint32_t crc = RawCrc32(0, h.data(), h.size() - 4);
+  std::memcpy(h.data() + h.size() - 4, &crc, 4);
   auto cap = ReadRawBytes(h, "new.rlp");
   ASSERT_FALSE(cap.ok());
   EXPECT_NE(cap.status().message().find("newer"), std::string::npos);
+}
+
+// Issue 10: a flipped version byte (checksum wrong) rejected the whole capture; it is damage
+// to the header only, and the chunks are read.
+TEST(RawFormatTest, AFlippedVersionByteIsHeaderDamageNotANewerFile) {
+  std::vector<Event> events;
+  std::string bytes = WriteSmallMultiChunkFile(&events);
+  bytes[8] ^= 0x40;
+  auto cap = ReadRawBytes(bytes, "x");
+  ASSERT_TRUE(cap.ok()) << cap.status().ToString();
+  EXPECT_FALSE(cap->diagnostics.header_ok);
+  EXPECT_EQ(cap->events.size(), events.size());
+}
+
+// An events chunk of zero bytes reached memcpy(NULL, …, 0) (undefined behaviour).
+TEST(RawFormatTest, AnEmptyEventsChunkIsHarmless) {
+  std::string bytes = EncodeRawHeader({}, 16);
+  char h[kRawChunkHeaderBytes];
+  const std::string payload("\x28\xb5\x2f\xfd\x20\x00\x01\x00\x00", 9);  // zstd frame of 0 bytes
+  EncodeRawChunkHeader(RawChunkType::kEvents, 0, payload.data(), static_cast<uint32_t>(payload.size()), h);
+  bytes.append(h, sizeof h);
+  bytes += payload;
+  auto cap = ReadRawBytes(bytes, "x");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_TRUE(cap->events.empty());
+  EXPECT_EQ(cap->diagnostics.bad_payload_chunks, 0u) << cap->diagnostics.ToString();
 }
 
 TEST(RawFormatTest, DamagedHeaderStillYieldsTheChunks) {

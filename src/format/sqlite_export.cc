@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "src/base/time_math.h"
 #include "src/format/event_schema.h"
 #include "src/format/json_escape.h"
 
@@ -185,7 +186,7 @@ class Exporter {
     RLPROF_ASSIGN_OR_RETURN(
         StmtPtr s, db_->Prepare("INSERT INTO captures VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     std::string diag;
-    for (const auto& d : c.diagnostics) diag += (diag.empty() ? "" : "\n") + d;
+    for (const auto& d : c.diagnostics.Lines()) diag += (diag.empty() ? "" : "\n") + d;
     sqlite3_stmt* st = s.get();
     sqlite3_bind_int64(st, 1, static_cast<int64_t>(ci + 1));
     BindText(st, 2, SanitizeUtf8(c.Label()));
@@ -246,7 +247,7 @@ class Exporter {
         RLPROF_ASSIGN_OR_RETURN(track_ids[e.track], TrackRow(ci, t, false));
       }
       RLPROF_ASSIGN_OR_RETURN(int64_t name, remap(e.name));
-      sqlite3_bind_int64(s, 1, e.ts_ns + offset);
+      sqlite3_bind_int64(s, 1, base::SatAdd(e.ts_ns, offset));
       if (e.kind == EventKind::kComplete) sqlite3_bind_int64(s, 2, e.payload);
       sqlite3_bind_int(s, 3, static_cast<int>(e.kind));
       sqlite3_bind_int(s, 4, static_cast<int>(e.category));
@@ -316,10 +317,7 @@ base::StatusOr<ExportStats> WriteSqliteFile(std::span<const Capture> captures,
     return base::IoError(path + ": cannot rename into place: " + ec.message());
   }
   stats.bytes = fs::file_size(path, ec);
-  if (stats.skipped_events > 0) {
-    stats.diagnostics.push_back(std::to_string(stats.skipped_events) +
-                                " non-finite counter values stored as NULL");
-  }
+  stats.diagnostics.Add("export_null_counter_values", stats.skipped_events);
   return stats;
 }
 

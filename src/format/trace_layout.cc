@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "src/base/time_math.h"
+
 namespace rlprof::format {
 namespace {
 
@@ -108,15 +110,16 @@ TraceLayout BuildTraceLayout(std::span<const Capture> captures) {
         cl.tracks[e.track].defined = false;
       }
     }
-    for (const Event& e : c.raw.events) base = std::min(base, e.ts_ns + cl.offset_ns);
+    for (const Event& e : c.raw.events) base = std::min(base, base::SatAdd(e.ts_ns, cl.offset_ns));
     out.captures.push_back(std::move(cl));
   }
   out.base_ns = base == std::numeric_limits<int64_t>::max() ? 0 : base;
   for (size_t i = 0; i < captures.size(); ++i) {
     const Manifest& m = captures[i].manifest;
     if (m.realtime_anchor_ns != 0) {
-      out.base_realtime_ns =
-          out.base_ns - out.captures[i].offset_ns - m.monotonic_anchor_ns + m.realtime_anchor_ns;
+      out.base_realtime_ns = base::SatAdd(
+          base::SatSub(base::SatSub(out.base_ns, out.captures[i].offset_ns), m.monotonic_anchor_ns),
+          m.realtime_anchor_ns);
       break;
     }
   }

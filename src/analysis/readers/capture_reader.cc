@@ -1,10 +1,11 @@
 #include "src/analysis/readers/capture_reader.h"
 
 #include <algorithm>
-
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "src/base/time_math.h"
 #include "src/format/event_schema.h"
 
 namespace rlprof::analysis {
@@ -14,25 +15,17 @@ using format::Category;
 using format::Event;
 using format::EventKind;
 
-void CarryRawDiagnostics(const format::RawDiagnostics& d, Diagnostics* out) {
-  auto add = [&](const char* name, uint64_t n) {
-    if (n) out->Add(name, n);
-  };
-  if (!d.header_ok) out->Add("raw_bad_header");
-  add("raw_bad_checksum_chunks", d.bad_checksum_chunks);
-  add("raw_truncated_tail_bytes", d.truncated_tail_bytes);
-  add("raw_unknown_chunk_types", d.unknown_chunk_types);
-  add("raw_undefined_string_refs", d.undefined_string_refs);
-  add("raw_undefined_track_refs", d.undefined_track_refs);
-  add("raw_bad_payload_chunks", d.bad_payload_chunks);
-  add("raw_bad_records", d.bad_records);
-  add("raw_skipped_bytes", d.skipped_bytes);
-  if (d.truncated_tail_bytes) out->Add("truncated_input");
-}
-
 }  // namespace
 
-Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
+Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) {
+  // Times are checked once, where captures are loaded; a capture built in memory is checked
+  // here (a copy) so that the arithmetic below can never overflow.
+  std::optional<format::Capture> checked;
+  if (!capture.times_checked) {
+    checked = capture;
+    format::SanitizeCaptureTimes(&*checked);
+  }
+  const format::Capture& c = checked ? *checked : capture;
   Trace t;
   t.source = c.dir.empty() ? c.events_path : c.dir;
   t.format = "rlprof";
@@ -41,8 +34,9 @@ Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
   t.world_size = m.world_size > 0 ? m.world_size : -1;
   t.host = m.host;
   t.pid = m.pid > 0 ? m.pid : -1;
-  CarryRawDiagnostics(c.raw.diagnostics, &t.diagnostics);
-  if (!c.diagnostics.empty()) t.diagnostics.Add("manifest_problems", c.diagnostics.size());
+  // What loading counted: raw_* (events.rlp), manifest_*, times out of range.
+  t.diagnostics.Merge(c.diagnostics);
+  if (c.raw.diagnostics.truncated_tail_bytes) t.diagnostics.Add("truncated_input");
   if (c.has_manifest && !m.complete) t.diagnostics.Add("capture_incomplete");
   if (m.dropped_events > 0) t.diagnostics.Add("dropped_events", static_cast<uint64_t>(m.dropped_events));
 
@@ -212,8 +206,8 @@ Trace TraceFromCapture(const format::Capture& c, const ReadOptions& opts) {
         mk.end_ns += off;
       }
     for (CounterSample& c : t.counters) c.ts_ns += off;
-    if (t.capture_start_ns >= 0) t.capture_start_ns += off;
-    if (t.capture_end_ns >= 0) t.capture_end_ns += off;
+    if (t.capture_start_ns >= 0) t.capture_start_ns = base::SatAdd(t.capture_start_ns, off);
+    if (t.capture_end_ns >= 0) t.capture_end_ns = base::SatAdd(t.capture_end_ns, off);
   }
   t.Finalize();
   return t;

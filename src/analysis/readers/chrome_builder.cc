@@ -41,7 +41,18 @@ int64_t TrailingNumber(std::string_view s) {
 
 }  // namespace
 
+std::string_view TruncateName(std::string_view s, Diagnostics* diag) {
+  if (s.size() <= FastInterner::kMaxNameBytes) return s;
+  // A hostile 1 GB name must not be copied into every table: keep 64 KiB, on a UTF-8
+  // character boundary, and count it.
+  size_t n = FastInterner::kMaxNameBytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  diag->Add("name_truncated");
+  return s.substr(0, n);
+}
+
 uint32_t FastInterner::Intern(std::string_view s) {
+  s = TruncateName(s, &trace_->diagnostics);
   // Slot from the length and three bytes: no full hash for a name seen a moment ago.
   size_t slot = s.size();
   if (!s.empty()) {
@@ -143,11 +154,12 @@ int64_t ChromeTraceBuilder::ResolveId(const JsonId& id, bool is_pid, int64_t pid
       id.text.find_first_not_of("-0123456789") == std::string_view::npos)
     return v;
   if (is_pid && id.text == "CPU functions") cpu_functions_pid_ = true;
-  auto it = string_ids_.find(std::string(id.text));
+  const std::string_view text = Capped(id.text);
+  auto it = string_ids_.find(std::string(text));
   if (it != string_ids_.end()) return it->second;
   int64_t synthetic = kStringIdBase + static_cast<int64_t>(string_ids_.size());
-  string_ids_.emplace(std::string(id.text), synthetic);
-  id_labels_[synthetic] = std::string(id.text);
+  string_ids_.emplace(std::string(text), synthetic);
+  id_labels_[synthetic] = std::string(text);
   return synthetic;
 }
 
@@ -235,18 +247,19 @@ void ChromeTraceBuilder::AddRange(const JsonEvent& e, int64_t ts, int64_t dur, u
   t_->shapes[row] = shapes;
   t_->group[row] = group;
   if (!e.collective_name.empty()) t_->collective[row] = strings_.Intern(e.collective_name);
-  if (kind == SliceKind::kRange) AddMarker(ts, dur, name, cat, track);
+  // The marker spans the slice as stored (times clamped into range by AddSlice).
+  if (kind == SliceKind::kRange) AddMarker(t_->ts[row], t_->dur[row], name, cat, track);
 }
 
 void ChromeTraceBuilder::Metadata(const JsonEvent& e) {
   int64_t pid = ResolveId(e.pid, true, 0);
   if (e.name == "process_name") {
-    if (!e.arg_name.empty()) proc_names_[pid] = std::string(e.arg_name);
+    if (!e.arg_name.empty()) proc_names_[pid] = std::string(Capped(e.arg_name));
   } else if (e.name == "process_labels") {
-    if (!e.labels.empty()) proc_labels_[pid] = std::string(e.labels);
+    if (!e.labels.empty()) proc_labels_[pid] = std::string(Capped(e.labels));
   } else if (e.name == "thread_name") {
     int64_t tid = ResolveId(e.tid, false, pid);
-    if (!e.arg_name.empty()) thread_names_[{pid, tid}] = std::string(e.arg_name);
+    if (!e.arg_name.empty()) thread_names_[{pid, tid}] = std::string(Capped(e.arg_name));
   }
   // process_sort_index / thread_sort_index / others: display order only.
 }
@@ -435,9 +448,12 @@ void ChromeTraceBuilder::BindFlows() {
       auto th = by_id.find({static_cast<int>(TrackType::kThread), fp.pid, fp.tid});
       if (th == by_id.end())
         th = by_id.find({static_cast<int>(TrackType::kDeviceStream), fp.pid, fp.tid});
-      last_track = th == by_id.end() ? -1 : th->second;
+      // Not `? -1 : th->second`: the common type of int and uint32_t is unsigned, and -1
+      // became track 4294967295 (issue 10: a flow point on a thread without slices crashed
+      // every command).
+      last_track = th == by_id.end() ? int64_t{-1} : static_cast<int64_t>(th->second);
     }
-    if (last_track < 0) {
+    if (last_track < 0 || static_cast<uint64_t>(last_track) >= t_->tracks.size()) {
       t_->diagnostics.Add("flow_unbound");
       continue;
     }

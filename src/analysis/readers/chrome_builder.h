@@ -26,9 +26,11 @@
 
 namespace rlprof::analysis {
 
-// string_view-keyed interning in front of Trace::Intern (which allocates per lookup).
+// string_view-keyed interning in front of Trace::Intern (which allocates per lookup). Strings
+// longer than kMaxNameBytes are truncated (counted as "name_truncated").
 class FastInterner {
  public:
+  static constexpr size_t kMaxNameBytes = 1u << 20;  // as format::kRawMaxStringBytes
   explicit FastInterner(Trace* t) : trace_(t) {}
   uint32_t Intern(std::string_view s);
 
@@ -46,6 +48,9 @@ class FastInterner {
   };
   std::array<Recent, 256> recent_{};
 };
+
+// `s`, or its first FastInterner::kMaxNameBytes (on a UTF-8 boundary), counting "name_truncated".
+std::string_view TruncateName(std::string_view s, Diagnostics* diag);
 
 // What a slice's name says it is, for markers.
 struct MarkerName {
@@ -101,6 +106,7 @@ class ChromeTraceBuilder {
   void NameTracks();
   void ClampOverhangs();
   bool legacy() const { return legacy_; }
+  std::string_view Capped(std::string_view s) { return TruncateName(s, &t_->diagnostics); }
 
   Trace* t_;
   ReadOptions opts_;

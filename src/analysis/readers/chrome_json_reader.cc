@@ -10,6 +10,7 @@
 #include "src/analysis/readers/chrome_event.h"
 #include "src/analysis/readers/decimal.h"
 #include "src/analysis/readers/json_scan.h"
+#include "src/base/time_math.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -93,7 +94,8 @@ error_code ReadMicros(od::value& v, int64_t* out, bool* has, bool* bad, bool* wa
   }
   if (is_null) return simdjson::SUCCESS;
   if (was_string) *was_string = is_string;
-  if (ParseMicrosToNanos(text, out)) {
+  // Outside ±2^62 ns (1e300, INT64_MAX µs) is as unusable as NaN: the caller counts it.
+  if (ParseMicrosToNanos(text, out) && base::IsValidTime(*out)) {
     *has = true;
   } else {
     *bad = true;
@@ -114,7 +116,7 @@ error_code ReadInt(od::value& v, int64_t* out, uint32_t* bad) {
   return simdjson::SUCCESS;
 }
 
-error_code ReadString(od::value& v, std::string_view* out, uint32_t* bad) {
+error_code ReadString(od::value& v, std::string_view* out, uint32_t* bad, bool* was_null = nullptr) {
   std::string_view text;
   bool is_string, is_null;
   if (auto err = ScalarText(v, &text, &is_string, &is_null)) {
@@ -122,6 +124,7 @@ error_code ReadString(od::value& v, std::string_view* out, uint32_t* bad) {
     ++*bad;
     return simdjson::SUCCESS;
   }
+  if (was_null) *was_null = is_null;
   if (!is_null) *out = text;
   return simdjson::SUCCESS;
 }
@@ -273,8 +276,9 @@ error_code ParseEvent(od::object& obj, JsonEvent* e) {
         break;
       case 'n':
         if (KeyIs(k, "name")) {
-          err = ReadString(v, &e->name, &e->bad_values);
-          e->has_name = true;
+          bool null_name = false;
+          err = ReadString(v, &e->name, &e->bad_values, &null_name);
+          e->has_name = !null_name;  // "name": null names nothing (counted as missing_name)
         }
         break;
       case 'c':

@@ -118,7 +118,69 @@ base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& 
   return ReadJsonInput(in, name, opts);
 }
 
-base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::string>& paths) {
+namespace {
+
+// Walks `dir` (not a capture itself) depth-first. Unlike recursive_directory_iterator, an
+// unreadable sub-folder is counted and skipped and the walk goes on.
+void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics* diag) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) {
+    diag->Note("input_unreadable_dir", dir.string() + ": cannot list: " + ec.message());
+    return;
+  }
+  std::vector<fs::path> entries;
+  for (; it != end; it.increment(ec)) {
+    entries.push_back(it->path());
+  }
+  if (ec) diag->Note("input_unreadable_dir", dir.string() + ": listing stopped: " + ec.message());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& q : entries) {
+    std::error_code ec2;
+    const fs::file_status st = fs::status(q, ec2);
+    if (ec2) {
+      // A dangling link or an entry we may not stat.
+      diag->Note("input_unreadable_file", q.string() + ": " + ec2.message());
+      continue;
+    }
+    if (fs::is_directory(st)) {
+      if (fs::exists(q / "manifest.json", ec2)) {
+        out->insert(q.string());
+        continue;  // a capture: not searched further
+      }
+      // Linked folders are not descended into (a link to a parent would never end).
+      if (!fs::is_symlink(fs::symlink_status(q, ec2))) WalkForInputs(q, out, diag);
+      continue;
+    }
+    const std::string name = q.filename().string();
+    const bool events = name == "events.rlp";
+    const bool json = (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) && name != "manifest.json";
+    if (!events && !json) continue;
+    if (fs::is_regular_file(st) && fs::file_size(q, ec2) == 0 && !ec2) {
+      diag->Note("input_empty_file", q.string() + ": empty file skipped");
+      continue;
+    }
+    if (events) {
+      // The manifest would have made the folder a capture: read the events on their own.
+      diag->Note("input_events_without_manifest",
+                 q.string() + ": no manifest.json beside it; identity from the events header");
+      out->insert(q.string());
+      continue;
+    }
+    if (std::ifstream probe(q, std::ios::binary); !probe) {
+      diag->Note("input_unreadable_file", q.string() + ": cannot open");
+      continue;
+    }
+    if (LooksLikeTraceFile(q.string())) out->insert(q.string());
+  }
+}
+
+}  // namespace
+
+base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::string>& paths,
+                                                         Diagnostics* diag) {
+  Diagnostics local;
+  if (diag == nullptr) diag = &local;
   std::set<std::string> out;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -128,30 +190,11 @@ base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::
       out.insert(p);
       continue;
     }
-    if (fs::exists(fs::path(p) / "manifest.json")) {
-      out.insert(p);
+    if (fs::exists(fs::path(p) / "manifest.json", ec) || fs::exists(fs::path(p) / "events.rlp", ec)) {
+      out.insert(p);  // a capture directory (ReadTrace notes a missing manifest)
       continue;
     }
-    fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
-    for (; !ec && it != end; it.increment(ec)) {
-      const fs::path& q = it->path();
-      std::error_code ec2;
-      if (it->is_directory(ec2)) {
-        if (fs::exists(q / "manifest.json", ec2)) {
-          out.insert(q.string());
-          it.disable_recursion_pending();
-        }
-        continue;
-      }
-      std::string name = q.filename().string();
-      if (name == "events.rlp" && !fs::exists(q.parent_path() / "manifest.json", ec2)) {
-        out.insert(q.string());
-      } else if ((EndsWith(name, ".json") || EndsWith(name, ".json.gz")) &&
-                 name != "manifest.json" && LooksLikeTraceFile(q.string())) {
-        out.insert(q.string());
-      }
-    }
-    if (ec) return base::IoError(p + ": cannot list: " + ec.message());
+    WalkForInputs(p, &out, diag);
   }
   return std::vector<std::string>(out.begin(), out.end());
 }

@@ -42,10 +42,15 @@ base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts
 base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& name,
                                      const ReadOptions& opts = {});
 
-// Expands directories: every capture dir (has manifest.json) and every *.json / *.json.gz /
-// *.pt.trace.json(.gz) trace file below; sorted. Plain files are passed through; a path that
-// does not exist is NotFound.
-base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::string>& paths);
+// Expands directories: every capture dir (has manifest.json), every events.rlp without a
+// manifest, and every *.json / *.json.gz / *.pt.trace.json(.gz) trace file below; sorted.
+// Plain files and capture directories are passed through; a path that does not exist is
+// NotFound. What the walk had to pass over is counted in `diag` (when given), with the path:
+// folders it could not list (input_unreadable_dir), files it could not open
+// (input_unreadable_file), empty files (input_empty_file), events without a manifest
+// (input_events_without_manifest).
+base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::string>& paths,
+                                                         Diagnostics* diag = nullptr);
 
 }  // namespace rlprof::analysis
 

@@ -1,0 +1,155 @@
+// Every command on every hostile input (test/data/hostile, issue 10): no crash, a result, and
+// the one diagnostics sink printed — problems by severity, notes apart — and in --json.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/cli/analysis_setup.h"
+#include "src/cli/cli.h"
+#include "src/cli/cli_test_util.h"
+
+namespace rlprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class HostileCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = (fs::temp_directory_path() / ("rlprof_hostile_cli_" + std::to_string(::getpid())) /
+             info->name())
+                .string();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(fs::path(root_).parent_path()); }
+  static std::string Hostile(const std::string& name) {
+    return std::string(RLPROF_SOURCE_DIR) + "/test/data/hostile/" + name;
+  }
+  std::string root_;
+};
+
+TEST_F(HostileCommandTest, EveryCommandTakesEveryHostileFile) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(Hostile("")))
+    if (e.path().extension() == ".json") files.push_back(e.path().string());
+  ASSERT_GE(files.size(), 9u);
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    std::string out, err;
+    EXPECT_EQ(RunArgs({"summary", f}, &out, &err), kExitOk) << err;
+    EXPECT_NE(out.find("diagnostics"), std::string::npos) << out;
+    EXPECT_EQ(RunArgs({"summary", f, "--view", "all", "--json"}, &out, &err), kExitOk) << err;
+    EXPECT_TRUE(nlohmann::json::parse(out, nullptr, false).is_object());
+    EXPECT_EQ(RunArgs({"analyse", f, "-o", root_ + "/a"}, &out, &err), kExitOk) << err;
+    for (const char* ext : {".json", ".pftrace", ".db"}) {
+      EXPECT_EQ(RunArgs({"export", f, "-o", root_ + "/x" + ext, "--json"}, &out, &err), kExitOk) << err;
+      auto j = nlohmann::json::parse(out, nullptr, false);
+      ASSERT_TRUE(j.is_object()) << out;
+      EXPECT_TRUE(j["diagnostics"].is_object()) << out;
+    }
+    EXPECT_EQ(RunArgs({"report", f, "-o", root_ + "/r.html"}, &out, &err), kExitOk) << err;
+    EXPECT_NE(out.find("diagnostics (all inputs)"), std::string::npos) << out;
+    EXPECT_EQ(RunArgs({"compare", f, f}, &out, &err), kExitOk) << err;
+    EXPECT_EQ(RunArgs({"cluster", f}, &out, &err), kExitOk) << err;
+  }
+}
+
+// The flow-only trace of the audit, through the commands it crashed.
+TEST_F(HostileCommandTest, AFlowPointAloneNamesTheUnboundFlow) {
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"summary", Hostile("flow_start_alone.json")}, &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("flow_unbound=1"), std::string::npos) << out;
+  ASSERT_EQ(RunArgs({"export", Hostile("flow_start_alone.json"), "-o", root_ + "/f.pftrace"}, &out, &err),
+            kExitOk)
+      << err;
+  EXPECT_NE(out.find("flow_unbound=1"), std::string::npos) << out;  // export shows its reader's counts
+}
+
+// Hostile times: no absurd durations, and the losses are named (was: 9.2e18 µs and
+// "diagnostics: none").
+TEST_F(HostileCommandTest, HostileTimesAreNamedAndNoDurationIsAbsurd) {
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"summary", Hostile("hostile_times.json"), "--view", "all", "--json"}, &out, &err), kExitOk)
+      << err;
+  auto j = nlohmann::json::parse(out);
+  const auto& d = j["inputs"][0]["diagnostics"];
+  EXPECT_EQ(d["invalid_ts"], 8);
+  EXPECT_GE(d["duration_clamped"].get<int>(), 1);
+  // No step lasts longer than the valid range (2^62 ns ≈ 4.6e12 s = 4.6e15 µs).
+  for (const auto& row : j["inputs"][0]["tables"]["step_trace_time"]["rows"]) {
+    for (const auto& v : row)
+      if (v.is_number()) EXPECT_LT(std::abs(v.get<double>()), 9.3e15) << row.dump();
+  }
+}
+
+// Informational notes are not problems: a capture whose step came from the manifest prints
+// "diagnostics: none" and the note on its own line.
+TEST_F(HostileCommandTest, NotesAreNotShownAsProblems) {
+  analysis::Diagnostics d;
+  d.Add("step_from_manifest");
+  std::ostringstream o, e;
+  Io io{o, e};
+  PrintDiagnostics(io, d);
+  EXPECT_EQ(o.str(), "diagnostics: none\nnotes: step_from_manifest=1\n");
+  std::ostringstream o2;
+  Io io2{o2, e};
+  d.Add("raw_skipped_bytes", 7);
+  d.Add("negative_duration");
+  PrintDiagnostics(io2, d, "all inputs");
+  EXPECT_EQ(o2.str(),
+            "diagnostics (all inputs): [data_loss] raw_skipped_bytes=7 [warning] negative_duration=1\n"
+            "notes: step_from_manifest=1\n");
+}
+
+// Unreadable folders, empty files and events without a manifest are named by every command.
+TEST_F(HostileCommandTest, SkippedInputsAreNamed) {
+  fs::create_directories(root_ + "/run/a");
+  fs::copy_file(Hostile("instant_alone.json"), root_ + "/run/a/t.json");
+  { std::ofstream(root_ + "/run/a/empty.json"); }
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"summary", root_ + "/run"}, &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("input_empty_file=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("empty.json"), std::string::npos) << out;
+  ASSERT_EQ(RunArgs({"export", root_ + "/run", "-o", root_ + "/x.json"}, &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("input_empty_file=1"), std::string::npos) << out;
+  ASSERT_EQ(RunArgs({"analyse", root_ + "/run", "-o", root_ + "/out", "--json"}, &out, &err), kExitOk) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["diagnostics"]["input_empty_file"], 1);
+  ASSERT_EQ(RunArgs({"cluster", root_ + "/run", "--json"}, &out, &err), kExitOk) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["diagnostics"]["input_empty_file"], 1);
+  ASSERT_EQ(RunArgs({"compare", root_ + "/run", root_ + "/run", "--json"}, &out, &err), kExitOk) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["diagnostics"]["input_empty_file"], 2);  // both sides
+}
+
+// Issue 10: a capture whose events.rlp is a directory aborted every command (std::bad_alloc).
+TEST_F(HostileCommandTest, ACaptureWhoseEventsAreADirectoryIsPartialNotFatal) {
+  const std::string cap = root_ + "/cap";
+  fs::create_directories(cap + "/events.rlp");
+  { std::ofstream(cap + "/manifest.json") << R"({"identity": {"rank": 0, "host": "h", "pid": 7}})"; }
+  const std::vector<std::vector<std::string>> commands = {
+      {"summary", cap},
+      {"analyse", cap, "-o", root_ + "/a"},
+      {"export", cap, "-o", root_ + "/x.pftrace"},
+      {"report", cap, "-o", root_ + "/r.html"},
+      {"compare", cap, cap},
+      {"cluster", cap}};
+  for (const auto& args : commands) {
+    SCOPED_TRACE(args[0]);
+    std::string out, err;
+    EXPECT_EQ(RunArgs(args, &out, &err), kExitOk) << err;
+    EXPECT_NE(out.find("[data_loss] raw_events_unreadable="), std::string::npos) << out;
+  }
+}
+
+}  // namespace
+}  // namespace rlprof::cli
