@@ -105,6 +105,7 @@ uint64_t BytesPerEvent(const Contents& c, const std::vector<ExportFormat>& expor
 CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
                                  const EstimateModel& model) {
   CaptureSummary sum;
+  sum.notes = plan.notes;
   if (!plan.profiling_enabled()) return sum;
 
   // Workers: which roles share a process.

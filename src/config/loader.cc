@@ -42,8 +42,10 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
                                   " is past the last GPU (world size " +
                                   std::to_string(opt.world_size) + "); it is ignored");
   }
-  // Colocated actor / rollout / ref (verl's fused worker) must agree on discrete under union.
-  if (plan.dialect != Dialect::kNative && plan.dialect != Dialect::kMindSpeedRl &&
+  // Colocated actor / rollout / ref (verl's fused worker) must agree on discrete under an
+  // explicit union (verl Gen 3 otherwise lets the actor block decide: verl_schema.cc). verl
+  // Gen 1 OR-ed the blocks' discrete flags itself, so there it is a note.
+  if ((plan.dialect == Dialect::kVerlGen3 || plan.dialect == Dialect::kVerlGen1) &&
       plan.combine == CombinePolicy::kUnion) {
     const RolePlan* first = nullptr;
     for (const char* name : {"actor", "ref"}) {
@@ -51,13 +53,19 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
       if (!r || !r->enabled) continue;
       if (!first) {
         first = r;
+      } else if (r->mode != first->mode && plan.dialect == Dialect::kVerlGen1) {
+        plan.notes.push_back(first->block_path + " is " + CaptureModeName(first->mode) + " but " +
+                             r->block_path + " is " + CaptureModeName(r->mode) +
+                             ": the fused actor_rollout_ref worker captures discretely (verl "
+                             "Gen 1 unites the blocks it hosts)");
       } else if (r->mode != first->mode) {
         doc.Error(RoleKey(doc, *r, ""),
                   std::string("colocated roles disagree on discrete: ") + first->block_path +
                       " is " + CaptureModeName(first->mode) + " but " + r->block_path + " is " +
                       CaptureModeName(r->mode) +
                       "; they share one process (actor_rollout_ref), so set the same value, or "
-                      "choose global_tool_config.rlprof.combine: priority");
+                      "drop combine: union (verl's rule: the actor block decides), or choose "
+                      "combine: priority");
       }
     }
   }
@@ -116,11 +124,65 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
                             " but no role is enabled: nothing will be captured");
 }
 
+// A config without any profiler block. A misspelt top-level profiler key is an error (it
+// would silently turn profiling off); a training config of a known framework loads with
+// profiling off, as the framework itself would run it; anything else is not a config rlprof
+// knows.
+base::Status ParseWithoutProfilerBlock(ParseContext& ctx) {
+  Doc& doc = ctx.doc;
+  Ref root = doc.Root();
+  const std::vector<std::string> kBlocks = {"global_profiler", "profiler_config", "rlprof"};
+  for (const std::string& key : doc.Keys(root))
+    if (std::string hint = base::NearestWord(key, kBlocks); !hint.empty())
+      return base::InvalidArgument(doc.Where(doc.Child(root, key)) + ": unknown top-level key '" +
+                                   key + "'; did you mean '" + hint + "'? (no profiler block "
+                                   "found otherwise)");
+  Ref trainer = doc.Child(root, "trainer");
+  for (const std::string& key : doc.Keys(trainer))
+    if (base::NearestWord(key, {"profile_steps"}) == "profile_steps")
+      return base::InvalidArgument(doc.Where(doc.Child(trainer, key)) + ": unknown key 'trainer." +
+                                   key + "'; did you mean 'trainer.profile_steps'?");
+  auto has = [&](const char* k) { return doc.Child(root, k).present(); };
+  if (has("megatron_training") || (has("actor_config") && has("rl_config"))) {
+    ParseMindSpeed(ctx);  // notes that profiling is off
+    return base::Status::Ok();
+  }
+  if (has("actor_rollout_ref")) {
+    ParseVerlGen3(ctx);
+    ctx.plan.notes.insert(ctx.plan.notes.begin(),
+                          "no global_profiler block: profiling is off, as in verl (global_profiler"
+                          ".steps defaults to null); add global_profiler with tool and steps to "
+                          "profile");
+    return base::Status::Ok();
+  }
+  return base::InvalidArgument(
+      doc.file() + ": no profiler configuration found; expected one of: global_profiler "
+      "(verl), trainer.profile_steps (verl, legacy), profiler_config.integrated (MindSpeed-RL), "
+      "rlprof (rlprof's own block); a verl (actor_rollout_ref) or MindSpeed-RL "
+      "(megatron_training) training config without one loads with profiling off");
+}
+
+// Every error of the document in one message, "N errors in FILE:" then one per line.
+base::Status ErrorsStatus(const Doc& doc) {
+  std::ostringstream msg;
+  size_t n = doc.errors().size();
+  msg << n << (n == 1 ? " error" : " errors") << " in " << doc.file() << ":";
+  for (const auto& e : doc.errors()) msg << "\n  " << e.Format();
+  return base::InvalidArgument(msg.str());
+}
+
+// A fatal problem; errors found before it (keys given twice) are reported with it.
+base::Status Fatal(Doc& doc, const base::Status& status) {
+  if (doc.errors().empty()) return status;
+  doc.Error("", "", status.message());
+  return ErrorsStatus(doc);
+}
+
 }  // namespace
 
 base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& overrides,
                                      const LoadOptions& options) {
-  RLPROF_RETURN_IF_ERROR(doc.ApplyOverrides(overrides));
+  if (auto st = doc.ApplyOverrides(overrides); !st.ok()) return Fatal(doc, st);
   Plan plan;
   plan.config_path = doc.file();
   Reader rd(doc);
@@ -132,33 +194,22 @@ base::StatusOr<Plan> LoadPlanFromDoc(Doc& doc, const std::vector<std::string>& o
   bool has_legacy = root["trainer"].IsDefined() && root["trainer"].IsMap() &&
                     root["trainer"]["profile_steps"].IsDefined();
   int dialects = int(has_native) + int(has_gen3) + int(has_ms) + int(has_legacy && !has_gen3);
-  if (dialects > 1)
-  {
+  if (dialects > 1) {
     std::vector<std::string> found;
     if (has_native) found.push_back("rlprof");
     if (has_gen3) found.push_back("global_profiler");
     if (has_ms) found.push_back("profiler_config");
     if (has_legacy && !has_gen3) found.push_back("trainer.profile_steps");
-    return base::InvalidArgument(doc.file() + ": several profiler configs in one file (" +
-                                 base::Join(found, ", ") + "); keep one");
+    return Fatal(doc, base::InvalidArgument(doc.file() + ": several profiler configs in one "
+                                            "file (" + base::Join(found, ", ") + "); keep one"));
   }
   if (has_native) ParseNative(ctx);
   else if (has_gen3) ParseVerlGen3(ctx);
   else if (has_ms) ParseMindSpeed(ctx);
   else if (has_legacy) ParseVerlLegacy(ctx);
-  else
-    return base::InvalidArgument(
-        doc.file() + ": no profiler configuration found; expected one of: global_profiler "
-        "(verl), trainer.profile_steps (verl, legacy), profiler_config.integrated (MindSpeed-RL), "
-        "rlprof (rlprof's own block)");
+  else if (auto st = ParseWithoutProfilerBlock(ctx); !st.ok()) return Fatal(doc, st);
   if (doc.errors().empty()) ValidatePlan(doc, plan, options);
-  if (!doc.errors().empty()) {
-    std::ostringstream msg;
-    size_t n = doc.errors().size();
-    msg << n << (n == 1 ? " error" : " errors") << " in " << doc.file() << ":";
-    for (const auto& e : doc.errors()) msg << "\n  " << e.Format();
-    return base::InvalidArgument(msg.str());
-  }
+  if (!doc.errors().empty()) return ErrorsStatus(doc);
   for (const auto& w : doc.warnings()) plan.warnings.push_back(w);
   plan.resolved_yaml = PlanToVerlYaml(plan);
   return plan;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "src/config/captures.h"
 
@@ -184,6 +185,251 @@ TEST(LoaderTest, RolloutOnlyRankOfTheFusedWorkerCapturesOnlyRolloutStages) {
   EXPECT_EQ(r0.stages, (std::vector<std::string>{"actor_compute_log_prob", "actor_update",
                                                   "ref_compute_log_prob", "rollout_generate"}));
   EXPECT_FALSE(ResolveForProcess(*p, {"actor", "rollout", "ref"}, 3).enabled);
+}
+
+}  // namespace
+}  // namespace rlprof::config
+
+// Issue 10: a bad config gets an error naming file, line, key, value and what is allowed.
+namespace rlprof::config {
+namespace {
+
+bool Has(const std::vector<std::string>& lines, const std::string& part) {
+  for (const auto& l : lines)
+    if (l.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST(LoaderErrorsTest, KeysGivenTwiceAreErrorsNamingBothLines) {
+  std::string msg = MustFail(
+      "global_profiler:\n  tool: npu\n  steps: [1]\n  tool: torch\n"
+      "actor_rollout_ref: {actor: {profiler: {enable: true}}}\n"
+      "data: {a: 1}\ndata: {a: 2}\n");
+  EXPECT_NE(msg.find("2 errors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("t.yaml:4: key 'global_profiler.tool' is given twice (first at line 2)"),
+            std::string::npos) << msg;
+  // Outside the profiler blocks too: OmegaConf rejects the whole file.
+  EXPECT_NE(msg.find("t.yaml:7: key 'data' is given twice (first at line 6)"), std::string::npos)
+      << msg;
+}
+
+TEST(LoaderErrorsTest, KeysGivenTwiceAreReportedWithAnyOtherFatalError) {
+  std::string msg = MustFail("a: 1\na: 2\n");
+  EXPECT_NE(msg.find("t.yaml:2: key 'a' is given twice"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no profiler configuration found"), std::string::npos) << msg;
+}
+
+TEST(LoaderErrorsTest, RepeatedOverridesApplyInOrderWithAWarning) {
+  const char* yaml = "global_profiler: {tool: torch, steps: [1]}\n"
+                     "actor_rollout_ref: {actor: {profiler: {enable: true}}}\n";
+  Plan p = MustLoad(yaml, {"global_profiler.steps=[2]", "global_profiler.steps=[3]"});
+  EXPECT_EQ(p.steps.list, (std::vector<int64_t>{3}));
+  EXPECT_TRUE(Has(p.warnings, "override 'global_profiler.steps=[3]' sets 'global_profiler.steps' "
+                              "again after override 'global_profiler.steps=[2]'"));
+  // A mapping value repeating a key is rejected like a file doing so.
+  EXPECT_EQ(MustFail(yaml, {"++global_profiler.global_tool_config={rlprof: {combine: union, "
+                            "combine: priority}}"}),
+            "override '++global_profiler.global_tool_config={rlprof: {combine: union, combine: "
+            "priority}}': key 'global_profiler.global_tool_config.rlprof.combine' is given twice "
+            "in the value");
+  // Deleting and adding again is a deliberate sequence, not a repetition.
+  Plan q = MustLoad(yaml, {"~global_profiler.steps", "+global_profiler.steps=[4]"});
+  EXPECT_FALSE(Has(q.warnings, "again after"));
+}
+
+TEST(LoaderErrorsTest, SyntaxErrorsNameLineColumnAndEnclosingKeyPath) {
+  std::string msg = MustFail("global_profiler:\n  tool: npu\n  global_tool_config:\n"
+                             "    nsys:\n      discrete: true\n     worker_nsight_options: {}\n");
+  EXPECT_EQ(msg.rfind("t.yaml:6:", 0), 0u) << msg;
+  // Less indented than `discrete`, more than `nsys`: the error is in nsys's mapping.
+  EXPECT_NE(msg.find("syntax error in 'global_profiler.global_tool_config.nsys': end of map not "
+                     "found"), std::string::npos) << msg;
+  std::string top = MustFail("a: 1\n- b\n");
+  EXPECT_NE(top.find("t.yaml:2:1: syntax error at the top level"), std::string::npos) << top;
+}
+
+TEST(LoaderErrorsTest, UndefinedAliasNamesTheAliasAtItsUse) {
+  std::string msg = MustFail("global_profiler:\n  tool: npu\n  steps: *my_steps\n");
+  EXPECT_EQ(msg, "t.yaml:3:10: undefined alias '*my_steps' in 'global_profiler.steps': no anchor "
+                 "'&my_steps' is defined in the file");
+  std::string later = MustFail("a: *x\nb: &x 1\n");
+  EXPECT_NE(later.find("t.yaml:1:4: undefined alias '*x' in 'a': its anchor '&x' comes later, "
+                       "at line 2"), std::string::npos) << later;
+}
+
+TEST(LoaderErrorsTest, BadValuesThroughAnAliasAreReportedAtItsUse) {
+  std::string msg = MustFail("prof: &p\n  enable: maybe\n  ranks: [0, -1]\n"
+                             "global_profiler: {tool: npu, steps: [1]}\n"
+                             "actor_rollout_ref:\n  actor:\n    profiler: *p\n");
+  EXPECT_NE(msg.find("t.yaml:7: actor_rollout_ref.actor.profiler.enable: expected true or false, "
+                     "got 'maybe' (through alias '*p'; the value is written at line 2)"),
+            std::string::npos) << msg;
+  EXPECT_NE(msg.find("t.yaml:7: actor_rollout_ref.actor.profiler.ranks[1]: '-1' is out of range; "
+                     "must be >= 0 (through alias '*p'; the value is written at line 3)"),
+            std::string::npos) << msg;
+  // A scalar alias too; a value written in place is reported where it is.
+  std::string flag = MustFail("f: &f maybe\nglobal_profiler: {tool: npu, steps: [1]}\n"
+                              "actor_rollout_ref: {actor: {profiler: {enable: *f}}}\n");
+  EXPECT_NE(flag.find("t.yaml:3: actor_rollout_ref.actor.profiler.enable: expected true or false, "
+                      "got 'maybe' (through alias '*f'; the value is written at line 1)"),
+            std::string::npos) << flag;
+  std::string plain = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                               "actor_rollout_ref: {actor: {profiler: {enable: &g maybe}}}\n");
+  EXPECT_EQ(plain.find("through alias"), std::string::npos) << plain;
+}
+
+TEST(LoaderErrorsTest, MisspeltVerlRoleBlocksAreErrorsWithASuggestion) {
+  std::string fused = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                               "actor_rollout_ref:\n  actr:\n    profiler: {enable: true}\n");
+  EXPECT_NE(fused.find("t.yaml:3: actor_rollout_ref.actr: unknown role 'actr': its profiler block "
+                       "is never read; did you mean 'actor'?"), std::string::npos) << fused;
+  std::string top = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                             "critc: {profiler: {enable: true}}\n");
+  EXPECT_NE(top.find("did you mean 'critic'?"), std::string::npos) << top;
+  std::string parent = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                                "actor_rolout_ref: {actor: {profiler: {enable: true}}}\n");
+  EXPECT_NE(parent.find("t.yaml:2: actor_rolout_ref: unknown key: its role blocks are never read; "
+                        "did you mean 'actor_rollout_ref'?"), std::string::npos) << parent;
+  std::string key = MustFail("global_profiler: {tool: npu, steps: [1]}\n"
+                             "critic: {profilr: {enable: true}}\n");
+  EXPECT_NE(key.find("critic.profilr: unknown key; did you mean 'profiler'?"), std::string::npos)
+      << key;
+  std::string legacy = MustFail("trainer: {profile_steps: [1]}\n"
+                                "actor_rollout_ref: {rollot: {profiler: {ranks: [0]}}}\n");
+  EXPECT_NE(legacy.find("did you mean 'rollout'?"), std::string::npos) << legacy;
+}
+
+TEST(LoaderErrorsTest, OtherBlocksWithAProfilerAreIgnoredWithAWarning) {
+  Plan p = MustLoad("global_profiler: {tool: npu, steps: [1]}\n"
+                    "my_teacher_model: {profiler: {enable: true}}\n"
+                    "actor_rollout_ref: {actor: {profiler: {enable: true}}}\n");
+  EXPECT_TRUE(Has(p.warnings, "my_teacher_model.profiler is not a role block verl reads"));
+}
+
+TEST(LoaderErrorsTest, NativeRoleNamesNearAConventionalOneAreWarnedAbout) {
+  Plan p = MustLoad("rlprof:\n  steps: [1]\n  roles:\n    actr: {ranks: [0]}\n"
+                    "    my_judge: {ranks: [1]}\n");
+  EXPECT_TRUE(Has(p.warnings, "t.yaml:4: rlprof.roles.actr: role 'actr' is not a conventional role "
+                              "name; did you mean 'actor'?"));
+  EXPECT_FALSE(Has(p.warnings, "my_judge"));  // any name is a role in the native dialect
+  EXPECT_NE(p.FindRole("actr"), nullptr);
+}
+
+TEST(LoaderErrorsTest, MisspeltProfilerBlockNamesAreErrorsNotProfilingOff) {
+  std::string gp = MustFail("global_profilr: {tool: npu}\nactor_rollout_ref: {actor: {}}\n");
+  EXPECT_EQ(gp, "t.yaml:1: unknown top-level key 'global_profilr'; did you mean "
+                "'global_profiler'? (no profiler block found otherwise)");
+  std::string steps = MustFail("trainer: {profile_step: [1]}\nactor_rollout_ref: {actor: {}}\n");
+  EXPECT_NE(steps.find("did you mean 'trainer.profile_steps'?"), std::string::npos) << steps;
+  EXPECT_NE(MustFail("model: {name: x}\n").find("no profiler configuration found"),
+            std::string::npos);
+}
+
+TEST(LoaderErrorsTest, TrainingConfigsWithoutAProfilerBlockLoadWithProfilingOff) {
+  Plan verl =
+      MustLoad("trainer: {total_epochs: 1}\nactor_rollout_ref: {actor: {strategy: fsdp}}\n");
+  EXPECT_EQ(verl.dialect, Dialect::kVerlGen3);
+  EXPECT_FALSE(verl.profiling_enabled());
+  ASSERT_FALSE(verl.notes.empty());
+  EXPECT_NE(verl.notes[0].find("no global_profiler block: profiling is off"), std::string::npos);
+  EXPECT_FALSE(Has(verl.notes, "are null"));  // one note, not two
+  Plan ms = MustLoad("actor_config: {model: x}\nrl_config: {adv_estimator: grpo}\n");
+  EXPECT_EQ(ms.dialect, Dialect::kMindSpeedRl);
+  EXPECT_FALSE(ms.profiling_enabled());
+  // A misspelt role block is still caught when profiling is off.
+  EXPECT_NE(MustFail("actor_rollout_ref: {actr: {profiler: {enable: true}}}\n").find("did you mean "
+                     "'actor'?"), std::string::npos);
+}
+
+TEST(LoaderErrorsTest, ShippedMindSpeedRlConfigsLoadWithProfilingOff) {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(std::string(RLPROF_SOURCE_DIR) +
+                                              "/test/data/fixtures/configs/mindspeed-rl")) {
+    SCOPED_TRACE(e.path().string());
+    auto p = LoadPlan(e.path().string(), {}, {});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_EQ(p->dialect, Dialect::kMindSpeedRl);
+    EXPECT_FALSE(p->profiling_enabled());
+    EXPECT_TRUE(Has(p->notes, "no profiler_config block: profiling is off"));
+    EXPECT_TRUE(EnumerateCaptures(*p, {}).rows.empty());
+    ++n;
+  }
+  EXPECT_EQ(n, 17);
+}
+
+TEST(LoaderErrorsTest, GeneratedVerlConfigsLoadAndTheActorBlockDecidesForTheRef) {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(std::string(RLPROF_SOURCE_DIR) +
+                                              "/test/data/fixtures/configs/verl")) {
+    SCOPED_TRACE(e.path().string());
+    auto off = LoadPlan(e.path().string(), {}, {});
+    ASSERT_TRUE(off.ok()) << off.status().message();
+    EXPECT_FALSE(off->profiling_enabled());
+    ASSERT_EQ(off->notes.size(), 1u);  // actor and ref both off: nothing differs
+    EXPECT_NE(off->notes[0].find("profiling is off: global_profiler.tool and global_profiler.steps "
+                                 "are null"), std::string::npos);
+    auto on = LoadPlan(e.path().string(),
+                       {"global_profiler.tool=torch", "global_profiler.steps=[2]",
+                        "actor_rollout_ref.actor.profiler.enable=true",
+                        "actor_rollout_ref.ref.profiler.enable=true",
+                        "actor_rollout_ref.ref.profiler.tool_config.torch.discrete=true"},
+                       {});
+    ASSERT_TRUE(on.ok()) << on.status().message();
+    EXPECT_EQ(on->FindRole("ref")->mode, CaptureMode::kEndToEnd);
+    EXPECT_TRUE(Has(on->notes, "discrete: true (actor: false)"));
+    ++n;
+  }
+  EXPECT_EQ(n, 4);
+}
+
+TEST(LoaderErrorsTest, RefBlockFollowsTheActorUnlessCombineIsSet) {
+  const std::string yaml =
+      "global_profiler:\n  tool: npu\n  steps: [1]\n"
+      "actor_rollout_ref:\n"
+      "  actor: {profiler: {enable: true, ranks: [0], tool_config: {npu: {discrete: false}}}}\n"
+      "  ref: {profiler: {enable: true, ranks: [1], tool_config: {npu: {discrete: true}}}}\n";
+  Plan p = MustLoad(yaml);
+  const RolePlan* ref = p.FindRole("ref");
+  EXPECT_EQ(ref->mode, CaptureMode::kEndToEnd);
+  EXPECT_EQ(ref->ranks, (std::vector<int64_t>{0}));
+  EXPECT_EQ(ref->block_path, "actor_rollout_ref.ref.profiler");
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("ranks: [1] (actor: [0]); discrete: true (actor: false)"),
+            std::string::npos) << p.notes[0];
+  EXPECT_FALSE(ResolveForProcess(p, {"actor", "rollout", "ref"}, 1).enabled);
+  // A ref block alone does nothing in verl's fused worker.
+  Plan alone = MustLoad("global_profiler: {tool: npu, steps: [1]}\n"
+                        "actor_rollout_ref: {ref: {profiler: {enable: true}}}\n");
+  EXPECT_FALSE(alone.FindRole("ref")->enabled);
+  EXPECT_TRUE(Has(alone.notes, "enable: true (actor: false)"));
+  // The ref block's own stage allow-list (rlprof's key; verl captures every annotated stage of
+  // the process) is kept and united with the actor's.
+  Plan stages = MustLoad(
+      "global_profiler: {tool: rlprof, steps: [1]}\nactor_rollout_ref:\n"
+      "  actor: {profiler: {enable: true, ranks: [0], tool_config: {rlprof: {discrete: true, "
+      "stages: [actor_update]}}}}\n"
+      "  ref: {profiler: {enable: true, ranks: [0, 1], tool_config: {rlprof: {discrete: true, "
+      "stages: [ref_compute_log_prob]}}}}\n");
+  EXPECT_EQ(stages.FindRole("ref")->stages, (std::vector<std::string>{"ref_compute_log_prob"}));
+  EXPECT_EQ(stages.FindRole("ref")->ranks, (std::vector<int64_t>{0}));
+  EXPECT_EQ(ResolveForProcess(stages, {"actor", "rollout", "ref"}, 0).stages,
+            (std::vector<std::string>{"actor_update", "ref_compute_log_prob"}));
+  EXPECT_FALSE(ResolveForProcess(stages, {"actor", "rollout", "ref"}, 1).enabled);
+  ASSERT_EQ(stages.notes.size(), 1u);
+  EXPECT_NE(stages.notes[0].find("(ranks: [0, 1] (actor: [0]))"), std::string::npos)
+      << stages.notes[0];
+  // verl Gen 1 united the hosted blocks itself: a disagreement is a note, discrete wins.
+  Plan gen1 = MustLoad("trainer: {profile_steps: [1]}\nactor_rollout_ref:\n"
+                       "  actor: {profiler: {discrete: true, ranks: [0]}}\n"
+                       "  ref: {profiler: {discrete: false, ranks: [0]}}\n");
+  EXPECT_TRUE(Has(gen1.notes, "verl Gen 1 unites the blocks it hosts"));
+  EXPECT_EQ(ResolveForProcess(gen1, {"actor", "rollout", "ref"}, 0).mode, CaptureMode::kDiscrete);
+  // An explicit union keeps every block's say, and its disagreement check.
+  std::string msg =
+      MustFail(yaml, {"+global_profiler.global_tool_config={rlprof: {combine: union}}"});
+  EXPECT_NE(msg.find("colocated roles disagree on discrete"), std::string::npos) << msg;
 }
 
 }  // namespace

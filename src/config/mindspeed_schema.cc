@@ -14,6 +14,18 @@ void ParseMindSpeed(ParseContext& ctx) {
   plan.save_path = "./profiler_data";
 
   Ref pc = doc.Get({"profiler_config"});
+  if (!pc.present()) {
+    // MindSpeed-RL builds its profiler only from profiler_config.integrated; without the
+    // block nothing is profiled (none of its shipped configs has one).
+    RolePlan off;
+    off.role = "*";
+    off.block_path = "profiler_config.integrated";
+    off.contents.ops = off.contents.device = true;
+    plan.roles.push_back(off);
+    plan.notes.push_back("no profiler_config block: profiling is off, as in MindSpeed-RL; add "
+                         "profiler_config.integrated with profile: true to profile");
+    return;
+  }
   if (!rd.IsBlock(pc)) return;
   rd.CheckKeys(pc, {"integrated", "rlprof"});
   ParseRlprofGlobals(ctx, doc.Child(pc, "rlprof"), {});

@@ -1,6 +1,7 @@
 // rlprof's own `rlprof:` block (docs/config.md, "The rlprof block").
 #include <algorithm>
 
+#include "src/base/strings.h"
 #include "src/config/schemas.h"
 
 namespace rlprof::config {
@@ -28,6 +29,16 @@ void ParseNative(ParseContext& ctx) {
   for (const std::string& name : doc.Keys(roles)) {
     Ref blk = doc.Child(roles, name);
     if (!rd.IsBlock(blk)) continue;
+    // Any name is a role (a process lists its roles in RLPROF_ROLES), so an unconventional
+    // one is only warned about; one edit away from a conventional name is most likely a typo.
+    static const std::vector<std::string> kConventional = {"actor", "rollout", "ref", "critic",
+                                                           "reward"};
+    if (std::find(kConventional.begin(), kConventional.end(), name) == kConventional.end())
+      if (std::string hint = base::NearestWord(name, kConventional); !hint.empty())
+        plan.warnings.push_back(doc.Where(blk) + ": " + JoinPath(blk.path) + ": role '" + name +
+                                "' is not a conventional role name; did you mean '" + hint +
+                                "'? (only processes whose RLPROF_ROLES lists '" + name +
+                                "' use this block)");
     RlprofRoleExtras x = ParseRlprofRoleExtras(ctx, blk, {"enable", "all_ranks", "ranks"});
     RolePlan r;
     r.role = name;

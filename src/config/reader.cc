@@ -24,6 +24,8 @@ Ref Element(const Ref& list, size_t i) {
   e.path = list.path;
   e.path.back() += "[" + std::to_string(i) + "]";
   e.line = e.node.Mark().is_null() ? list.line : e.node.Mark().line + 1;
+  e.alias = list.alias;
+  e.alias_line = list.alias_line;
   return e;
 }
 
@@ -67,6 +69,8 @@ void Reader::CheckKeys(const Ref& block, const std::vector<std::string>& allowed
     r.path = block.path;
     r.path.push_back(key);
     r.line = it->first.Mark().is_null() ? block.line : it->first.Mark().line + 1;
+    r.alias = block.alias;
+    r.alias_line = block.alias_line;
     std::string hint = base::NearestWord(key, allowed);
     doc_.Error(r, "unknown key" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
                       " (allowed: " + AllowedList(allowed) + ")");

@@ -56,6 +56,11 @@ RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
                                        const std::vector<std::string>& extra_allowed);
 Contents NativeContentsFrom(const std::vector<std::string>& words);
 
+// Reports role blocks verl never reads: `actor_rollout_ref.<x>.profiler` or `<x>.profiler`
+// whose name is a misspelt role (an error with "did you mean"; other names are warned about
+// and ignored) and keys near `profiler` under the given role parents.
+void CheckVerlRoleBlockNames(ParseContext& ctx, const std::vector<KeyPath>& role_parents);
+
 void ParseVerlGen3(ParseContext& ctx);
 void ParseVerlLegacy(ParseContext& ctx);  // Gen 1 and Gen 2
 void ParseMindSpeed(ParseContext& ctx);

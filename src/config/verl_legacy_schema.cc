@@ -105,6 +105,9 @@ void ParseVerlLegacy(ParseContext& ctx) {
     }
     plan.roles.push_back(std::move(r));
   }
+  std::vector<KeyPath> parents;
+  for (const auto& spec : specs) parents.emplace_back(spec.path.begin(), spec.path.end() - 1);
+  CheckVerlRoleBlockNames(ctx, parents);
 }
 
 }  // namespace rlprof::config

@@ -159,7 +159,130 @@ Contents MapContents(Tool tool, const RawRole& raw, const std::string& level) {
   return c;
 }
 
+std::string IntsText(const std::vector<int64_t>& v) {
+  std::vector<std::string> parts;
+  for (int64_t x : v) parts.push_back(std::to_string(x));
+  return "[" + base::Join(parts, ", ") + "]";
+}
+
+std::string WordsText(const std::vector<std::string>& v, const char* empty) {
+  return v.empty() ? empty : "[" + base::Join(v, ", ") + "]";
+}
+
+// What `ref` sets differently from `actor`, as "key: ref value (actor: actor value)".
+std::vector<std::string> RoleDifferences(const RolePlan& ref, const RolePlan& actor) {
+  std::vector<std::string> d;
+  auto add = [&](const std::string& key, const std::string& r, const std::string& a) {
+    if (r != a) d.push_back(key + ": " + r + " (actor: " + a + ")");
+  };
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  add("enable", b(ref.enabled), b(actor.enabled));
+  if (!d.empty()) return d;  // one side is off: its other settings do not matter
+  add("all_ranks", b(ref.all_ranks), b(actor.all_ranks));
+  if (!ref.all_ranks && !actor.all_ranks) add("ranks", IntsText(ref.ranks), IntsText(actor.ranks));
+  add("discrete", b(ref.mode == CaptureMode::kDiscrete), b(actor.mode == CaptureMode::kDiscrete));
+  // A ref allow-list of its own is kept (RefFollowsActor); "all" follows the actor's list.
+  if (ref.stages.empty()) add("stages", "all", WordsText(actor.stages, "all"));
+  add("contents", WordsText(ref.contents.Names(), "[]"), WordsText(actor.contents.Names(), "[]"));
+  add("level", ref.level, actor.level);
+  auto sched = [](const Schedule& s) {
+    if (!s.enabled()) return std::string("off");
+    return std::string(SubStepKindName(s.unit)) + " skip_first=" + std::to_string(s.skip_first) +
+           " wait=" + std::to_string(s.wait) + " warmup=" + std::to_string(s.warmup) +
+           " active=" + std::to_string(s.active) + " repeat=" + std::to_string(s.repeat);
+  };
+  add("schedule", sched(ref.schedule), sched(actor.schedule));
+  return d;
+}
+
+// verl's fused ActorRolloutRefWorker builds its one profiler from actor.profiler when it
+// hosts the actor (verl/workers/fsdp_workers.py, megatron_workers.py, engine_workers.py:
+// `if self._is_actor: config.actor.profiler elif self._is_rollout: ... else: ref`), so a ref
+// block never decides there. Unless `combine` is set, the ref follows the actor block and a
+// note names what its own block said differently.
+void RefFollowsActor(Plan& plan, bool ref_block_present) {
+  RolePlan* actor = nullptr;
+  RolePlan* ref = nullptr;
+  for (auto& r : plan.roles) {
+    if (r.role == "actor") actor = &r;
+    if (r.role == "ref") ref = &r;
+  }
+  if (!actor || !ref || !ref_block_present) return;
+  std::vector<std::string> diffs = RoleDifferences(*ref, *actor);
+  // tool_config.rlprof.stages is rlprof's own key, which verl has not: verl captures every
+  // annotated stage of the process, ref stages included. A ref block's allow-list therefore
+  // keeps naming which ref stages to capture (the union unites it with the actor's).
+  std::vector<std::string> own_stages = ref->enabled && actor->enabled ? ref->stages
+                                                                       : std::vector<std::string>{};
+  if (diffs.empty()) return;
+  plan.notes.push_back(ref->block_path + " is ignored where it differs from the actor block (" +
+                       base::Join(diffs, "; ") +
+                       "): verl's fused actor_rollout_ref worker reads actor_rollout_ref.actor."
+                       "profiler only, so the ref stages follow it (set "
+                       "global_tool_config.rlprof.combine to choose otherwise)");
+  std::string path = ref->block_path;
+  // What was said about the ref block's own ranks no longer applies.
+  std::erase_if(plan.warnings, [&](const std::string& w) { return w.rfind(path + ":", 0) == 0; });
+  *ref = *actor;
+  ref->role = "ref";
+  ref->block_path = path;
+  if (!own_stages.empty()) ref->stages = own_stages;
+}
+
+void ReportRoleName(ParseContext& ctx, const Ref& where, const std::string& name,
+                    const std::vector<std::string>& roles, const std::string& prefix) {
+  std::string blocks = "role blocks: actor_rollout_ref.{actor,rollout,ref}.profiler, "
+                       "critic.profiler, reward_model.profiler";
+  std::string hint = base::NearestWord(name, roles);
+  if (!hint.empty()) {
+    ctx.doc.Error(where, "unknown role '" + name + "': its profiler block is never read; did "
+                         "you mean '" + hint + "'? (" + blocks + ")");
+  } else {
+    ctx.plan.warnings.push_back(prefix + name + ".profiler is not a role block verl reads (" +
+                                blocks + "); it is ignored");
+  }
+}
+
 }  // namespace
+
+void CheckVerlRoleBlockNames(ParseContext& ctx, const std::vector<KeyPath>& role_parents) {
+  Doc& doc = ctx.doc;
+  Ref root = doc.Root();
+  auto has_profiler = [&](const Ref& r) {
+    return r.present() && r.node.IsMap() && doc.Child(r, "profiler").present();
+  };
+  const std::vector<std::string> top = {"actor_rollout_ref", "critic", "reward_model"};
+  const std::vector<std::string> fused = {"actor", "rollout", "ref"};
+  for (const std::string& key : doc.Keys(root)) {
+    Ref blk = doc.Child(root, key);
+    if (key == "actor_rollout_ref") {
+      for (const std::string& c : doc.Keys(blk)) {
+        if (std::find(fused.begin(), fused.end(), c) != fused.end()) continue;
+        Ref cb = doc.Child(blk, c);
+        if (has_profiler(cb)) ReportRoleName(ctx, cb, c, fused, "actor_rollout_ref.");
+      }
+    } else if (std::find(top.begin(), top.end(), key) == top.end()) {
+      if (has_profiler(blk)) {
+        ReportRoleName(ctx, blk, key, top, "");
+        continue;
+      }
+      // A misspelt actor_rollout_ref holds its profiler blocks one level down.
+      bool nested = false;
+      for (const std::string& c : doc.Keys(blk)) nested |= has_profiler(doc.Child(blk, c));
+      if (nested && base::NearestWord(key, {"actor_rollout_ref"}) == "actor_rollout_ref")
+        doc.Error(blk, "unknown key: its role blocks are never read; did you mean "
+                       "'actor_rollout_ref'?");
+    }
+  }
+  // A misspelt `profiler` key leaves its role silently off.
+  for (const KeyPath& parent : role_parents) {
+    Ref p = doc.Get(parent);
+    for (const std::string& k : doc.Keys(p))
+      if (k != "profiler" && base::NearestWord(k, {"profiler"}) == "profiler")
+        doc.Error(doc.Child(p, k), "unknown key; did you mean 'profiler'? (the role's profiler "
+                                   "block is read from " + JoinPath(parent) + ".profiler)");
+  }
+}
 
 void ParseVerlGen3(ParseContext& ctx) {
   Doc& doc = ctx.doc;
@@ -204,6 +327,9 @@ void ParseVerlGen3(ParseContext& ctx) {
   rd.Bool(gp, "finish_hook_all_ranks");
   rd.IntList(gp, "finish_hook_ranks", 0);
 
+  if (gp.present() && !tool && plan.steps.kind == StepSelection::Kind::kNone)
+    plan.notes.push_back("profiling is off: global_profiler.tool and global_profiler.steps are "
+                         "null (verl's defaults); set both to profile");
   if (!tool && plan.steps.kind != StepSelection::Kind::kNone)
     plan.warnings.push_back("global_profiler.tool is null: verl profiles nothing; set tool "
                             "(nsys, npu, torch, torch_memory or rlprof)");
@@ -287,6 +413,12 @@ void ParseVerlGen3(ParseContext& ctx) {
     }
     plan.roles.push_back(std::move(r));
   }
+  if (!doc.Get({"global_profiler", "global_tool_config", "rlprof", "combine"}).present())
+    RefFollowsActor(plan, raws[2].present);
+  std::vector<KeyPath> parents;
+  for (const auto& spec : RoleBlocks())
+    parents.emplace_back(spec.path.begin(), spec.path.end() - 1);
+  CheckVerlRoleBlockNames(ctx, parents);
 }
 
 }  // namespace rlprof::config

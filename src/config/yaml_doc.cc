@@ -5,6 +5,7 @@
 
 #include "src/base/files.h"
 #include "src/base/strings.h"
+#include "src/config/yaml_scan.h"
 
 namespace rlprof::config {
 
@@ -38,14 +39,33 @@ std::string Unquote(std::string_view s) {
   return std::string(s);
 }
 
+// "file:L:C: syntax error in 'a.b': ..." for a parse error; an undefined alias names itself.
+std::string SyntaxErrorMessage(const std::string& text, const std::string& name,
+                               const YAML::ParserException& e) {
+  const int line = e.mark.line, col = e.mark.column;
+  std::string where = name + ":" + std::to_string(line + 1) + ":" + std::to_string(col + 1);
+  std::string path = EnclosingKeyPath(text, line, col);
+  std::string in = path.empty() ? " at the top level" : " in '" + path + "'";
+  if (e.msg == YAML::ErrorMsg::UNKNOWN_ANCHOR) {
+    std::string alias = e.mark.pos >= 0 ? AliasNameAt(text, static_cast<size_t>(e.mark.pos)) : "";
+    int defined = AnchorLine(text, alias);
+    std::string why = defined > 0 ? "its anchor '&" + alias + "' comes later, at line " +
+                                        std::to_string(defined) +
+                                        "; an anchor must be defined before its aliases"
+                                  : "no anchor '&" + alias + "' is defined in the file";
+    return where + ": undefined alias '*" + alias + "'" + in + ": " + why;
+  }
+  return where + ": syntax error" + in + ": " + e.msg;
+}
+
 }  // namespace
 
 std::string JoinPath(const KeyPath& p) { return base::Join(p, "."); }
 
 std::string ConfigError::Format() const {
   std::string out = where;
-  if (!path.empty()) out += ": " + path;
-  out += ": " + message;
+  if (!path.empty()) out += (out.empty() ? "" : ": ") + path;
+  out += (out.empty() ? "" : ": ") + message;
   return out;
 }
 
@@ -57,17 +77,23 @@ base::Status Doc::LoadFile(const std::string& path) {
 
 base::Status Doc::LoadString(const std::string& text, const std::string& name) {
   file_ = name;
+  text_ = text;
   try {
     root_ = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    return base::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) +
-                                 ": not valid YAML: " + e.msg);
+    return base::InvalidArgument(SyntaxErrorMessage(text, name, e));
   } catch (const YAML::Exception& e) {
     return base::InvalidArgument(name + ": not valid YAML: " + e.what());
   }
   if (!root_.IsDefined() || root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
   if (!root_.IsMap())
     return base::InvalidArgument(name + ":1: the config must be a YAML mapping at the top level");
+  // yaml-cpp keeps both entries of a repeated key and reads the first; OmegaConf (verl,
+  // Hydra) rejects the file. Reported with the schema errors, all at once.
+  for (const DuplicateKey& d : FindDuplicateKeys(root_))
+    Error(name + ":" + std::to_string(d.line), "",
+          "key '" + d.path + "' is given twice (first at line " + std::to_string(d.first_line) +
+              ")");
   return base::Status::Ok();
 }
 
@@ -126,6 +152,7 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
     if (del) {
       if (!exists) return base::InvalidArgument("override '" + ov + "': cannot delete '" + key + "': no such key");
       cur.remove(leaf);
+      overridden_.erase(key);
       continue;
     }
     if (!exists && !add && !force) {
@@ -140,7 +167,14 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
       return base::InvalidArgument("override '" + ov + "': key '" + key +
                                    "' already exists (use '++" + key + "=" + value +
                                    "' to override it)");
-    cur[leaf] = ParseValue(value);
+    YAML::Node parsed = ParseValue(value);
+    if (auto dups = FindDuplicateKeys(parsed); !dups.empty())
+      return base::InvalidArgument("override '" + ov + "': key '" + key + "." + dups[0].path +
+                                   "' is given twice in the value");
+    if (auto prev = overridden_.find(key); prev != overridden_.end())
+      Warn("override '" + ov + "' sets '" + key + "' again after override '" + prev->second +
+           "': overrides apply in order, so the last one wins (as in Hydra)");
+    cur[leaf] = parsed;
     overridden_[key] = ov;
   }
   return base::Status::Ok();
@@ -173,12 +207,21 @@ Ref Doc::ChildAt(const Ref& parent, const std::string& key, int depth) {
   r.source = parent.source;
   r.source.push_back(key);
   r.line = parent.line;  // a missing key is reported at its parent
+  r.alias = parent.alias;
+  r.alias_line = parent.alias_line;
   if (!parent.present() || !parent.node.IsMap()) return r;
   const YAML::Node& pn = parent.node;
   for (auto it = pn.begin(); it != pn.end(); ++it) {
     if (it->first.IsScalar() && it->first.Scalar() == key) {
       r.Set(it->second);
       r.line = LineOf(it->first);
+      // An alias shares its anchor's node, so the value starts before its own key.
+      const YAML::Mark km = it->first.Mark(), vm = it->second.Mark();
+      if (r.alias_line < 0 && !km.is_null() && !vm.is_null() && vm.pos < km.pos) {
+        r.alias = AliasNameAt(text_, static_cast<size_t>(km.pos));
+        r.alias_line = r.line;
+        r.line = LineOf(it->second);
+      }
       break;
     }
   }
@@ -276,11 +319,16 @@ std::string Doc::Where(const Ref& r) const {
     auto it = overridden_.find(JoinPath(KeyPath(clean.begin(), clean.begin() + n)));
     if (it != overridden_.end()) return "override '" + it->second + "'";
   }
-  return file_ + ":" + (r.line > 0 ? std::to_string(r.line) : std::string("?"));
+  int line = r.alias_line > 0 ? r.alias_line : r.line;
+  return file_ + ":" + (line > 0 ? std::to_string(line) : std::string("?"));
 }
 
 void Doc::Error(const Ref& r, std::string message) {
-  errors_.push_back({Where(r), JoinPath(r.path), std::move(message)});
+  std::string where = Where(r);
+  if (r.alias_line > 0 && where.rfind("override", 0) != 0)
+    message += " (through alias '*" + r.alias + "'; the value is written at line " +
+               (r.line > 0 ? std::to_string(r.line) : std::string("?")) + ")";
+  errors_.push_back({where, JoinPath(r.path), std::move(message)});
 }
 
 void Doc::Error(const std::string& where, const std::string& path, std::string message) {

@@ -38,6 +38,8 @@ struct Ref {
     source = o.source;
     line = o.line;
     via = o.via;
+    alias = o.alias;
+    alias_line = o.alias_line;
     exists = o.exists;
     return *this;
   }
@@ -55,6 +57,10 @@ struct Ref {
   KeyPath source;     // where the value really lives
   int line = -1;      // 1-based line of the key in the file, -1 when unknown
   std::string via;    // the interpolation that produced it, if any
+  // Reached through a YAML alias (`key: *name`): the alias and the line of its use, where
+  // messages point (`line` is then where the value is written, under the anchor).
+  std::string alias;
+  int alias_line = -1;
   bool exists = false;
   bool present() const { return exists; }
   bool null() const { return !exists || !node.IsDefined() || node.IsNull(); }
@@ -82,9 +88,12 @@ class Doc {
   Ref Child(const Ref& parent, const std::string& key);
   // Keys of a mapping in file order (empty for other kinds).
   std::vector<std::string> Keys(const Ref& r) const;
-  // "file:line" for a ref, or the override that set it.
+  // "file:line" for a ref (the alias's use when reached through one), or the override that
+  // set it.
   std::string Where(const Ref& r) const;
 
+  // Reports at Where(r); a value reached through an alias also names the alias and the
+  // line the value is written on.
   void Error(const Ref& r, std::string message);
   void Error(const std::string& where, const std::string& path, std::string message);
   const std::vector<ConfigError>& errors() const { return errors_; }
@@ -97,6 +106,7 @@ class Doc {
   Ref ChildAt(const Ref& parent, const std::string& key, int depth);
 
   std::string file_;
+  std::string text_;  // for alias names in messages
   YAML::Node root_;
   std::map<std::string, std::string> overridden_;  // joined path → override text
   std::vector<ConfigError> errors_;

@@ -118,6 +118,8 @@ struct Plan {
   double memory_interval_s = 0.1;  // contents memory: RSS sampled this often in a window (0: boundaries only)
   std::vector<RolePlan> roles;
   std::vector<std::string> warnings;            // semantics made explicit (printed by plan)
+  // Facts stated, not problems: profiling off, blocks ignored as upstream ignores them.
+  std::vector<std::string> notes;
   std::string resolved_yaml;                    // normalised config, for the manifest
 
   const RolePlan* FindRole(const std::string& role) const;
