@@ -71,6 +71,25 @@ size_t FirstInvalidUtf8(std::string_view s) {
   return std::string_view::npos;
 }
 
+// The first scalar (key or value) of `n` that is not UTF-8 after parsing, or an undefined node.
+// yaml-cpp decodes some escapes of valid files into bare bytes ("\_" in a double-quoted string
+// becomes the single byte 0xA0, not U+00A0), so checking the text alone is not enough.
+YAML::Node FirstNonUtf8Scalar(const YAML::Node& n, int depth = 0) {
+  const YAML::Node none(YAML::NodeType::Undefined);
+  if (depth > 512) return none;  // (yaml-cpp's own nesting limit is lower)
+  if (n.IsScalar()) return FirstInvalidUtf8(n.Scalar()) == std::string_view::npos ? none : n;
+  if (n.IsSequence()) {
+    for (const auto& e : n)
+      if (YAML::Node bad = FirstNonUtf8Scalar(e, depth + 1); bad.IsDefined()) return bad;
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (YAML::Node bad = FirstNonUtf8Scalar(kv.first, depth + 1); bad.IsDefined()) return bad;
+      if (YAML::Node bad = FirstNonUtf8Scalar(kv.second, depth + 1); bad.IsDefined()) return bad;
+    }
+  }
+  return none;
+}
+
 std::string SyntaxErrorMessage(const std::string& text, const std::string& name,
                                const YAML::ParserException& e) {
   const int line = e.mark.line, col = e.mark.column;
@@ -129,6 +148,9 @@ base::Status Doc::LoadString(const std::string& text, const std::string& name) {
   if (!root_.IsDefined() || root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
   if (!root_.IsMap())
     return base::InvalidArgument(name + ":1: the config must be a YAML mapping at the top level");
+  if (YAML::Node bad = FirstNonUtf8Scalar(root_); bad.IsDefined())
+    return base::InvalidArgument(name + ":" + std::to_string(bad.Mark().line + 1) +
+                                 ": a value is not valid UTF-8 once its escapes are decoded");
   // yaml-cpp keeps both entries of a repeated key and reads the first; OmegaConf (verl,
   // Hydra) rejects the file. Reported with the schema errors, all at once.
   for (const DuplicateKey& d : FindDuplicateKeys(root_))
@@ -212,6 +234,9 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
                                    "' already exists (use '++" + key + "=" + value +
                                    "' to override it)");
     YAML::Node parsed = ParseValue(value);
+    if (FirstNonUtf8Scalar(parsed).IsDefined())
+      return base::InvalidArgument("override '" + ov +
+                                   "': the value is not valid UTF-8 once its escapes are decoded");
     if (auto dups = FindDuplicateKeys(parsed); !dups.empty())
       return base::InvalidArgument("override '" + ov + "': key '" + key + "." + dups[0].path +
                                    "' is given twice in the value");
