@@ -1,7 +1,10 @@
 #include "src/config/yaml_doc.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include "src/base/files.h"
 #include "src/base/strings.h"
@@ -40,6 +43,53 @@ std::string Unquote(std::string_view s) {
 }
 
 // "file:L:C: syntax error in 'a.b': ..." for a parse error; an undefined alias names itself.
+// The offset of the first byte that is not part of well-formed UTF-8 (no overlong forms, no
+// surrogates, nothing past U+10FFFF), or npos. YAML files are UTF-8; yaml-cpp does not check,
+// and a plan holding such bytes made every JSON writer of it throw (rlprof plan --json, the
+// runtime's manifest).
+size_t FirstInvalidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c >= 0xE0 && c <= 0xEF) n = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) n = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return i;
+    if (s.size() - i <= n) return i;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+// The first scalar (key or value) of `n` that is not UTF-8 after parsing, or an undefined node.
+// yaml-cpp decodes some escapes of valid files into bare bytes ("\_" in a double-quoted string
+// becomes the single byte 0xA0, not U+00A0), so checking the text alone is not enough.
+YAML::Node FirstNonUtf8Scalar(const YAML::Node& n, int depth = 0) {
+  const YAML::Node none(YAML::NodeType::Undefined);
+  if (depth > 512) return none;  // (yaml-cpp's own nesting limit is lower)
+  if (n.IsScalar()) return FirstInvalidUtf8(n.Scalar()) == std::string_view::npos ? none : n;
+  if (n.IsSequence()) {
+    for (const auto& e : n)
+      if (YAML::Node bad = FirstNonUtf8Scalar(e, depth + 1); bad.IsDefined()) return bad;
+  } else if (n.IsMap()) {
+    for (const auto& kv : n) {
+      if (YAML::Node bad = FirstNonUtf8Scalar(kv.first, depth + 1); bad.IsDefined()) return bad;
+      if (YAML::Node bad = FirstNonUtf8Scalar(kv.second, depth + 1); bad.IsDefined()) return bad;
+    }
+  }
+  return none;
+}
+
 std::string SyntaxErrorMessage(const std::string& text, const std::string& name,
                                const YAML::ParserException& e) {
   const int line = e.mark.line, col = e.mark.column;
@@ -78,6 +128,16 @@ base::Status Doc::LoadFile(const std::string& path) {
 base::Status Doc::LoadString(const std::string& text, const std::string& name) {
   file_ = name;
   text_ = text;
+  if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const size_t line = static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(bad), '\n')) + 1;
+    const size_t column = line_start == std::string::npos || bad == 0 ? bad + 1 : bad - line_start;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[bad]));
+    return base::InvalidArgument(name + ":" + std::to_string(line) + ": not valid UTF-8 (byte " +
+                                 byte + " at column " + std::to_string(column) +
+                                 "); a YAML file is UTF-8");
+  }
   try {
     root_ = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
@@ -88,6 +148,9 @@ base::Status Doc::LoadString(const std::string& text, const std::string& name) {
   if (!root_.IsDefined() || root_.IsNull()) root_ = YAML::Node(YAML::NodeType::Map);
   if (!root_.IsMap())
     return base::InvalidArgument(name + ":1: the config must be a YAML mapping at the top level");
+  if (YAML::Node bad = FirstNonUtf8Scalar(root_); bad.IsDefined())
+    return base::InvalidArgument(name + ":" + std::to_string(bad.Mark().line + 1) +
+                                 ": a value is not valid UTF-8 once its escapes are decoded");
   // yaml-cpp keeps both entries of a repeated key and reads the first; OmegaConf (verl,
   // Hydra) rejects the file. Reported with the schema errors, all at once.
   for (const DuplicateKey& d : FindDuplicateKeys(root_))
@@ -99,6 +162,9 @@ base::Status Doc::LoadString(const std::string& text, const std::string& name) {
 
 base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
   for (const std::string& ov : overrides) {
+    if (FirstInvalidUtf8(ov) != std::string_view::npos)
+      return base::InvalidArgument("override " + std::to_string(&ov - overrides.data() + 1) +
+                                   ": not valid UTF-8");
     std::string text = ov;
     bool add = false, force = false, del = false;
     if (base::StartsWith(text, "++")) {
@@ -168,6 +234,9 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
                                    "' already exists (use '++" + key + "=" + value +
                                    "' to override it)");
     YAML::Node parsed = ParseValue(value);
+    if (FirstNonUtf8Scalar(parsed).IsDefined())
+      return base::InvalidArgument("override '" + ov +
+                                   "': the value is not valid UTF-8 once its escapes are decoded");
     if (auto dups = FindDuplicateKeys(parsed); !dups.empty())
       return base::InvalidArgument("override '" + ov + "': key '" + key + "." + dups[0].path +
                                    "' is given twice in the value");

@@ -95,7 +95,8 @@ class Fields {
     }
     if (v.is_number_float()) {
       double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.2e18 && d < 9.2e18) {
+      // Range first: converting a double outside int64's range is undefined behaviour.
+      if (d > -9.2e18 && d < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) {
         *out = static_cast<int64_t>(d);
         return true;
       }
@@ -362,6 +363,21 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
     }
   }
   if (manifest_read) CheckListedFiles(&c);
+  SanitizeCaptureTimes(&c);
+  SortEventsByTime(&c.raw.events);
+  return c;
+}
+
+base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std::string& name) {
+  Capture c;
+  c.events_path = name;
+  RLPROF_ASSIGN_OR_RETURN(c.raw, ReadRawBytes(events_rlp, name));
+  c.manifest.rank = c.raw.info.rank;
+  c.manifest.pid = c.raw.info.pid;
+  c.manifest.host = c.raw.info.host;
+  AddRawDiagnostics(c.raw.diagnostics, &c.diagnostics);
+  if (!c.raw.diagnostics.clean())
+    c.diagnostics.details.push_back(c.events_path + ": " + c.raw.diagnostics.ToString());
   SanitizeCaptureTimes(&c);
   SortEventsByTime(&c.raw.events);
   return c;

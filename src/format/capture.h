@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/base/status.h"
@@ -110,6 +111,10 @@ Manifest ParseManifest(const std::string& json_text, std::vector<std::string>* d
 // ±2^62 ns are dropped (time_out_of_range) and complete events are shortened to end within
 // the range (duration_clamped). So ts + offset + duration never overflows downstream.
 base::StatusOr<Capture> LoadCapture(const std::string& path);
+
+// A bare events.rlp already in memory (`name` stands for its path), loaded as LoadCapture
+// loads the file: InvalidArgument when the bytes are not an rlprof file.
+base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std::string& name);
 
 // Adds the named raw_* counts of `raw` (and name_truncated) to `out`.
 void AddRawDiagnostics(const RawDiagnostics& raw, Diagnostics* out);

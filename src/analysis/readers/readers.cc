@@ -69,6 +69,21 @@ base::StatusOr<Trace> ReadCapture(const std::string& path, const ReadOptions& op
   return t;
 }
 
+// A JSON trace already in memory (decompressed): ReadChromeJson plus the bookkeeping of a file.
+base::StatusOr<Trace> ReadJsonInput(InputBuffer& in, const std::string& name,
+                                    const ReadOptions& opts) {
+  Trace t;
+  t.source = name;
+  t.diagnostics.Merge(in.diagnostics);
+  if (in.diagnostics.Get("truncated_gzip")) t.diagnostics.Add("truncated_input");
+  if (in.size() == 0) return base::InvalidArgument(name + ": empty file");
+  RLPROF_RETURN_IF_ERROR(ReadChromeJson(in, opts, &t));
+  // The raw "truncated_input" of a cut gzip and of the JSON it held are one problem.
+  if (t.diagnostics.Get("truncated_input") > 1) t.diagnostics.counts["truncated_input"] = 1;
+  AssignStageSteps(&t);
+  return t;
+}
+
 }  // namespace
 
 base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts) {
@@ -87,16 +102,20 @@ base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts
       fs::exists(fs::path(path).parent_path() / "events.rlp"))
     return ReadCapture(fs::path(path).parent_path().string(), opts);
   RLPROF_ASSIGN_OR_RETURN(InputBuffer in, ReadInputFile(path));
-  Trace t;
-  t.source = path;
-  t.diagnostics.Merge(in.diagnostics);
-  if (in.diagnostics.Get("truncated_gzip")) t.diagnostics.Add("truncated_input");
-  if (in.size() == 0) return base::InvalidArgument(path + ": empty file");
-  RLPROF_RETURN_IF_ERROR(ReadChromeJson(in, opts, &t));
-  // The raw "truncated_input" of a cut gzip and of the JSON it held are one problem.
-  if (t.diagnostics.Get("truncated_input") > 1) t.diagnostics.counts["truncated_input"] = 1;
-  AssignStageSteps(&t);
-  return t;
+  return ReadJsonInput(in, path, opts);
+}
+
+base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& name,
+                                     const ReadOptions& opts) {
+  if (bytes.size() >= sizeof(format::kRawMagic) &&
+      std::memcmp(bytes.data(), format::kRawMagic, sizeof(format::kRawMagic)) == 0) {
+    RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCaptureBytes(bytes, name));
+    Trace t = TraceFromCapture(c, opts);
+    AssignStageSteps(&t);
+    return t;
+  }
+  InputBuffer in = InputFromBytes(bytes);
+  return ReadJsonInput(in, name, opts);
 }
 
 namespace {

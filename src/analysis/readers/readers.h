@@ -21,6 +21,7 @@
 #define RLPROF_SRC_ANALYSIS_READERS_READERS_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/analysis/trace.h"
@@ -35,6 +36,11 @@ struct ReadOptions {
 // Auto-detects the format (rlprof capture dir / events.rlp, Kineto JSON object, legacy torch
 // JSON array, Ascend trace_view.json), .gz transparent.
 base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts = {});
+
+// The same for bytes already in memory: a bare events.rlp, or a JSON trace (gzip transparent).
+// `name` stands for the path in messages and in Trace::source. Used by the fuzz targets.
+base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& name,
+                                     const ReadOptions& opts = {});
 
 // Expands directories: every capture dir (has manifest.json), every events.rlp without a
 // manifest, and every *.json / *.json.gz / *.pt.trace.json(.gz) trace file below; sorted.

@@ -1,0 +1,12 @@
+// Fuzz target: Kineto / torch.profiler Chrome trace JSON (an object with "traceEvents"), read by
+// analysis::ReadTraceBytes. Seeds: test/fuzz/corpus/kineto_json; dictionary: test/fuzz/dict/json.dict.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "test/fuzz/trace_fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  rlprof::fuzz::ReadTraceInput({reinterpret_cast<const char*>(data), size}, "fuzz.pt.trace.json");
+  return 0;
+}
