@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import gc
 import json
 import os
 import socket
@@ -269,7 +270,15 @@ def _worker(rank: int, world: int, port: int, cfg: GrpoConfig, kwargs: Dict[str,
         if rank == 0 and summary:
             with open(summary, "w") as f:
                 json.dump({"config": dataclasses.asdict(cfg), "ranks": results}, f, indent=1)
+        # torch 2.x gloo: a worker thread can drop the last reference to a finished collective
+        # (its tensors hold Python objects) while the interpreter finalizes; taking the GIL
+        # then ends that thread and the process aborts ("terminate called without an active
+        # exception", pytorch/pytorch#190489). A barrier lets the workers finish with every
+        # earlier collective while the interpreter is alive; collecting drops the DDP model's
+        # reference, so destroying the group joins the workers here.
+        dist.barrier()
     finally:
+        gc.collect()
         dist.destroy_process_group()
 
 
