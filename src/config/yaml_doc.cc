@@ -196,7 +196,8 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
         if (!add && !force) {
           std::vector<std::string> keys;
           if (cur.IsMap())
-            for (auto it = cur.begin(); it != cur.end(); ++it) keys.push_back(it->first.as<std::string>());
+            for (auto it = cur.begin(); it != cur.end(); ++it)  // a key may be a [list] or {map}
+              if (it->first.IsScalar()) keys.push_back(it->first.Scalar());
           std::string hint = base::NearestWord(path[i], keys);
           KeyPath prefix(path.begin(), path.begin() + i + 1);
           return base::InvalidArgument(
@@ -223,7 +224,8 @@ base::Status Doc::ApplyOverrides(const std::vector<std::string>& overrides) {
     }
     if (!exists && !add && !force) {
       std::vector<std::string> keys;
-      for (auto it = cur.begin(); it != cur.end(); ++it) keys.push_back(it->first.as<std::string>());
+      for (auto it = cur.begin(); it != cur.end(); ++it)
+        if (it->first.IsScalar()) keys.push_back(it->first.Scalar());  // a key may be a [list] or {map}
       std::string hint = base::NearestWord(leaf, keys);
       return base::InvalidArgument("override '" + ov + "': key '" + key + "' does not exist in " +
                                    file_ + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
