@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "src/base/time_math.h"
+
 namespace rlprof::config {
 
 const char* ScheduleActionName(ScheduleAction a) {
@@ -16,12 +18,9 @@ const char* ScheduleActionName(ScheduleAction a) {
 }
 
 namespace {
-// wait + warmup + active, saturated: absurd configs must not overflow (validation bounds them).
+// wait + warmup + active (each ≥ 0), saturated: absurd configs must not overflow.
 int64_t CycleLength(int64_t wait, int64_t warmup, int64_t active) {
-  int64_t len = 0;
-  if (__builtin_add_overflow(wait, warmup, &len) || __builtin_add_overflow(len, active, &len))
-    return std::numeric_limits<int64_t>::max();
-  return len;
+  return base::SatAdd(base::SatAdd(wait, warmup), active);
 }
 
 int64_t Saturate(__int128 v) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "src/base/time_math.h"
+
 namespace rlprof::runtime {
 
 const char* ScheduleEffectName(ScheduleEffect e) {
@@ -17,12 +19,9 @@ const char* ScheduleEffectName(ScheduleEffect e) {
 }
 
 namespace {
-// wait + warmup + active, saturated: absurd configs must not overflow (validation bounds them).
+// wait + warmup + active (each ≥ 0), saturated: absurd configs must not overflow.
 int64_t CycleLength(int64_t wait, int64_t warmup, int64_t active) {
-  int64_t len = 0;
-  if (__builtin_add_overflow(wait, warmup, &len) || __builtin_add_overflow(len, active, &len))
-    return std::numeric_limits<int64_t>::max();
-  return len;
+  return base::SatAdd(base::SatAdd(wait, warmup), active);
 }
 }  // namespace
 
