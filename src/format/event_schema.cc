@@ -31,8 +31,8 @@ ArgSpec ArgSpecFor(Category c) {
     case Category::kSubStep: return {"index", nullptr, false};
     case Category::kOperator: return {"seq", "shapes", true};
     case Category::kCommunication: return {"bytes", "group", true};
-    case Category::kKernel:
-    case Category::kRuntime: return {"correlation", nullptr, false};
+    case Category::kKernel: return {"correlation", "launch", true};
+    case Category::kRuntime: return {"correlation", "external_id", false};
     case Category::kMemcpy: return {"bytes", "direction", true};
     default: return {};
   }

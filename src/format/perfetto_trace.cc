@@ -20,7 +20,8 @@ namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
 constexpr const char* kArgNames[] = {"step",  "role",        "index",     "seq",  "shapes", "bytes",
-                                     "group", "correlation", "direction", "arg0", "arg1"};
+                                     "group", "correlation", "direction", "arg0", "arg1",
+                                     "launch", "external_id"};
 
 uint64_t ArgIid(const char* name) {
   for (size_t i = 0; i < std::size(kArgNames); ++i) {

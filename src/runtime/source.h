@@ -68,6 +68,9 @@ class SourceSink {
   virtual bool Emit(uint32_t gen, const format::Event& e, TimeBase base) = 0;
   // A track of this session (device stream, counter, …); 0 when no more ids are left.
   virtual uint16_t AddTrack(format::TrackKind kind, uint64_t os_id, const std::string& name) = 0;
+  // The track of OS thread `tid` (the one its markers use when it recorded, else a new one):
+  // host-side activity a device SDK reports later (runtime API calls) lands on its thread.
+  virtual uint16_t ThreadTrack(uint64_t tid) = 0;
   // Id of `s` in the session's string table.
   virtual uint32_t Intern(std::string_view s) = 0;
   // True while the capture of window `gen` is open and accepting events.

@@ -366,6 +366,18 @@ uint16_t Recorder::AddTrack(format::TrackKind kind, uint64_t os_id, const std::s
   return id;
 }
 
+uint16_t Recorder::ThreadTrack(uint64_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = tracks_.size(); i-- > 2;)
+    if (tracks_[i].kind == format::TrackKind::kThread && tracks_[i].os_id == tid)
+      return static_cast<uint16_t>(i);
+  if (tracks_.size() >= 0xFFFF) return 0;
+  const auto id = static_cast<uint16_t>(tracks_.size());
+  tracks_.push_back({id, format::TrackKind::kThread, tid, static_cast<uint32_t>(getpid()),
+                     "thread " + std::to_string(tid)});
+  return id;
+}
+
 uint16_t Recorder::AsyncTrackFor(ThreadBuffer* tb) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (tracks_.size() >= 0xFFFF || tb->track >= tracks_.size()) return kAsyncTrack;

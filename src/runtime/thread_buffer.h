@@ -137,6 +137,9 @@ class Recorder {
   uint16_t AsyncTrackFor(ThreadBuffer* tb);
   uint16_t AddTrack(format::TrackKind kind, uint64_t os_id, const std::string& name);
   format::TrackEntry TrackInfo(uint16_t id) const;
+  // The thread track of OS thread `tid` (the newest one with that tid), or a new one named
+  // "thread <tid>"; 0 when no ids are left.
+  uint16_t ThreadTrack(uint64_t tid);
   void SetCurrentThreadName(const std::string& name);
   const RecorderConfig& config() const { return config_; }
 

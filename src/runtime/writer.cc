@@ -360,6 +360,7 @@ class Writer::Sink final : public SourceSink {
   uint16_t AddTrack(format::TrackKind kind, uint64_t os_id, const std::string& name) override {
     return Recorder::Get().AddTrack(kind, os_id, name);
   }
+  uint16_t ThreadTrack(uint64_t tid) override { return Recorder::Get().ThreadTrack(tid); }
   uint32_t Intern(std::string_view s) override { return Recorder::Get().interner().InternString(s); }
   bool Accepting(uint32_t gen) const override {
     auto it = w_->open_.find(gen);

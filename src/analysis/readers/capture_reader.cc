@@ -116,10 +116,22 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
         if (e.arg1) t.group[row] = name_of(e.arg1);
         break;
       case Category::kKernel:
+        if (e.arg0) t.correlation[row] = e.arg0;
+        // arg1: the launch string of the CUPTI source; NCCL kernels lead with their collective.
+        if (e.arg1) {
+          std::string_view launch = c.raw.str(e.arg1);
+          if (launch.starts_with("collective=")) {
+            launch.remove_prefix(11);
+            t.collective[row] = t.Intern(launch.substr(0, launch.find(' ')));
+          }
+        }
+        break;
       case Category::kRuntime:
+      case Category::kSync:
         if (e.arg0) t.correlation[row] = e.arg0;
         break;
       case Category::kMemcpy:
+      case Category::kMemset:
         t.bytes[row] = e.arg0;
         break;
       default:

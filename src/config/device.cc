@@ -1,0 +1,31 @@
+#include "src/config/device.h"
+
+namespace rlprof::config {
+
+std::vector<std::string> DeviceActivities::Names() const {
+  std::vector<std::string> out;
+  auto add = [&](bool on, const char* n) {
+    if (on) out.emplace_back(n);
+  };
+  add(kernels, "kernels");
+  add(memcpy, "memcpy");
+  add(memset, "memset");
+  add(launch_api && !runtime_api, "launch_api");
+  add(runtime_api, "runtime_api");
+  add(sync, "sync");
+  add(driver_api, "driver_api");
+  add(overhead, "overhead");
+  add(external_correlation, "external_correlation");
+  return out;
+}
+
+DeviceActivities DeviceActivitiesFor(const ProcessPlan& p) {
+  DeviceActivities a;
+  if (!p.contents.device || p.level == "level_none") return a;
+  a.kernels = a.memcpy = a.memset = a.launch_api = a.external_correlation = true;
+  if (p.level == "level1" || p.level == "level2") a.runtime_api = a.sync = true;
+  if (p.level == "level2") a.driver_api = a.overhead = true;
+  return a;
+}
+
+}  // namespace rlprof::config

@@ -1,0 +1,131 @@
+// The CUPTI activity source: the GPU timeline of a capture window — kernels, copies, memsets,
+// synchronisation, runtime / driver API calls, CUPTI overhead — from NVIDIA's CUPTI activity API,
+// loaded at run time (cupti_api.h) so that nothing links CUDA. A runtime::Source (source.h):
+// the session runs it when the plan asks for device data (config::DeviceActivitiesFor).
+//
+//   runtime::SourceRegistry::Get().Register(std::make_shared<sources::CuptiSource>());
+//   // (done once per process by the rlprof_cupti_source object library: cupti_register.cc)
+//
+// Lifecycle: Configure loads libcupti, subscribes (to learn whether another subscriber —
+// torch.profiler/Kineto, nsys — holds CUPTI: then it stays off, warns once and says so in the
+// manifest), registers the buffer callbacks and the timestamp callback (device times on
+// rlprof's CLOCK_MONOTONIC timeline; else a measured offset, its error in the manifest) and
+// allocates the buffer pool. Start enables the activity kinds of the plan's level; Stop disables
+// them (the only CUPTI calls on the training thread: no flush there). The writer thread's final
+// Drain of a window forces CUPTI's flush, converts every completed buffer (cupti_records.h) and
+// hands the buffers back to the pool. Shutdown disables everything and unsubscribes, so a
+// torch.profiler started after rlprof's session ends finds CUPTI free.
+//
+// Buffers: `buffers` × `buffer_bytes`, allocated in Configure and reused; CUPTI's request
+// callback (on whatever thread fills a buffer, possibly the training thread) only pops one
+// from the pool. An empty pool hands CUPTI nothing: CUPTI drops those records; both the
+// starvation and CUPTI's dropped-record counts go into the manifest (sources.cupti).
+// Thread-safety: one instance is active per process (CUPTI's callbacks are global); the pool and
+// the completed queue are under their own mutex; conversion runs on the writer thread only.
+#ifndef RLPROF_SRC_SOURCES_CUPTI_SOURCE_H_
+#define RLPROF_SRC_SOURCES_CUPTI_SOURCE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "src/config/device.h"
+#include "src/runtime/source.h"
+#include "src/sources/cupti_api.h"
+#include "src/sources/cupti_records.h"
+
+namespace rlprof::sources {
+
+struct CuptiSourceOptions {
+  EnvFn env = nullptr;          // nullptr: getenv
+  size_t buffer_bytes = 0;      // 0: $RLPROF_CUPTI_BUFFER_KB KiB, else 2 MiB
+  size_t buffers = 0;           // 0: $RLPROF_CUPTI_BUFFERS, else 16
+};
+
+class CuptiSource : public runtime::Source {
+ public:
+  explicit CuptiSource(CuptiSourceOptions o = {});
+  ~CuptiSource() override;
+
+  std::string_view name() const override { return "cupti"; }
+  bool Wanted(const config::ProcessPlan& p) const override {
+    return config::DeviceActivitiesFor(p).any();
+  }
+  bool Configure(const runtime::SourceContext& ctx) override;
+  void Start(uint32_t gen) override;
+  void Stop(uint32_t gen) override;
+  void Drain(runtime::SourceSink& sink, uint32_t final_gen) override;
+  runtime::SourceCounters Counters(uint32_t gen) override;
+  void Shutdown() override;
+
+  // External correlation (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0): work launched between a
+  // push and its pop carries `id` (the runtime API event's arg1). For host ranges / operators
+  // of other sources; no-ops while CUPTI is not active.
+  static void PushExternalId(uint64_t id);
+  static void PopExternalId();
+
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  const std::string& status() const { return status_; }
+
+ private:
+  struct Buffer {
+    uint8_t* data;
+    size_t valid;
+  };
+  static void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
+  static void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
+                                       size_t valid);
+  static uint64_t CUPTIAPI Timestamp();
+  bool EnableKinds(bool on, std::string* error, CUptiResult* result = nullptr);
+  void Off(const std::string& why, bool warn);
+  void MeasureOffset();
+  uint32_t GenFor(int64_t ts) const;
+  void ConvertBuffer(runtime::SourceSink& sink, const Buffer& b);
+
+  CuptiSourceOptions opt_;
+  CuptiApi api_;
+  bool loaded_ = false, load_failed_ = false;
+  std::string load_error_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  config::DeviceActivities acts_;
+  std::atomic<bool> active_{false};
+  std::atomic<bool> enabled_{false};
+  std::string status_ = "off";
+  bool told_ = false;  // the info / warning line was printed (once per process)
+
+  // Clock: records are CLOCK_MONOTONIC ns (timestamp callback) or CUPTI's clock + offset_ns_.
+  bool ts_callback_ = false;
+  int64_t offset_ns_ = 0;
+  int64_t offset_error_ns_ = 0;
+
+  // Buffer pool and completed queue (pool_mu_).
+  std::mutex pool_mu_;
+  std::vector<uint8_t*> all_buffers_;
+  std::vector<uint8_t*> pool_;
+  std::vector<Buffer> completed_;
+  std::vector<Buffer> draining_;  // writer thread
+  std::atomic<uint64_t> starved_{0};
+  std::atomic<uint64_t> cupti_dropped_{0};
+  std::atomic<uint64_t> buffers_completed_{0};
+  size_t buffer_bytes_ = 0;
+
+  // Windows (win_mu_): generation and open time, for attributing records.
+  mutable std::mutex win_mu_;
+  std::vector<std::pair<uint32_t, int64_t>> windows_;
+
+  // Writer thread.
+  std::unique_ptr<CuptiRecordConverter> conv_;
+  std::map<uint32_t, uint64_t> emitted_;  // per window
+  uint64_t late_ = 0;                     // records for no open capture
+  CuptiCounts reported_;                  // counts at the previous Counters()
+  uint64_t reported_starved_ = 0, reported_dropped_ = 0;
+  std::mutex counters_mu_;                // emitted_ / late_ between Drain and Counters
+};
+
+}  // namespace rlprof::sources
+
+#endif  // RLPROF_SRC_SOURCES_CUPTI_SOURCE_H_

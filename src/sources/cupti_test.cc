@@ -1,0 +1,421 @@
+// The CUPTI source end to end against the fake CUPTI (cupti_fake.cc) replaying
+// test/data/cupti/step.records: records → capture → `rlprof summary` / `rlprof export`; and the
+// ways it must degrade: no libcupti, another subscriber, a starved buffer pool, no timestamp
+// callback.
+#include "src/sources/cupti_source.h"
+
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/format/raw.h"
+#include "src/runtime/clock.h"
+#include "src/runtime/session.h"
+#include "src/runtime/thread_buffer.h"
+
+namespace rlprof::sources {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::map<std::string, std::string>& TestEnv() {
+  static std::map<std::string, std::string> env;
+  return env;
+}
+const char* EnvOf(const char* k) {
+  auto it = TestEnv().find(k);
+  return it == TestEnv().end() ? nullptr : it->second.c_str();
+}
+// The session's environment: CLOCK_MONOTONIC ticks (= ns), so the test can place host ranges.
+const char* SessionEnv(const char* k) {
+  return std::string(k) == "RLPROF_CLOCK" ? "monotonic" : nullptr;
+}
+
+std::string FreshDir(const std::string& tag) {
+  static int n = 0;
+  std::string d = ::testing::TempDir() + "rlprof-cupti-" + std::to_string(getpid()) + "-" + tag +
+                  "-" + std::to_string(n++);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+config::Plan DevicePlan(const std::string& save, const std::string& level) {
+  config::Plan p;
+  p.tool = config::Tool::kRlprof;
+  p.steps.kind = config::StepSelection::Kind::kList;
+  p.steps.list = {1};
+  p.save_path = save;
+  config::RolePlan r;
+  r.role = "actor";
+  r.block_path = "rlprof.roles.actor";
+  r.enabled = r.all_ranks = true;
+  r.contents.device = true;
+  r.level = level;
+  p.roles.push_back(r);
+  return p;
+}
+
+SessionOptions Quiet() {
+  SessionOptions o;
+  o.roles = std::vector<std::string>{"actor"};
+  o.run_id = "cupti";
+  o.quiet = true;
+  o.install_signal_handlers = false;
+  return o;
+}
+
+std::vector<std::string> Captures(const std::string& root) {
+  std::vector<std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(root))
+    if (e.path().filename() == "manifest.json") out.push_back(e.path().parent_path().string());
+  return out;
+}
+
+json Manifest(const std::string& dir) {
+  std::ifstream in(dir + "/manifest.json");
+  return json::parse(in);
+}
+
+std::string Shell(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
+  return out;
+}
+
+// One CuptiSource registered for the test, with its own environment.
+class CuptiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TestEnv() = {{"RLPROF_CUPTI_LIBRARY", RLPROF_FAKE_CUPTI}};
+    setenv("RLPROF_FAKE_CUPTI_RECORDS", RLPROF_CUPTI_DATA_DIR "/step.records", 1);
+    unsetenv("RLPROF_FAKE_CUPTI_MODE");
+    unsetenv("RLPROF_FAKE_CUPTI_RECORDS_PER_BUFFER");
+  }
+  void TearDown() override {
+    runtime::SourceRegistry::Get().Unregister("cupti");
+    source_.reset();
+  }
+  void Register(CuptiSourceOptions o = {}) {
+    o.env = &EnvOf;
+    source_ = std::make_shared<CuptiSource>(o);
+    ASSERT_TRUE(runtime::SourceRegistry::Get().Register(source_));
+  }
+  // One step (the capture window) holding an operator on this thread that covers the device
+  // work's launches (3 ms). Returns the capture directory.
+  std::string RunStep(const std::string& level, uint32_t* window_ms = nullptr) {
+    save_ = FreshDir(level);
+    auto s = runtime::SessionImpl::Create(DevicePlan(save_, level), Quiet(), &SessionEnv);
+    EXPECT_TRUE(s->enabled());
+    s->BeginStep(1);
+    const int64_t t0 = runtime::MonotonicNowNs();  // the records start 200 µs after the window
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    if (const uint32_t gen = internal::OpenWindow(); gen != 0) {
+      runtime::Record op{};
+      op.ts_ns = t0;
+      op.payload = runtime::MonotonicNowNs() - t0;
+      op.name = runtime::Recorder::Get().interner().InternString("aten::linear");
+      op.kind = format::EventKind::kComplete;
+      op.category = format::Category::kOperator;
+      runtime::EmitRecord(gen, op);
+    }
+    const auto c0 = std::chrono::steady_clock::now();
+    s->EndStep();
+    if (window_ms != nullptr)
+      *window_ms = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::steady_clock::now() - c0).count());
+    s->Shutdown();
+    const std::vector<std::string> caps = Captures(save_);
+    EXPECT_EQ(caps.size(), 1u);
+    return caps.empty() ? std::string() : caps[0];
+  }
+  std::shared_ptr<CuptiSource> source_;
+  std::string save_;
+};
+
+TEST_F(CuptiTest, DeviceRecordsBecomeACaptureWithStreamsCorrelationAndCounters) {
+  Register();
+  const std::string dir = RunStep("level2");
+  auto cap = format::ReadRaw(dir + "/events.rlp");
+  ASSERT_TRUE(cap.ok()) << cap.status().ToString();
+  std::map<format::Category, int> by_cat;
+  uint16_t step_track = 0;
+  std::vector<const format::Event*> kernels;
+  for (const auto& e : cap->events) {
+    ++by_cat[e.category];
+    if (e.category == format::Category::kStep) step_track = e.track;
+    if (e.category == format::Category::kKernel) kernels.push_back(&e);
+  }
+  EXPECT_EQ(by_cat[format::Category::kKernel], 4);
+  EXPECT_EQ(by_cat[format::Category::kMemcpy], 1);
+  EXPECT_EQ(by_cat[format::Category::kMemset], 1);
+  EXPECT_EQ(by_cat[format::Category::kRuntime], 7);
+  EXPECT_EQ(by_cat[format::Category::kSync], 1);
+  EXPECT_EQ(by_cat[format::Category::kCapture], 1);  // CUPTI's overhead record
+  // Runtime API calls sit on the thread that launched (this one: the step's track).
+  const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  for (const auto& e : cap->events) {
+    if (e.category != format::Category::kRuntime) continue;
+    EXPECT_EQ(e.track, step_track);
+    if (cap->str(e.name) == "cudaLaunchKernel") {
+      EXPECT_NE(e.arg1, 0u);  // external id
+    }
+  }
+  std::map<uint16_t, format::TrackEntry> tracks;
+  for (const auto& t : cap->tracks) tracks[t.id] = t;
+  EXPECT_EQ(tracks[step_track].os_id, tid);
+  int nccl = 0;
+  for (const format::Event* k : kernels) {
+    const format::TrackEntry& t = tracks[k->track];
+    EXPECT_EQ(t.kind, format::TrackKind::kDeviceStream);
+    if (cap->str(k->name).starts_with("ncclDevKernel_AllReduce")) {
+      ++nccl;
+      EXPECT_EQ(t.name, "GPU 0 stream 13");
+      EXPECT_TRUE(cap->str(k->arg1).starts_with("collective=AllReduce grid=32x1x1 block=640x1x1"));
+      EXPECT_EQ(k->arg0, 102u);
+    }
+  }
+  EXPECT_EQ(nccl, 1);
+  // Demangled.
+  bool demangled = false;
+  for (const format::Event* k : kernels)
+    demangled |= cap->str(k->name).starts_with("void at::native::vectorized_elementwise_kernel<4");
+  EXPECT_TRUE(demangled);
+
+  const json m = Manifest(dir);
+  const json& c = m["sources"]["cupti"];
+  EXPECT_EQ(c["status"], "on");
+  EXPECT_EQ(c["library"], RLPROF_FAKE_CUPTI);
+  EXPECT_EQ(c["clock"], "timestamp callback");
+  EXPECT_EQ(c["records"], 15);
+  EXPECT_EQ(c["kernels"], 4);
+  EXPECT_EQ(c["nccl_kernels"], 1);
+  EXPECT_EQ(c["external_correlation"], 5);
+  EXPECT_EQ(c["dropped_by_cupti"], 3);
+  EXPECT_EQ(c["buffer_starved"], 0);
+  EXPECT_EQ(c["activities"], "kernels,memcpy,memset,runtime_api,sync,driver_api,overhead,external_correlation");
+  EXPECT_EQ(m["counts"]["source_events"], 15);
+  // Every device event lies inside the window.
+  const int64_t open = m["window"]["open_ns"], close = m["window"]["close_ns"];
+  for (const format::Event* k : kernels) {
+    EXPECT_GE(k->ts_ns, open);
+    EXPECT_LE(k->ts_ns + k->payload, close);
+  }
+}
+
+// The device-derived part of `rlprof summary --view all --json` (host times vary from run to run:
+// the step's length, host classes, idle) against test/data/cupti/step.summary.golden.
+// RLPROF_UPDATE_GOLDEN=1 rewrites the golden file.
+std::string DeviceSummary(const json& j) {
+  static const std::map<std::string, std::vector<std::string>> kKeep = {
+      {"step_trace_time", {"Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication"}},
+      {"step_atoms", {"step", "compute_only", "comm_only", "overlap", "memory_only", "memcpy_only",
+                      "memset_only", "kernels", "launches"}},
+      {"comm_by_group", {"group", "ops", "communication", "comm_not_overlapped"}},
+      {"gpu_timeline", {"type", "time ms"}},
+      {"classes", {"class", "count", "total"}},
+  };
+  std::string out;
+  for (const auto& in : j["inputs"]) {
+    for (const auto& [table, cols] : kKeep) {
+      if (!in["tables"].contains(table)) {
+        out += table + ": missing\n";
+        continue;
+      }
+      const json& t = in["tables"][table];
+      std::vector<size_t> idx;
+      for (const std::string& c : cols)
+        for (size_t i = 0; i < t["columns"].size(); ++i)
+          if (t["columns"][i]["name"] == c) idx.push_back(i);
+      out += "-- " + table + "\n";
+      for (const auto& row : t["rows"]) {
+        if (table == "classes" && (row[0] == "host" || row[0] == "marker")) continue;
+        for (size_t k = 0; k < idx.size(); ++k) out += (k ? "  " : "") + row[idx[k]].dump();
+        out += "\n";
+      }
+    }
+  }
+  out += "diagnostics: " + j["diagnostics"].dump() + "\n";
+  return out;
+}
+
+TEST_F(CuptiTest, SummaryShowsComputeCommunicationOverlapAndIdleFromDeviceWork) {
+  Register();
+  const std::string dir = RunStep("level0");
+  int rc = 0;
+  const std::string out = Shell(std::string(RLPROF_CLI) + " summary --view all --json " + dir, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const json j = json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  const std::string got = DeviceSummary(j);
+  const std::string golden_path = RLPROF_CUPTI_DATA_DIR "/step.summary.golden";
+  if (std::getenv("RLPROF_UPDATE_GOLDEN") != nullptr) std::ofstream(golden_path) << got;
+  std::ifstream gin(golden_path);
+  const std::string want((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, want);
+  // Not a cpu-only capture, and the step has idle device time (it lasts 3 ms, the work 1.6 ms).
+  const std::string text = Shell(std::string(RLPROF_CLI) + " summary " + dir, &rc);
+  EXPECT_EQ(text.find("cpu-only"), std::string::npos) << text;
+  const json& st = j["inputs"][0]["tables"]["step_trace_time"];
+  for (size_t i = 0; i < st["columns"].size(); ++i)
+    if (st["columns"][i]["name"] == "Free") {
+      EXPECT_GT(st["rows"][0][i].get<double>(), 1000.0) << text;
+    }
+}
+
+TEST_F(CuptiTest, ExportShowsDeviceStreamsAsPerfettoTracks) {
+  Register();
+  const std::string dir = RunStep("level0");
+  int rc = 0;
+  const std::string trace = save_ + "/trace.pftrace";
+  const std::string out = Shell(std::string(RLPROF_CLI) + " export " + dir + " -o " + trace, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::ifstream in(trace, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(bytes.find("GPU 0 stream 7"), std::string::npos);
+  EXPECT_NE(bytes.find("GPU 0 stream 13"), std::string::npos);
+  EXPECT_NE(bytes.find("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), std::string::npos);
+}
+
+TEST_F(CuptiTest, WithoutLibcuptiTheHostCaptureGoesOnAndTheManifestSaysWhy) {
+  TestEnv()["RLPROF_CUPTI_LIBRARY"] = "/nonexistent/libcupti.so.13";
+  Register();
+  testing::internal::CaptureStderr();
+  const std::string dir = RunStep("level0");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("rlprof: info: no device capture: libcupti not found"), std::string::npos) << err;
+  const json m = Manifest(dir);
+  EXPECT_EQ(m["complete"], true);
+  EXPECT_TRUE(m["sources"]["cupti"]["status"].get<std::string>().starts_with("off: libcupti not found"));
+  auto cap = format::ReadRaw(dir + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  int steps = 0, device = 0;
+  for (const auto& e : cap->events) {
+    steps += e.category == format::Category::kStep;
+    device += e.category == format::Category::kKernel;
+  }
+  EXPECT_EQ(steps, 1);
+  EXPECT_EQ(device, 0);
+}
+
+TEST_F(CuptiTest, AnotherSubscriberKeepsHostCaptureWarnsOnceAndIsInTheManifest) {
+  setenv("RLPROF_FAKE_CUPTI_MODE", "other_subscriber", 1);
+  Register();
+  testing::internal::CaptureStderr();
+  const std::string dir = RunStep("level1");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("rlprof: warning: no device capture: another CUPTI subscriber"), std::string::npos)
+      << err;
+  const json m = Manifest(dir);
+  EXPECT_EQ(m["complete"], true);
+  EXPECT_EQ(m["sources"]["cupti"]["status"],
+            "off: another CUPTI subscriber (torch.profiler/Kineto, nsys, …) holds CUPTI");
+  EXPECT_GT(m["counts"]["events"].get<int>(), 0);
+}
+
+TEST_F(CuptiTest, ActivityApiHeldByAnotherClientIsDetectedAtWindowOpen) {
+  setenv("RLPROF_FAKE_CUPTI_MODE", "enable_fails", 1);
+  Register();
+  testing::internal::CaptureStderr();
+  const std::string dir = RunStep("level0");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("another CUPTI client holds the activity API"), std::string::npos) << err;
+  EXPECT_TRUE(Manifest(dir)["sources"]["cupti"]["status"].get<std::string>().starts_with(
+      "off: another CUPTI client holds the activity API"));
+}
+
+// rlprof first, then torch.profiler: while rlprof's session lives, a second subscriber is
+// refused (Kineto then warns and records no device activity); once the session ends, CUPTI is
+// free again.
+TEST_F(CuptiTest, RlprofFirstThenAnotherClientFindsCuptiFreeAfterTheSession) {
+  Register();
+  void* h = dlopen(RLPROF_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) h = dlopen(RLPROF_FAKE_CUPTI, RTLD_NOW);
+  ASSERT_NE(h, nullptr);
+  auto subscribe = reinterpret_cast<CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*)>(
+      dlsym(h, "cuptiSubscribe"));
+  auto unsubscribe = reinterpret_cast<CUptiResult (*)(CUpti_SubscriberHandle)>(dlsym(h, "cuptiUnsubscribe"));
+  auto enabled_kinds = reinterpret_cast<int (*)()>(dlsym(h, "fake_cupti_enabled_kinds"));
+  const std::string save = FreshDir("reverse");
+  auto s = runtime::SessionImpl::Create(DevicePlan(save, "level0"), Quiet(), &SessionEnv);
+  CUpti_SubscriberHandle other = nullptr;
+  auto noop = [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {};
+  EXPECT_EQ(subscribe(&other, noop, nullptr), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  s->BeginStep(1);
+  EXPECT_GT(enabled_kinds(), 0);
+  s->EndStep();
+  EXPECT_EQ(enabled_kinds(), 0);  // closed window: nothing left enabled
+  s->Shutdown();
+  EXPECT_EQ(subscribe(&other, noop, nullptr), CUPTI_SUCCESS);
+  unsubscribe(other);
+  dlclose(h);
+}
+
+TEST_F(CuptiTest, AStarvedBufferPoolIsCountedWithCuptisDrops) {
+  setenv("RLPROF_FAKE_CUPTI_RECORDS_PER_BUFFER", "2", 1);
+  CuptiSourceOptions o;
+  o.buffers = 3;  // 6 records fit; the step has 20 at level2
+  o.buffer_bytes = 64 * 1024;
+  Register(o);
+  const std::string dir = RunStep("level2");
+  const json c = Manifest(dir)["sources"]["cupti"];
+  EXPECT_EQ(c["status"], "on");
+  EXPECT_GT(c["buffer_starved"].get<int>(), 0);
+  // Each record that found no buffer is one CUPTI drop, plus the 3 the file says.
+  EXPECT_EQ(c["records"].get<int>() + c["external_correlation"].get<int>() + c["dropped_by_cupti"].get<int>(),
+            15 + 5 + 3);
+  EXPECT_LE(c["records"].get<int>() + c["external_correlation"].get<int>(), 6);
+}
+
+TEST_F(CuptiTest, WithoutTheTimestampCallbackAMeasuredOffsetPutsDeviceTimeInTheWindow) {
+  setenv("RLPROF_FAKE_CUPTI_MODE", "no_timestamp_callback", 1);
+  Register();
+  const std::string dir = RunStep("level0");
+  const json m = Manifest(dir);
+  const json& c = m["sources"]["cupti"];
+  EXPECT_EQ(c["clock"], "measured offset");
+  EXPECT_GE(c["clock_error_ns"].get<int64_t>(), 0);
+  EXPECT_LT(c["clock_error_ns"].get<int64_t>(), 1'000'000);
+  auto cap = format::ReadRaw(dir + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  const int64_t open = m["window"]["open_ns"], close = m["window"]["close_ns"];
+  int kernels = 0;
+  for (const auto& e : cap->events) {
+    if (e.category != format::Category::kKernel) continue;
+    ++kernels;
+    EXPECT_GE(e.ts_ns, open);
+    EXPECT_LE(e.ts_ns + e.payload, close);
+  }
+  EXPECT_EQ(kernels, 4);
+}
+
+TEST_F(CuptiTest, ClosingTheWindowDoesNotFlushOnTheTrainingThread) {
+  Register();
+  uint32_t close_us = 0;
+  RunStep("level2", &close_us);
+  // EndStep closes the window; CUPTI's flush runs on the writer thread. Generous bound for a
+  // loaded CI machine (the benchmark measures the real figure).
+  EXPECT_LT(close_us, 20'000u);
+}
+
+}  // namespace
+}  // namespace rlprof::sources
