@@ -36,6 +36,7 @@ namespace {
 struct Spec {
   CUpti_ActivityKind kind;
   std::map<std::string, std::string> f;
+  std::vector<uint8_t> tmpl;  // the record built with base 0 and main tid 0 (built once)
   int64_t I(const char* k, int64_t d = 0) const {
     auto it = f.find(k);
     return it == f.end() ? d : std::strtoll(it->second.c_str(), nullptr, 0);
@@ -127,7 +128,7 @@ void Load(State& s) {
     }
     auto k = kinds.find(word);
     if (k == kinds.end()) continue;
-    Spec sp{k->second, {}};
+    Spec sp{k->second, {}, {}};
     while (ls >> word) {
       const size_t eq = word.find('=');
       if (eq == std::string::npos) continue;
@@ -150,9 +151,9 @@ void Dims(const std::string& v, int32_t* x, int32_t* y, int32_t* z) {
 
 // Writes `sp` as the CUPTI struct of its kind at `p` (RecordSize(kind) zeroed bytes).
 void Build(State& s, const Spec& sp, uint8_t* p) {
-  const uint64_t t0 = s.base + static_cast<uint64_t>(sp.I("t"));
+  const uint64_t t0 = static_cast<uint64_t>(sp.I("t"));
   const uint64_t t1 = t0 + static_cast<uint64_t>(sp.I("d"));
-  const uint32_t tid = sp.S("tid") == "MAIN" || sp.S("tid").empty() ? s.main_tid
+  const uint32_t tid = sp.S("tid") == "MAIN" || sp.S("tid").empty() ? 0  // patched per delivery
                                                                     : static_cast<uint32_t>(sp.I("tid"));
   switch (sp.kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -263,6 +264,63 @@ void Build(State& s, const Spec& sp, uint8_t* p) {
   }
 }
 
+// Copies `sp`'s record to `p` with the window's time origin and thread.
+void Place(State& s, Spec& sp, uint8_t* p) {
+  const size_t n = RecordSize(sp.kind);
+  if (sp.tmpl.empty()) {
+    sp.tmpl.assign(n, 0);
+    Build(s, sp, sp.tmpl.data());
+  }
+  std::memcpy(p, sp.tmpl.data(), n);
+  // (packed struct fields: no references to them)
+#define RLPROF_FAKE_SHIFT(field) field += s.base
+#define RLPROF_FAKE_TID(field) \
+  if (field == 0) field = s.main_tid
+  switch (sp.kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(p);
+      RLPROF_FAKE_SHIFT(k->start), RLPROF_FAKE_SHIFT(k->end), RLPROF_FAKE_SHIFT(k->completed);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(p);
+      RLPROF_FAKE_SHIFT(m->start), RLPROF_FAKE_SHIFT(m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(p);
+      RLPROF_FAKE_SHIFT(m->start), RLPROF_FAKE_SHIFT(m->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      auto* a = reinterpret_cast<CUpti_ActivityAPI*>(p);
+      RLPROF_FAKE_SHIFT(a->start), RLPROF_FAKE_SHIFT(a->end);
+      RLPROF_FAKE_TID(a->threadId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      auto* y = reinterpret_cast<CUpti_ActivitySynchronization2*>(p);
+      RLPROF_FAKE_SHIFT(y->start), RLPROF_FAKE_SHIFT(y->end);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      auto* o = reinterpret_cast<CUpti_ActivityOverhead3*>(p);
+      RLPROF_FAKE_SHIFT(o->start), RLPROF_FAKE_SHIFT(o->end);
+      RLPROF_FAKE_TID(o->objectId.pt.threadId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+      auto* g = reinterpret_cast<CUpti_ActivityGraphTrace2*>(p);
+      RLPROF_FAKE_SHIFT(g->start), RLPROF_FAKE_SHIFT(g->end);
+      break;
+    }
+    default: break;
+  }
+#undef RLPROF_FAKE_SHIFT
+#undef RLPROF_FAKE_TID
+}
+
 bool KindEnabled(State& s, CUpti_ActivityKind k) {
   if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
     return s.window_kinds.count(k) || s.window_kinds.count(CUPTI_ACTIVITY_KIND_KERNEL);
@@ -284,7 +342,7 @@ void Deliver(State& s) {
   long in_cur = 0;
   uint64_t dropped = s.dropped_in_file;
   for (long r = 0; r < repeat; ++r) {
-    for (const Spec& sp : s.specs) {
+    for (Spec& sp : s.specs) {
       if (!KindEnabled(s, sp.kind)) continue;
       const size_t n = RecordSize(sp.kind);
       if (cur.buf != nullptr && (cur.valid + n > cur.size || (per > 0 && in_cur >= per))) {
@@ -302,8 +360,7 @@ void Deliver(State& s) {
           continue;
         }
       }
-      std::memset(cur.buf + cur.valid, 0, n);
-      Build(s, sp, cur.buf + cur.valid);
+      Place(s, sp, cur.buf + cur.valid);
       cur.valid += n;
       ++in_cur;
       ++s.delivered;

@@ -419,3 +419,32 @@ TEST_F(CuptiTest, ClosingTheWindowDoesNotFlushOnTheTrainingThread) {
 
 }  // namespace
 }  // namespace rlprof::sources
+
+namespace rlprof::sources {
+namespace {
+
+// The real libcupti on a machine without a GPU (a CUDA toolkit on a CPU box, as this build
+// machine): CUPTI refuses to start and the host capture goes on. Skipped where there is no
+// toolkit libcupti, or where there is a GPU.
+TEST_F(CuptiTest, ARealLibcuptiWithoutAGpuKeepsTheHostCapture) {
+  std::string real;
+  for (const char* p : {"/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda-13.0/lib64/libcupti.so",
+                        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"})
+    if (fs::exists(p)) real = p;
+  if (real.empty() || fs::exists("/dev/nvidia0")) GTEST_SKIP() << "needs a CUDA toolkit's libcupti and no GPU";
+  TestEnv()["RLPROF_CUPTI_LIBRARY"] = real;
+  Register();
+  testing::internal::CaptureStderr();
+  const std::string dir = RunStep("level1");
+  const std::string err = testing::internal::GetCapturedStderr();
+  const json m = Manifest(dir);
+  EXPECT_EQ(m["complete"], true);
+  const std::string status = m["sources"]["cupti"]["status"];
+  std::printf("real libcupti without a GPU: %s\n", status.c_str());
+  EXPECT_EQ(m["sources"]["cupti"]["library"], real);
+  EXPECT_EQ(err.find("warning: internal error"), std::string::npos) << err;
+  EXPECT_GT(m["counts"]["events"].get<int>(), 0);
+}
+
+}  // namespace
+}  // namespace rlprof::sources
