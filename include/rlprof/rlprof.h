@@ -207,6 +207,11 @@ uint64_t rlprof_ticks(void);
 uint32_t rlprof_intern(const char* s, size_t n);
 /* Records e (ticks) into the calling thread's buffer of `window`; 0 if it is not open. */
 int rlprof_emit(uint32_t window, const rlprof_event* e);
+/* External correlation: device work launched by this thread between a push and its pop
+ * carries `id` (with CUPTI: the runtime API event's external_id), so it is attributed to the
+ * operator / range that pushed it. No-ops (one load) while no device source is active. */
+void rlprof_correlation_push(uint64_t id);
+void rlprof_correlation_pop(void);
 
 #ifdef __cplusplus
 }

@@ -137,6 +137,9 @@ int rlprof_emit(uint32_t window, const rlprof_event* e) {
   return 1;
 }
 
+void rlprof_correlation_push(uint64_t id) { rlprof::runtime::PushCorrelation(id); }
+void rlprof_correlation_pop(void) { rlprof::runtime::PopCorrelation(); }
+
 int rlprof_sink_emit(rlprof_sink* sink, uint32_t window, const rlprof_event* e, int time_base) {
   if (sink == nullptr || sink->impl == nullptr || e == nullptr) return 0;
   try {

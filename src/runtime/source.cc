@@ -7,6 +7,23 @@
 #include <nlohmann/json.hpp>
 
 namespace rlprof::runtime {
+namespace {
+std::atomic<const CorrelationHooks*> g_correlation{nullptr};
+}  // namespace
+
+void SetCorrelationHooks(const CorrelationHooks* hooks) noexcept {
+  g_correlation.store(hooks, std::memory_order_release);
+}
+
+void PushCorrelation(uint64_t id) noexcept {
+  if (const CorrelationHooks* h = g_correlation.load(std::memory_order_acquire); h != nullptr && h->push)
+    h->push(id);
+}
+
+void PopCorrelation() noexcept {
+  if (const CorrelationHooks* h = g_correlation.load(std::memory_order_acquire); h != nullptr && h->pop)
+    h->pop();
+}
 
 SourceRegistry& SourceRegistry::Get() {
   static SourceRegistry* r = new SourceRegistry;  // never destroyed: sources outlive exit order

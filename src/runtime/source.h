@@ -77,6 +77,19 @@ class SourceSink {
   virtual bool Accepting(uint32_t gen) const = 0;
 };
 
+// External correlation: a device source that can tag the device work launched between a push
+// and its pop (CUPTI's external correlation ids) installs these hooks; host-side sources (torch
+// operators, host ranges) call PushCorrelation / PopCorrelation around their work. Without
+// hooks both are one relaxed load. Any thread; push/pop nest per thread.
+struct CorrelationHooks {
+  void (*push)(uint64_t id) noexcept = nullptr;
+  void (*pop)() noexcept = nullptr;
+};
+// `hooks` must outlive its installation (a static); nullptr removes them.
+void SetCorrelationHooks(const CorrelationHooks* hooks) noexcept;
+void PushCorrelation(uint64_t id) noexcept;
+void PopCorrelation() noexcept;
+
 // One manifest entry: sources.<name>.<key> = value.
 using SourceValue = std::variant<int64_t, double, std::string>;
 using SourceCounters = std::vector<std::pair<std::string, SourceValue>>;

@@ -530,6 +530,13 @@ uint64_t fake_cupti_delivered(void) {
   std::lock_guard<std::recursive_mutex> l(s.mu);
   return s.delivered;
 }
+// Pushed external correlation ids not yet popped, and the newest of them (0 if none).
+int fake_cupti_external_depth(uint64_t* top) {
+  State& s = St();
+  std::lock_guard<std::recursive_mutex> l(s.mu);
+  *top = s.ext_stack.empty() ? 0 : s.ext_stack.back();
+  return static_cast<int>(s.ext_stack.size());
+}
 int fake_cupti_enabled_kinds(void) {
   State& s = St();
   std::lock_guard<std::recursive_mutex> l(s.mu);

@@ -11,6 +11,7 @@ namespace rlprof::sources {
 namespace {
 
 std::atomic<CuptiSource*> g_active{nullptr};
+const runtime::CorrelationHooks kHooks{&CuptiSource::PushExternalId, &CuptiSource::PopExternalId};
 
 size_t EnvSize(EnvFn env, const char* name, size_t fallback) {
   const char* v = env(name);
@@ -118,6 +119,7 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
   if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   status_ = "on";
   active_.store(true, std::memory_order_release);
+  if (acts_.external_correlation) runtime::SetCorrelationHooks(&kHooks);
   return true;
 }
 
@@ -324,6 +326,7 @@ runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
 
 void CuptiSource::Shutdown() {
   if (!active() && subscriber_ == nullptr) return;
+  runtime::SetCorrelationHooks(nullptr);
   if (enabled_.exchange(false)) EnableKinds(false, nullptr);
   // Every kind a level may have enabled, so that the next CUPTI client starts clean.
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -350,7 +353,7 @@ void CuptiSource::Shutdown() {
   g_active.compare_exchange_strong(self, nullptr);
 }
 
-void CuptiSource::PushExternalId(uint64_t id) {
+void CuptiSource::PushExternalId(uint64_t id) noexcept {
   CuptiSource* s = g_active.load(std::memory_order_acquire);
   if (s == nullptr || !s->enabled_.load(std::memory_order_relaxed) ||
       s->api_.ActivityPushExternalCorrelationId == nullptr)
@@ -358,7 +361,7 @@ void CuptiSource::PushExternalId(uint64_t id) {
   s->api_.ActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 }
 
-void CuptiSource::PopExternalId() {
+void CuptiSource::PopExternalId() noexcept {
   CuptiSource* s = g_active.load(std::memory_order_acquire);
   if (s == nullptr || !s->enabled_.load(std::memory_order_relaxed) ||
       s->api_.ActivityPopExternalCorrelationId == nullptr)

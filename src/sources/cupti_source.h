@@ -65,8 +65,10 @@ class CuptiSource : public runtime::Source {
   // External correlation (CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0): work launched between a
   // push and its pop carries `id` (the runtime API event's arg1). For host ranges / operators
   // of other sources; no-ops while CUPTI is not active.
-  static void PushExternalId(uint64_t id);
-  static void PopExternalId();
+  // Installed as the runtime's correlation hooks (runtime::PushCorrelation,
+  // rlprof_correlation_push) while this source is active.
+  static void PushExternalId(uint64_t id) noexcept;
+  static void PopExternalId() noexcept;
 
   bool active() const { return active_.load(std::memory_order_acquire); }
   const std::string& status() const { return status_; }

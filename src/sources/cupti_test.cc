@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "rlprof/rlprof.h"
 #include "src/format/raw.h"
 #include "src/runtime/clock.h"
 #include "src/runtime/session.h"
@@ -367,6 +368,32 @@ TEST_F(CuptiTest, RlprofFirstThenAnotherClientFindsCuptiFreeAfterTheSession) {
   s->Shutdown();
   EXPECT_EQ(subscribe(&other, noop, nullptr), CUPTI_SUCCESS);
   unsubscribe(other);
+  dlclose(h);
+}
+
+// A host-side source (the torch operator hook) pushes external correlation ids through the C API;
+// they reach CUPTI only while a window records device activity.
+TEST_F(CuptiTest, CorrelationIdsPushedThroughTheCApiReachCuptiInsideWindowsOnly) {
+  Register();
+  void* h = dlopen(RLPROF_FAKE_CUPTI, RTLD_NOW);
+  ASSERT_NE(h, nullptr);
+  auto depth = reinterpret_cast<int (*)(uint64_t*)>(dlsym(h, "fake_cupti_external_depth"));
+  ASSERT_NE(depth, nullptr);
+  uint64_t top = 0;
+  const std::string save = FreshDir("correlation");
+  auto s = runtime::SessionImpl::Create(DevicePlan(save, "level0"), Quiet(), &SessionEnv);
+  rlprof_correlation_push(41);  // no window: nothing reaches CUPTI
+  EXPECT_EQ(depth(&top), 0);
+  s->BeginStep(1);
+  rlprof_correlation_push(42);
+  EXPECT_EQ(depth(&top), 1);
+  EXPECT_EQ(top, 42u);
+  rlprof_correlation_pop();
+  EXPECT_EQ(depth(&top), 0);
+  s->EndStep();
+  s->Shutdown();
+  rlprof_correlation_push(43);  // the session ended: the hooks are gone
+  EXPECT_EQ(depth(&top), 0);
   dlclose(h);
 }
 
