@@ -50,8 +50,18 @@ CuptiSource::~CuptiSource() {
   for (uint8_t* b : all_buffers_) ::operator delete[](b, std::align_val_t{8});
 }
 
+std::string CuptiSource::status() const {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  return status_;
+}
+
+void CuptiSource::SetStatus(std::string s) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  status_ = std::move(s);
+}
+
 void CuptiSource::Off(const std::string& why, bool warn) {
-  status_ = "off: " + why;
+  SetStatus("off: " + why);
   active_.store(false, std::memory_order_release);
   if (told_) return;
   told_ = true;
@@ -64,7 +74,7 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
   if (active()) return true;  // a new session in the same process: CUPTI is already set up
   if (!loaded_) {
     if (load_failed_) {
-      status_ = "off: " + load_error_;
+      SetStatus("off: " + load_error_);
       return true;
     }
     if (!api_.Load(opt_.env, &load_error_)) {
@@ -117,7 +127,7 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
                  api_.ActivityRegisterTimestampCallback(&Timestamp) == CUPTI_SUCCESS;
   if (!ts_callback_) MeasureOffset();
   if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-  status_ = "on";
+  SetStatus("on");
   active_.store(true, std::memory_order_release);
   if (acts_.external_correlation) runtime::SetCorrelationHooks(&kHooks);
   return true;
@@ -285,11 +295,12 @@ void CuptiSource::Drain(runtime::SourceSink& sink, uint32_t final_gen) {
 
 runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
   runtime::SourceCounters c;
-  c.emplace_back("status", status_);
+  const std::string status = this->status();
+  c.emplace_back("status", status);
   if (!loaded_) return c;
   c.emplace_back("library", api_.path);
   c.emplace_back("cupti_version", static_cast<int64_t>(api_.version));
-  if (status_ != "on" && subscriber_ == nullptr) return c;
+  if (status != "on" && subscriber_ == nullptr) return c;
   std::vector<std::string> acts = acts_.Names();
   std::string joined;
   for (const auto& a : acts) joined += (joined.empty() ? "" : ",") + a;
@@ -343,7 +354,7 @@ void CuptiSource::Shutdown() {
   if (subscriber_ != nullptr) api_.Unsubscribe(subscriber_);
   subscriber_ = nullptr;
   active_.store(false, std::memory_order_release);
-  status_ = "on";  // what it was during the session; Configure sets it again
+  SetStatus("on");  // what it was during the session; Configure sets it again
   {
     std::lock_guard<std::mutex> lock(win_mu_);
     windows_.clear();

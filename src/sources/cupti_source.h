@@ -71,7 +71,7 @@ class CuptiSource : public runtime::Source {
   static void PopExternalId() noexcept;
 
   bool active() const { return active_.load(std::memory_order_acquire); }
-  const std::string& status() const { return status_; }
+  std::string status() const;
 
  private:
   struct Buffer {
@@ -96,6 +96,8 @@ class CuptiSource : public runtime::Source {
   config::DeviceActivities acts_;
   std::atomic<bool> active_{false};
   std::atomic<bool> enabled_{false};
+  void SetStatus(std::string s);
+  mutable std::mutex status_mu_;  // status_ is set on the training thread, read by the writer
   std::string status_ = "off";
   bool told_ = false;  // the info / warning line was printed (once per process)
 
