@@ -1,0 +1,58 @@
+"""Device capture from Python: the core extension registers the CUPTI source, which a config
+with device contents runs (here against the fake CUPTI replaying test/data/cupti/step.records)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT, events, manifest
+
+SCRIPT = r"""
+import sys, time, rlprof
+cfg = {"rlprof": {"steps": [1], "save_path": sys.argv[1],
+                  "roles": {"actor": {"ranks": [0], "contents": ["cpu", "device"], "level": "level1"}}}}
+prof = rlprof.Profiler(cfg, role="actor", quiet=True)
+with prof.step(1):
+    time.sleep(0.005)
+print("\n".join(prof.shutdown()))
+"""
+
+
+def run(tmp_path, library):
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake CUPTI is not built")
+    env = dict(os.environ, RLPROF_CUPTI_LIBRARY=library or fake,
+               RLPROF_FAKE_CUPTI_RECORDS=os.path.join(ROOT, "test", "data", "cupti", "step.records"))
+    p = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    caps = p.stdout.split()
+    assert len(caps) == 1, p.stdout + p.stderr
+    return caps[0], p.stderr
+
+
+def test_device_contents_record_the_gpu_timeline(tmp_path, rlprof_cli):
+    cap, _ = run(tmp_path, None)
+    m = manifest(cap)
+    assert m["sources"]["cupti"]["status"] == "on"
+    assert m["sources"]["cupti"]["kernels"] == 4
+    evs = events(rlprof_cli, cap, str(tmp_path))
+    kernels = [e for e in evs if e.get("cat") == "kernel"]
+    assert len(kernels) == 4
+    nccl = [e for e in kernels if e["name"].startswith("ncclDevKernel_AllReduce")]
+    assert len(nccl) == 1 and nccl[0]["args"]["launch"].startswith("collective=AllReduce")
+    out = subprocess.run([rlprof_cli, "summary", cap], capture_output=True, text=True, check=True).stdout
+    assert "cpu-only" not in out
+
+
+def test_without_libcupti_the_host_capture_goes_on(tmp_path):
+    cap, err = run(tmp_path, "/nonexistent/libcupti.so.13")
+    assert "rlprof: info: no device capture: libcupti not found" in err
+    m = manifest(cap)
+    assert m["complete"] is True
+    assert m["sources"]["cupti"]["status"].startswith("off: libcupti not found")
