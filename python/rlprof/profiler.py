@@ -94,7 +94,10 @@ class Profiler:
             self.clock_offset_ns = 0
         self._step_open = False
         self._torch_memory = "memory" in self._session.contents
-        if "ops" in self._session.contents and self._session.selected:
+        contents = set(self._session.contents)
+        if self._session.selected and (
+                contents & {"ops", "shapes", "stack", "module"}
+                or ("memory" in contents and _dist.torch_if_loaded() is not None)):
             _load_torch_ops(quiet)
         _current = self
         # A profiler that is never shut down still finalises its captures at normal exit.
@@ -226,8 +229,9 @@ class Profiler:
 
 
 def _load_torch_ops(quiet: bool) -> None:
-    """Imports the operator hook (loading libtorch) once; the session switches it with the
-    capture windows from then on."""
+    """Imports the torch sources (loading libtorch) once; the session switches them with the
+    capture windows from then on (contents ops, shapes, stack, module; memory when the program
+    has imported torch)."""
     if _rlprof._torch_ops_loaded():
         return
     try:

@@ -1,24 +1,213 @@
-"""PyTorch operator capture (`contents: [ops]`, `shapes`): a global at::RecordFunction callback
-that records every aten operator, autograd function and `record_function` scope that runs
-while a capture window is open (docs/python.md).
+"""PyTorch contents of a capture (docs/config.md, contents): the torch sources that the session
+switches with its capture windows.
 
-Importing this module loads libtorch (the hook lives in its own extension, rlprof._torch_ops,
-so that `import rlprof` stays fast). A Profiler whose contents include operators imports it by
-itself; import it explicitly to check availability or read the counters:
+- ``ops`` / ``shapes``: a global at::RecordFunction callback records every aten operator,
+  autograd function and ``record_function`` scope (with input shapes when asked).
+- ``stack``: the Python call stack (file:line:function, innermost first, at most 32 frames) of
+  each operator launched from Python, recorded at the operator's start.
+- ``memory``: allocator events (alloc / free with size, device and the operator they happen in)
+  and per-device ``allocated_bytes`` / ``reserved_bytes`` counters, from PyTorch's allocator
+  reporting; with CUDA also the caching allocator's memory history, written as a snapshot into
+  the capture at window close, on demand (``memory_snapshot()``) and at an out-of-memory error.
+- ``module``: ``nn.Module`` forwards as ranges named by qualified path (``TinyLM.layers.0.attn``)
+  through torch's global module hooks, installed only while a window is open.
+
+Importing this module loads libtorch (the sources live in their own extension,
+rlprof._torch_ops, so that ``import rlprof`` stays fast). A Profiler whose contents include a
+torch content imports it by itself; import it explicitly to read the counters:
 
     import rlprof.torch
-    rlprof.torch.stats()   # {'ops': ..., 'communication': ..., 'enabled': ..., ...}
+    rlprof.torch.stats()   # {'ops': ..., 'modules': ..., 'allocations': ..., 'stacks': ...}
+
+Contents that cannot be honoured here (``memory`` device history without CUDA; ``module``
+without global module hooks) are named once, at the first window that asks for them, as a
+RuntimeWarning and as a ``not honoured: ...`` capture event (docs/config.md).
 
 Raises ImportError when rlprof was built without libtorch.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+import os
+import pickle
+import sys
+import warnings
+from typing import Any, Dict, List, Optional
 
-from rlprof import _torch_ops
+import torch
+
+from rlprof import _rlprof, _torch_ops
+
+# TorchContent bits (python/src/torch_hooks.h).
+_OPS, _SHAPES, _STACK, _MEMORY, _MODULE = 1, 2, 4, 8, 16
+
+_root_names: Dict[int, str] = {}  # id(module) -> the name given with name_module()
 
 
 def stats() -> Dict[str, Any]:
-    """Operators and collectives recorded so far in this process, and the callback's state
-    (installed, enabled, shapes)."""
+    """What the torch sources recorded so far in this process (operators, collectives, stacks,
+    allocator events, module ranges) and their state."""
     return _torch_ops.stats()
+
+
+def name_module(module: "torch.nn.Module", name: str) -> None:
+    """Names a root module in module paths (default: its class name), e.g.
+    ``name_module(model, "actor")`` makes ``actor.layers.0.attn``."""
+    _root_names[id(module)] = name
+
+
+# ---- contents that cannot be honoured ----
+
+def not_honoured(contents: int) -> List[str]:
+    """The selected torch contents (TorchContent bits) that this machine / torch cannot record
+    in full, as 'content: reason' lines."""
+    out = []
+    if contents & _MEMORY and not _cuda_ready():
+        out.append("memory: no CUDA device: device allocator counters and the CUDA memory "
+                   "history snapshot are not recorded (CPU allocator events are)")
+    if contents & _MODULE and not hasattr(torch.nn.modules.module, "register_module_forward_pre_hook"):
+        out.append(f"module: torch {torch.__version__} has no global module hooks")
+    return out
+
+
+def _cuda_ready() -> bool:
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+_warned: set = set()
+
+
+def _name_not_honoured(contents: int) -> None:
+    for line in not_honoured(contents):
+        _torch_ops._note("not honoured: " + line)  # into every window that asks for it
+        if line not in _warned:
+            _warned.add(line)
+            warnings.warn("rlprof: " + line, RuntimeWarning, stacklevel=2)
+
+
+# ---- module ranges ----
+
+class _Modules:
+    """torch's global forward pre/post hooks, installed only while a window is open."""
+
+    def __init__(self) -> None:
+        self.handles: List[Any] = []
+        self.names: Dict[int, str] = {}  # id(module) -> qualified path, for this window
+        self.active: List[Any] = []      # modules whose forward is running (naming only)
+
+    def install(self) -> None:
+        if self.handles:
+            return
+        mm = torch.nn.modules.module
+        if not hasattr(mm, "register_module_forward_pre_hook"):
+            return
+        self.names.clear()
+        self.active.clear()
+        self.handles = [mm.register_module_forward_pre_hook(self._pre),
+                        mm.register_module_forward_hook(self._post, always_call=True)]
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        self.active.clear()
+
+    def _name(self, module: Any) -> str:
+        parent = self.active[-1] if self.active else None
+        if parent is None:
+            name = _root_names.get(id(module)) or type(module).__name__
+        else:
+            base = self.names.get(id(parent)) or type(parent).__name__
+            attr = None
+            for k, v in parent._modules.items():
+                if v is module:
+                    attr = k
+                    break
+            name = f"{base}.{attr if attr is not None else type(module).__name__}"
+        self.names[id(module)] = name
+        return name
+
+    def _pre(self, module: Any, args: Any) -> None:
+        key = id(module)
+        name = self.names.get(key)
+        if name is None:
+            name = self._name(module)
+        self.active.append(module)
+        _torch_ops._module_enter(key, name, type(module).__name__)
+
+    def _post(self, module: Any, args: Any, output: Any) -> None:
+        _torch_ops._module_exit(id(module))
+        active = self.active
+        if active and active[-1] is module:
+            active.pop()
+        elif module in active:  # an inner forward raised before its hook ran
+            del active[active.index(module):]
+
+
+_modules = _Modules()
+
+
+# ---- CUDA memory history ----
+
+_history_on = False
+
+
+def _cuda_history(on: bool) -> None:
+    global _history_on
+    if on == _history_on or not _cuda_ready():
+        return
+    try:
+        torch.cuda.memory._record_memory_history("all" if on else None)
+        _history_on = on
+        if on and hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
+            torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+    except Exception as e:  # never into the training loop
+        warnings.warn(f"rlprof: cannot record the CUDA memory history ({e!r})", RuntimeWarning)
+
+
+def _on_oom(device: int, alloc: int, device_allocated: int, device_free: int) -> None:
+    path = memory_snapshot(f"oom_device{device}")
+    if path:
+        _torch_ops._note(f"out of memory on cuda:{device} ({alloc} bytes asked): snapshot {path}")
+
+
+def memory_snapshot(name: str = "memory_snapshot") -> Optional[str]:
+    """Writes the CUDA caching allocator's snapshot (torch.cuda.memory._snapshot(), the
+    format of pytorch.org/memory_viz) as ``<name>.pickle`` into the run directory of the
+    current Profiler and notes it in the open capture; returns the path, or None without CUDA
+    or a Profiler."""
+    if not _cuda_ready():
+        return None
+    from rlprof import profiler as _profiler
+    p = _profiler._current
+    if p is None:
+        return None
+    try:
+        snap = torch.cuda.memory._snapshot()
+        os.makedirs(p.run_dir, exist_ok=True)
+        path = os.path.join(p.run_dir, f"{name}_rank{p.identity.get('rank', 0)}.pickle")
+        with open(path, "wb") as f:
+            pickle.dump(snap, f)
+    except Exception as e:
+        sys.stderr.write(f"rlprof: warning: cannot write a CUDA memory snapshot ({e!r})\n")
+        return None
+    _torch_ops._note("memory snapshot: " + path)
+    return path
+
+
+# ---- the switch (called by rlprof._torch_ops when the window or the contents change) ----
+
+def _sync(recording: bool, contents: int) -> None:
+    if contents & _MODULE:
+        if recording:
+            _modules.install()
+        else:
+            _modules.remove()
+    if contents & _MEMORY:
+        if not recording and _history_on:
+            memory_snapshot()
+        _cuda_history(recording)
+    if recording:
+        _name_not_honoured(contents)

@@ -14,9 +14,10 @@ void BindMarkers(pybind11::module_& m);
 // rlprof.annotate, a C type (annotate.cc), and _set_annotate_hooks.
 void BindAnnotate(pybind11::module_& m);
 
-// Enables torch operator capture while `want` (a no-op until rlprof._torch_ops is imported).
-// Thread-safe.
-void SyncTorchOps(bool want, bool shapes);
+// Switches the torch sources (operators, shapes, stack, memory, module: TorchContent bits of
+// python/src/torch_hooks.h) with the window (a no-op until rlprof._torch_ops is imported).
+// Call with the GIL held.
+void SyncTorchOps(bool recording, uint32_t contents);
 // Waits up to `timeout_us` for asynchronous torch scopes (collectives) begun in the window to
 // end (a no-op until rlprof._torch_ops is imported). Thread-safe; the GIL is not needed.
 void WaitForTorchAsync(int64_t timeout_us);

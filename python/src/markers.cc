@@ -58,8 +58,8 @@ void SetTorchOps(py::capsule hooks) {
 
 }  // namespace
 
-void SyncTorchOps(bool want, bool shapes) {
-  if (g_torch != nullptr) g_torch->sync(want, shapes);
+void SyncTorchOps(bool recording, uint32_t contents) {
+  if (g_torch != nullptr) g_torch->sync(recording, contents);
 }
 
 void WaitForTorchAsync(int64_t timeout_us) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "python/src/bindings.h"
+#include "python/src/torch_hooks.h"
 #include "rlprof/rlprof.hpp"
 #include "src/config/loader.h"
 #include "src/config/stages.h"
@@ -43,7 +44,12 @@ class PySession {
   explicit PySession(std::unique_ptr<Session> s) : s_(std::move(s)) {
     const config::ProcessPlan& p = s_->impl()->process_plan();
     contents_ = p.contents;
-    if (contents_.shapes) contents_.ops = true;
+    if (contents_.shapes || contents_.stack) contents_.ops = true;  // both are of operators
+    if (contents_.ops) torch_ |= kTorchOps;
+    if (contents_.shapes) torch_ |= kTorchShapes;
+    if (contents_.stack) torch_ |= kTorchStack;
+    if (contents_.memory) torch_ |= kTorchMemory;
+    if (contents_.module) torch_ |= kTorchModule;
     proc_enabled_ = p.enabled;
     mode_ = config::CaptureModeName(p.mode);
     stages_ = p.stages;
@@ -102,7 +108,7 @@ class PySession {
       py::gil_scoped_release nogil;
       s_->Shutdown();
     }
-    SyncTorchOps(false, false);
+    SyncTorchOps(false, torch_);
   }
   std::vector<std::string> Captures() const { return s_->Captures(); }
   void SetClockOffset(int64_t ns) { s_->SetClockOffsetToRank0(ns); }
@@ -140,11 +146,12 @@ class PySession {
   // After a call that may have opened or closed a window: operator capture follows it.
   void AfterControl() { SyncOps(); }
   void SyncOps() {
-    if (contents_.ops) SyncTorchOps(Recording() && s_->enabled(), contents_.shapes);
+    if (torch_ != 0) SyncTorchOps(Recording() && s_->enabled(), torch_);
   }
 
   std::unique_ptr<Session> s_;
   config::Contents contents_;
+  uint32_t torch_ = 0;  // TorchContent bits of the torch sources this session switches
   bool proc_enabled_ = false;
   std::string mode_;
   std::vector<std::string> stages_;

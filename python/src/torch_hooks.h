@@ -1,5 +1,5 @@
 // The contract between rlprof's two Python extensions: the core (rlprof._rlprof, the runtime)
-// and the torch operator hook (rlprof._torch_ops, the only part that links libtorch, loaded
+// and the torch sources (rlprof._torch_ops: operators, stacks, memory, modules, the only part that links libtorch, loaded
 // only when a config asks for operators so that `import rlprof` stays fast).
 //
 //   core  --capsule "rlprof._rlprof.runtime_link" (sources::RuntimeLink)-->  torch extension
@@ -17,11 +17,22 @@ namespace rlprof::python {
 inline constexpr const char kRuntimeLinkCapsule[] = "rlprof._rlprof.runtime_link";
 inline constexpr const char kTorchHooksCapsule[] = "rlprof._torch_ops.hooks";
 
+// The torch contents a session selected, as bits for TorchOpsHooks::sync.
+enum TorchContent : uint32_t {
+  kTorchOps = 1u << 0,
+  kTorchShapes = 1u << 1,
+  kTorchStack = 1u << 2,
+  kTorchMemory = 1u << 3,
+  kTorchModule = 1u << 4,
+};
+
 struct TorchOpsHooks {
-  static constexpr uint32_t kAbi = 1;
+  static constexpr uint32_t kAbi = 2;
   uint32_t abi = kAbi;
   uint32_t size = sizeof(TorchOpsHooks);
-  void (*sync)(bool want, bool shapes) = nullptr;         // sources::TorchOps::Sync
+  // Switches every torch source with the window: `recording` = a window is open and the
+  // session enabled; `contents` = TorchContent bits. Called with the GIL held.
+  void (*sync)(bool recording, uint32_t contents) = nullptr;
   bool (*wait_for_async)(int64_t timeout_us) = nullptr;   // sources::TorchOps::WaitForAsync
 };
 
