@@ -121,11 +121,16 @@ class _Modules:
         else:
             base = self.names.get(id(parent)) or type(parent).__name__
             attr = None
-            for k, v in parent._modules.items():
+            for k, v in parent._modules.items():  # a direct child (the usual case)
                 if v is module:
                     attr = k
                     break
-            name = f"{base}.{attr if attr is not None else type(module).__name__}"
+            if attr is None:  # deeper: through containers whose forward is not called
+                for k, v in parent.named_modules(remove_duplicate=False):
+                    if v is module:
+                        attr = k
+                        break
+            name = f"{base}.{attr if attr else type(module).__name__}"
         self.names[id(module)] = name
         return name
 

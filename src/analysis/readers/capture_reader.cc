@@ -156,6 +156,10 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
     }
   };
 
+  // First the stacks: an operator and its stack share a timestamp, in either order in the file.
+  for (const Event& e : c.raw.events)
+    if (e.kind == EventKind::kInstant && e.category == Category::kStack)
+      pending_stack[stack_key(e.track, e.ts_ns)] = name_of(e.name);
   t.ts.reserve(c.raw.events.size());
   std::unordered_map<int64_t, std::vector<Event>> open;  // range id → begins
   for (const Event& e : c.raw.events) {
@@ -164,8 +168,7 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
         add(e, e.ts_ns, e.payload, track_for(e.track), SliceKind::kRange);
         break;
       case EventKind::kInstant:
-        if (e.category == Category::kStack) {  // an attribute of the next operator, not a slice
-          pending_stack[stack_key(e.track, e.ts_ns)] = name_of(e.name);
+        if (e.category == Category::kStack) {  // an attribute of its operator (above), not a slice
         } else if (opts.keep_instants || e.category == Category::kAllocation) {
           add(e, e.ts_ns, 0, track_for(e.track), SliceKind::kInstant);
         }
