@@ -79,6 +79,15 @@ def _cuda_ready() -> bool:
 _warned: set = set()
 
 
+def _not_honoured_bits(contents: int) -> int:
+    bits = 0
+    if contents & _MEMORY and not _cuda_ready():
+        bits |= _MEMORY
+    if contents & _MODULE and not hasattr(torch.nn.modules.module, "register_module_forward_pre_hook"):
+        bits |= _MODULE
+    return bits
+
+
 def _name_not_honoured(contents: int) -> None:
     for line in not_honoured(contents):
         _torch_ops._note("not honoured: " + line)  # into every window that asks for it
@@ -204,7 +213,8 @@ def memory_snapshot(name: str = "memory_snapshot") -> Optional[str]:
 
 # ---- the switch (called by rlprof._torch_ops when the window or the contents change) ----
 
-def _sync(recording: bool, contents: int) -> None:
+def _sync(recording: bool, contents: int) -> int:
+    """Returns the TorchContent bits that cannot be honoured here (for the manifest)."""
     if contents & _MODULE:
         if recording:
             _modules.install()
@@ -216,3 +226,4 @@ def _sync(recording: bool, contents: int) -> None:
         _cuda_history(recording)
     if recording:
         _name_not_honoured(contents)
+    return _not_honoured_bits(contents)

@@ -1,7 +1,7 @@
 // rlprof._rlprof: the pybind11 extension behind `import rlprof` (python/rlprof/). A thin layer
 // over the C++ runtime (include/rlprof/rlprof.hpp): a Session class for the Python Profiler,
-// free marker functions, and the torch operator hook (src/sources/torch_ops.h) kept in step
-// with the capture windows.
+// free marker functions, and the registration of the torch sources (rlprof._torch_ops) with
+// the runtime's Source seam (markers.cc).
 //
 // GIL: session creation, step boundaries, flush and shutdown release it (they may calibrate
 // the clock, wait for the writer or take the session lock); markers and stage / sub-step
@@ -65,7 +65,6 @@ class PySession {
     AfterControl();
   }
   void EndStep() {
-    BeforeClose();
     {
       py::gil_scoped_release nogil;
       s_->EndStep();
@@ -78,13 +77,10 @@ class PySession {
     AfterControl();
   }
   void EndStage() {
-    BeforeClose();
     s_->EndStage();
     AfterControl();
   }
   void SubStep(const std::string& kind) {
-    // A sub-step may end a schedule's active period (its capture closes here).
-    BeforeClose();
     s_->SubStep(*ParseKind(kind));
     SyncOps();
   }
@@ -94,7 +90,6 @@ class PySession {
     return ok;
   }
   void StopCapture() {
-    BeforeClose();
     s_->StopCapture();
     AfterControl();
   }
@@ -108,7 +103,7 @@ class PySession {
       py::gil_scoped_release nogil;
       s_->Shutdown();
     }
-    SyncTorchOps(false, torch_);
+    SyncTorchPython(false, torch_);
   }
   std::vector<std::string> Captures() const { return s_->Captures(); }
   void SetClockOffset(int64_t ns) { s_->SetClockOffsetToRank0(ns); }
@@ -134,19 +129,11 @@ class PySession {
   const std::vector<std::string>& stages() const { return stages_; }
 
  private:
-  // Before a call that may close the window: collectives that finished but have not yet
-  // reported their end (c10d work ends on its worker thread) get up to 5 ms. (Memory is
-  // sampled by the C++ session at every step and stage boundary.)
-  void BeforeClose() {
-    if (contents_.ops && Recording()) {
-      py::gil_scoped_release nogil;
-      WaitForTorchAsync(5000);
-    }
-  }
-  // After a call that may have opened or closed a window: operator capture follows it.
+  // After a call that may have opened or closed a window: the Python side of the torch
+  // sources (module hooks) follows it.
   void AfterControl() { SyncOps(); }
   void SyncOps() {
-    if (torch_ != 0) SyncTorchOps(Recording() && s_->enabled(), torch_);
+    if (torch_ != 0) SyncTorchPython(Recording() && s_->enabled(), torch_);
   }
 
   std::unique_ptr<Session> s_;

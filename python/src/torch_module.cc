@@ -10,6 +10,10 @@
 // any Python thread.
 #include <pybind11/pybind11.h>
 
+#include <atomic>
+#include <map>
+#include <mutex>
+
 #include "python/src/torch_hooks.h"
 #include "python/src/torch_stack.h"
 #include "rlprof/format/event.h"
@@ -27,23 +31,115 @@ namespace {
 bool g_last_recording = false;
 uint32_t g_last_contents = 0;
 
-void Sync(bool recording, uint32_t contents) {
-  sources::TorchOpsOptions o;
-  o.record = (contents & kTorchOps) != 0;
-  o.shapes = (contents & kTorchShapes) != 0;
-  o.stack = (contents & kTorchStack) != 0;
-  o.context = (contents & kTorchMemory) != 0;  // the operator an allocation happens in
-  const bool callback = o.record || o.context;
-  sources::TorchOps::Get().Configure(recording && callback, o);
-  if (contents & kTorchMemory) sources::TorchMemory::Get().Sync(recording);
+// Counts at a window's start, and each stopped window's counts for its manifest.
+struct Counts {
+  uint64_t ops = 0, communication = 0, stacks = 0, allocations = 0, oom = 0, modules = 0,
+           modules_dropped = 0;
+};
+Counts Now() {
+  Counts c;
+  const sources::TorchOps& o = sources::TorchOps::Get();
+  c.ops = o.ops_recorded.load(std::memory_order_relaxed);
+  c.communication = o.comm_recorded.load(std::memory_order_relaxed);
+  c.stacks = o.stacks_recorded.load(std::memory_order_relaxed);
+  const sources::TorchMemory& m = sources::TorchMemory::Get();
+  c.allocations = m.events.load(std::memory_order_relaxed);
+  c.oom = m.oom.load(std::memory_order_relaxed);
+  c.modules = sources::ModuleRanges::recorded();
+  c.modules_dropped = sources::ModuleRanges::dropped();
+  return c;
+}
+struct WindowCounts {
+  Counts counts;
+  bool memory_conflict = false;  // torch.profiler held the allocator reporting
+};
+std::mutex g_counts_mu;
+Counts g_at_start[3];                          // by source index
+std::map<uint32_t, WindowCounts> g_windows[3];  // window -> counts (erased when read)
+std::atomic<uint32_t> g_not_honoured{0};       // TorchContent bits Python found unhonourable
+
+int Index(uint32_t kind) { return kind == kTorchOps ? 0 : kind == kTorchMemory ? 1 : 2; }
+
+// The seam's start / stop (the training thread, session lock held; no GIL).
+void Start(uint32_t kind, uint32_t contents, uint32_t /*window*/) {
+  if (kind == kTorchOps) {
+    sources::TorchOpsOptions o;
+    o.record = (contents & kTorchOps) != 0;
+    o.shapes = (contents & kTorchShapes) != 0;
+    o.stack = (contents & kTorchStack) != 0;
+    o.context = (contents & kTorchMemory) != 0;  // the operator an allocation happens in
+    sources::TorchOps::Get().Configure(o.record || o.context, o);
+  } else if (kind == kTorchMemory) {
+    sources::TorchMemory::Get().Sync(true);  // false: another reporter holds it (stats)
+  }
+  std::lock_guard<std::mutex> lock(g_counts_mu);
+  g_at_start[Index(kind)] = Now();
+}
+
+void Stop(uint32_t kind, uint32_t /*contents*/, uint32_t window) {
+  if (kind == kTorchOps) sources::TorchOps::Get().Configure(false, {});
+  bool conflict = false;
+  if (kind == kTorchMemory) {
+    conflict = sources::TorchMemory::Get().stats().conflict;
+    sources::TorchMemory::Get().Sync(false);
+  }
+  const Counts now = Now();
+  std::lock_guard<std::mutex> lock(g_counts_mu);
+  const Counts& a = g_at_start[Index(kind)];
+  WindowCounts w;
+  w.counts.ops = now.ops - a.ops;
+  w.counts.communication = now.communication - a.communication;
+  w.counts.stacks = now.stacks - a.stacks;
+  w.counts.allocations = now.allocations - a.allocations;
+  w.counts.oom = now.oom - a.oom;
+  w.counts.modules = now.modules - a.modules;
+  w.counts.modules_dropped = now.modules_dropped - a.modules_dropped;
+  w.memory_conflict = conflict;
+  auto& m = g_windows[Index(kind)];
+  if (m.size() > 64) m.erase(m.begin());  // windows never finalised (a killed writer)
+  m[window] = w;
+}
+
+void Counters(uint32_t kind, uint32_t window, void (*add)(void*, const char*, int64_t), void* ctx) {
+  WindowCounts w;
+  {
+    std::lock_guard<std::mutex> lock(g_counts_mu);
+    auto& m = g_windows[Index(kind)];
+    auto it = m.find(window);
+    if (it == m.end()) return;
+    w = it->second;
+    m.erase(it);
+  }
+  const Counts& c = w.counts;
+  auto put = [&](const char* k, uint64_t v) { add(ctx, k, static_cast<int64_t>(v)); };
+  const uint32_t nh = g_not_honoured.load(std::memory_order_relaxed);
+  if (kind == kTorchOps) {
+    put("operators", c.ops);
+    put("collectives", c.communication);
+    put("stacks", c.stacks);
+  } else if (kind == kTorchMemory) {
+    put("allocator_events", c.allocations);
+    put("out_of_memory", c.oom);
+    // Contents that could not be honoured, and why (docs/config.md): 1 = not recorded.
+    put("not_honoured_device_memory_no_cuda", (nh & kTorchMemory) ? 1 : 0);
+    put("not_honoured_torch_profiler_holds_allocator", w.memory_conflict ? 1 : 0);
+  } else {
+    put("modules", c.modules);
+    put("modules_end_missed", c.modules_dropped);
+    put("not_honoured_no_global_module_hooks", (nh & kTorchModule) ? 1 : 0);
+  }
+}
+
+// The Python side (python/rlprof/torch.py: module hooks, contents not honoured, CUDA history),
+// with the GIL held, after each session call.
+void SyncPython(bool recording, uint32_t contents) {
   if (recording == g_last_recording && contents == g_last_contents) return;
   g_last_recording = recording;
   g_last_contents = contents;
-  // Module hooks and the contents that cannot be honoured (python/rlprof/torch.py). A failure
-  // there must not break the training step: it is reported and the hooks stay as they are.
-  py::gil_scoped_acquire gil;
+  // A failure there must not break the training step: it is reported, the hooks stay as are.
   try {
-    py::module_::import("rlprof.torch").attr("_sync")(recording, contents);
+    py::object nh = py::module_::import("rlprof.torch").attr("_sync")(recording, contents);
+    if (!nh.is_none()) g_not_honoured.store(nh.cast<uint32_t>(), std::memory_order_relaxed);
   } catch (py::error_already_set& e) {
     e.discard_as_unraisable("rlprof.torch._sync");
   }
@@ -119,8 +215,11 @@ PYBIND11_MODULE(_torch_ops, m) {
   rlprof::sources::TorchOps::Get().SetStackFunction(&CaptureStack);
   static TorchOpsHooks hooks = [] {
     TorchOpsHooks h;
-    h.sync = &Sync;
+    h.start = &Start;
+    h.stop = &Stop;
     h.wait_for_async = &WaitForAsync;
+    h.counters = &Counters;
+    h.sync_python = &SyncPython;
     return h;
   }();
   m.def("stats", &Stats,
@@ -130,6 +229,6 @@ PYBIND11_MODULE(_torch_ops, m) {
   m.def("_module_exit", &ModuleExit, py::arg("key"));
   m.def("_note", &Note, py::arg("text"));
   m.def("_stack_depth", [] { return kStackDepth; });
-  // Last: from here on the core switches the sources (and so calls rlprof.torch._sync).
+  // Last: from here on the runtime switches the sources (the core registers them).
   core.attr("_set_torch_ops")(py::capsule(&hooks, kTorchHooksCapsule));
 }
