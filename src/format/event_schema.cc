@@ -41,7 +41,7 @@ ArgSpec ArgSpecFor(Category c) {
     case Category::kRuntime: return {"correlation", nullptr, false};
     case Category::kMemcpy: return {"bytes", "direction", true};
     case Category::kModule: return {"depth", "class", true};
-    case Category::kAllocation: return {nullptr, "operator", true};
+    case Category::kAllocation: return {"oom", "operator", true};
     default: return {};
   }
 }
