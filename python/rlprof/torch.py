@@ -99,11 +99,13 @@ def _name_not_honoured(contents: int) -> None:
 # ---- module ranges ----
 
 class _Modules:
-    """torch's global forward pre/post hooks, installed only while a window is open."""
+    """torch's global forward pre/post hooks, installed only while a window is open. The hooks
+    are closures over locals (no attribute lookups on the hot path); a module's (path, class)
+    is computed once per window."""
 
     def __init__(self) -> None:
         self.handles: List[Any] = []
-        self.names: Dict[int, str] = {}  # id(module) -> qualified path, for this window
+        self.names: Dict[Any, Any] = {}  # module -> (qualified path, class name), this window
         self.active: List[Any] = []      # modules whose forward is running (naming only)
 
     def install(self) -> None:
@@ -114,21 +116,40 @@ class _Modules:
             return
         self.names.clear()
         self.active.clear()
-        self.handles = [mm.register_module_forward_pre_hook(self._pre),
-                        mm.register_module_forward_hook(self._post, always_call=True)]
+        names, active, name_of = self.names, self.active, self._name
+        enter, leave = _torch_ops._module_enter, _torch_ops._module_exit
+        get, push, pop = names.get, active.append, active.pop
+
+        def pre(module: Any, args: Any) -> None:
+            n = get(module)
+            if n is None:
+                n = name_of(module)
+            push(module)
+            enter(module, n[0], n[1])
+
+        def post(module: Any, args: Any, output: Any) -> None:
+            leave(module)
+            if active and active[-1] is module:
+                pop()
+            elif module in active:  # an inner forward raised before its hook ran
+                del active[active.index(module):]
+
+        self.handles = [mm.register_module_forward_pre_hook(pre),
+                        mm.register_module_forward_hook(post, always_call=True)]
 
     def remove(self) -> None:
         for h in self.handles:
             h.remove()
         self.handles = []
         self.active.clear()
+        self.names.clear()  # no module outlives its window because of rlprof
 
-    def _name(self, module: Any) -> str:
+    def _name(self, module: Any) -> Any:
         parent = self.active[-1] if self.active else None
         if parent is None:
             name = _root_names.get(id(module)) or type(module).__name__
         else:
-            base = self.names.get(id(parent)) or type(parent).__name__
+            base = self.names[parent][0] if parent in self.names else type(parent).__name__
             attr = None
             for k, v in parent._modules.items():  # a direct child (the usual case)
                 if v is module:
@@ -140,24 +161,9 @@ class _Modules:
                         attr = k
                         break
             name = f"{base}.{attr if attr else type(module).__name__}"
-        self.names[id(module)] = name
-        return name
-
-    def _pre(self, module: Any, args: Any) -> None:
-        key = id(module)
-        name = self.names.get(key)
-        if name is None:
-            name = self._name(module)
-        self.active.append(module)
-        _torch_ops._module_enter(key, name, type(module).__name__)
-
-    def _post(self, module: Any, args: Any, output: Any) -> None:
-        _torch_ops._module_exit(id(module))
-        active = self.active
-        if active and active[-1] is module:
-            active.pop()
-        elif module in active:  # an inner forward raised before its hook ran
-            del active[active.index(module):]
+        n = (name, type(module).__name__)
+        self.names[module] = n
+        return n
 
 
 _modules = _Modules()

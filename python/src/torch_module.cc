@@ -172,18 +172,39 @@ py::dict Stats() {
 
 // Module hooks (python/rlprof/torch.py): `path` and `cls` are str; their UTF-8 is cached in the
 // str object, so no copy is made.
-std::string_view Utf8(py::handle s) {
-  Py_ssize_t n = 0;
-  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
-  if (p == nullptr) throw py::error_already_set();
-  return {p, static_cast<size_t>(n)};
+// _module_enter(module, path, cls) / _module_exit(module): METH_FASTCALL (no argument
+// conversion layer: they run twice per module forward). The module object's address is its
+// identity while it runs.
+PyObject* ModuleEnter(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  if (n != 3 || !PyUnicode_Check(args[1]) || !PyUnicode_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "_module_enter(module, path: str, cls: str)");
+    return nullptr;
+  }
+  Py_ssize_t pn = 0, cn = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(args[1], &pn);
+  const char* c = p != nullptr ? PyUnicode_AsUTF8AndSize(args[2], &cn) : nullptr;
+  if (c == nullptr) return nullptr;
+  sources::ModuleRanges::Enter(reinterpret_cast<uintptr_t>(args[0]),
+                               std::string_view(p, static_cast<size_t>(pn)),
+                               std::string_view(c, static_cast<size_t>(cn)));
+  Py_RETURN_NONE;
 }
 
-void ModuleEnter(uintptr_t key, py::handle path, py::handle cls) {
-  sources::ModuleRanges::Enter(key, Utf8(path), Utf8(cls));
+PyObject* ModuleExit(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  if (n != 1) {
+    PyErr_SetString(PyExc_TypeError, "_module_exit(module)");
+    return nullptr;
+  }
+  sources::ModuleRanges::Exit(reinterpret_cast<uintptr_t>(args[0]));
+  Py_RETURN_NONE;
 }
 
-void ModuleExit(uintptr_t key) { sources::ModuleRanges::Exit(key); }
+PyMethodDef kModuleEnterDef = {"_module_enter", reinterpret_cast<PyCFunction>(
+                                   reinterpret_cast<void (*)()>(&ModuleEnter)),
+                               METH_FASTCALL, "A module's forward begins (rlprof.torch hooks)."};
+PyMethodDef kModuleExitDef = {"_module_exit", reinterpret_cast<PyCFunction>(
+                                  reinterpret_cast<void (*)()>(&ModuleExit)),
+                              METH_FASTCALL, "A module's forward ended (rlprof.torch hooks)."};
 
 // A fact about the capture (a content that cannot be honoured, a snapshot written), recorded
 // as a kCapture instant in the open window.
@@ -225,8 +246,10 @@ PYBIND11_MODULE(_torch_ops, m) {
   m.def("stats", &Stats,
         "What the torch sources recorded so far (operators, collectives, stacks, allocator "
         "events, modules) and their state.");
-  m.def("_module_enter", &ModuleEnter, py::arg("key"), py::arg("path"), py::arg("cls"));
-  m.def("_module_exit", &ModuleExit, py::arg("key"));
+  m.add_object("_module_enter",
+               py::reinterpret_steal<py::object>(PyCFunction_NewEx(&kModuleEnterDef, nullptr, nullptr)));
+  m.add_object("_module_exit",
+               py::reinterpret_steal<py::object>(PyCFunction_NewEx(&kModuleExitDef, nullptr, nullptr)));
   m.def("_note", &Note, py::arg("text"));
   m.def("_stack_depth", [] { return kStackDepth; });
   // Last: from here on the runtime switches the sources (the core registers them).
