@@ -288,7 +288,12 @@ def bench_contents(cfg, reps: int, tmp: str) -> dict:
     for b in ("actor", "rollout", "ref"):
         base += [f"actor_rollout_ref.{b}.profiler.ranks=[0]",
                  f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.discrete=false"]
-    base.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.schedule")
+
+    # Whole steps 2 and 3, every stage: no schedules, no token window.
+    base += ["~actor_rollout_ref.actor.profiler.tool_config.rlprof.schedule",
+             "~actor_rollout_ref.ref.profiler.tool_config.rlprof.schedule",
+             "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start",
+             "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end"]
 
     def with_contents(c):
         return base + [f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.contents=[{c}]"

@@ -134,8 +134,11 @@ class _Modules:
             elif module in active:  # an inner forward raised before its hook ran
                 del active[active.index(module):]
 
-        self.handles = [mm.register_module_forward_pre_hook(pre),
-                        mm.register_module_forward_hook(post, always_call=True)]
+        self.handles = [mm.register_module_forward_pre_hook(pre)]
+        try:  # always_call: the end is reported even when the forward raises
+            self.handles.append(mm.register_module_forward_hook(post, always_call=True))
+        except TypeError:  # a torch without always_call: an enclosing module's end closes it
+            self.handles.append(mm.register_module_forward_hook(post))
 
     def remove(self) -> None:
         for h in self.handles:

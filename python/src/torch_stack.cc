@@ -13,11 +13,30 @@
 namespace rlprof::python {
 namespace {
 
+// A frame: its code and position. The position is the last instruction's offset where the
+// interpreter exposes it (3.11+: cheap), turned into a line number only when a stack is first
+// seen (PyCode_Addr2Line scans the line table); else the line number itself.
 struct FrameKey {
   PyCodeObject* code;  // a strong reference while cached
-  int line;
-  bool operator==(const FrameKey& o) const { return code == o.code && line == o.line; }
+  int pos;
+  bool operator==(const FrameKey& o) const { return code == o.code && pos == o.pos; }
 };
+
+inline int Position(PyFrameObject* f) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return PyFrame_GetLasti(f);
+#else
+  return PyFrame_GetLineNumber(f);
+#endif
+}
+
+inline int LineOf(const FrameKey& k) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return k.pos < 0 ? -1 : PyCode_Addr2Line(k.code, k.pos);
+#else
+  return k.pos;
+#endif
+}
 
 struct Cached {
   std::vector<FrameKey> frames;
@@ -76,10 +95,10 @@ uint32_t CaptureStack() {
     uint64_t hash = 1469598103934665603ull;
     while (frame != nullptr && n < kStackDepth) {
       PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-      const int line = PyFrame_GetLineNumber(frame);
-      keys[n++] = {code, line};
+      const int pos = Position(frame);
+      keys[n++] = {code, pos};
       hash = (hash ^ reinterpret_cast<uintptr_t>(code)) * 1099511628211ull;
-      hash = (hash ^ static_cast<uint64_t>(line)) * 1099511628211ull;
+      hash = (hash ^ static_cast<uint64_t>(static_cast<uint32_t>(pos))) * 1099511628211ull;
       PyFrameObject* back = PyFrame_GetBack(frame);  // new reference
       Py_DECREF(frame);
       frame = back;
@@ -99,7 +118,7 @@ uint32_t CaptureStack() {
     }
     if (id == 0) {
       std::string text;
-      for (int i = 0; i < n; ++i) AppendText(&text, keys[i].code, keys[i].line);
+      for (int i = 0; i < n; ++i) AppendText(&text, keys[i].code, LineOf(keys[i]));
       id = link.intern(text);
       cache->stacks.emplace(hash, Cached{std::vector<FrameKey>(keys, keys + n), id});
     } else {
