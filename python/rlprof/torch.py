@@ -196,11 +196,31 @@ def _on_oom(device: int, alloc: int, device_allocated: int, device_free: int) ->
         _torch_ops._note(f"out of memory on cuda:{device} ({alloc} bytes asked): snapshot {path}")
 
 
+def _latest_capture_dir() -> Optional[str]:
+    """The directory of this process's latest capture: the newest
+    <run_dir>/step*/<scope>/rank*-<host>-<pid> holding a manifest.json (written by the writer
+    thread when the window opens, rewritten when it closes)."""
+    from rlprof import profiler as _profiler
+    p = _profiler._current
+    if p is None:
+        return None
+    import glob
+    best, best_t = None, -1.0
+    for d in glob.glob(os.path.join(glob.escape(p.run_dir), "*", "*", f"rank*-{os.getpid()}")):
+        try:
+            t = os.stat(os.path.join(d, "manifest.json")).st_ctime
+        except OSError:
+            continue
+        if t > best_t:
+            best, best_t = d, t
+    return best
+
+
 def memory_snapshot(name: str = "memory_snapshot") -> Optional[str]:
     """Writes the CUDA caching allocator's snapshot (torch.cuda.memory._snapshot(), the
-    format of pytorch.org/memory_viz) as ``<name>.pickle`` into the run directory of the
-    current Profiler and notes it in the open capture; returns the path, or None without CUDA
-    or a Profiler."""
+    format of pytorch.org/memory_viz) as ``<name>_rank<R>.pickle`` into this process's latest
+    capture directory (the run directory before any) and notes it in the open capture;
+    returns the path, or None without CUDA or a Profiler."""
     if not _cuda_ready():
         return None
     from rlprof import profiler as _profiler
@@ -209,8 +229,9 @@ def memory_snapshot(name: str = "memory_snapshot") -> Optional[str]:
         return None
     try:
         snap = torch.cuda.memory._snapshot()
-        os.makedirs(p.run_dir, exist_ok=True)
-        path = os.path.join(p.run_dir, f"{name}_rank{p.identity.get('rank', 0)}.pickle")
+        where = _latest_capture_dir() or p.run_dir
+        os.makedirs(where, exist_ok=True)
+        path = os.path.join(where, f"{name}_rank{p.identity.get('rank', 0)}.pickle")
         with open(path, "wb") as f:
             pickle.dump(snap, f)
     except Exception as e:
@@ -231,7 +252,7 @@ def _sync(recording: bool, contents: int) -> int:
             _modules.remove()
     if contents & _MEMORY:
         if not recording and _history_on:
-            memory_snapshot()
+            memory_snapshot()  # into the capture that just closed
         _cuda_history(recording)
     if recording:
         _name_not_honoured(contents)

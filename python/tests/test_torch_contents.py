@@ -189,3 +189,19 @@ def test_memory_reporter_leaves_a_running_torch_profiler_alone(tmp_path):
         "not_honoured_torch_profiler_holds_allocator"] == 1
     # torch.profiler still got its memory events.
     assert any(e.name == "[memory]" for e in tp.events())
+
+
+def test_memory_snapshots_go_into_the_open_capture(tmp_path):
+    """The directory a CUDA memory snapshot is written to: the capture of the latest window."""
+    prof = rlprof.Profiler(cfg(tmp_path, ["cpu"], steps=[2, 3]), role="actor", quiet=True)
+    seen = {}
+    for step in (1, 2, 3):
+        with prof.step(step):
+            pass
+        prof.flush()
+        seen[step] = rlprof.torch._latest_capture_dir()
+    caps = prof.shutdown()
+    assert seen[1] is None
+    assert [seen[2], seen[3]] == caps
+    if not torch.cuda.is_available():
+        assert rlprof.torch.memory_snapshot() is None
