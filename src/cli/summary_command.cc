@@ -47,8 +47,13 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
   if (view == "module") return {ModuleViewTable(a)};
   if (view == "memory") return {MemoryPeakTable(a)};
   if (view == "stack") return {OpsByFrameTable(a)};
-  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a), HtaTemporalTable(a),
-          HtaIdleTable(a), GpuTimelineTable(a), ClassTable(a)};
+  std::vector<Table> all{StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a),
+                         HtaTemporalTable(a), HtaIdleTable(a), GpuTimelineTable(a), ClassTable(a)};
+  // The framework-content views, where the capture has those contents.
+  if (!a.modules.empty()) all.push_back(ModuleViewTable(a));
+  if (!a.memory_peaks.empty()) all.push_back(MemoryPeakTable(a));
+  if (!a.ops_by_frame.empty()) all.push_back(OpsByFrameTable(a));
+  return all;
 }
 
 // The manifest of an rlprof capture directory (nullopt for other inputs).
