@@ -205,3 +205,26 @@ def test_memory_snapshots_go_into_the_open_capture(tmp_path):
     assert [seen[2], seen[3]] == caps
     if not torch.cuda.is_available():
         assert rlprof.torch.memory_snapshot() is None
+
+
+def test_memory_in_a_program_that_imports_torch_after_the_profiler(tmp_path, rlprof_cli):
+    """The allocator source loads at the first step after torch is imported."""
+    import textwrap
+    script = textwrap.dedent(f"""
+        import sys, warnings
+        warnings.simplefilter("ignore")
+        import rlprof
+        prof = rlprof.Profiler({{"rlprof": {{"steps": [1], "save_path": {str(tmp_path / "out")!r},
+                                "roles": {{"actor": {{"ranks": [0], "contents": ["cpu", "memory"]}}}}}}}},
+                               role="actor", quiet=True)
+        assert "torch" not in sys.modules
+        import torch
+        with prof.step(1):
+            torch.ones(1000)
+        print(prof.shutdown()[0])
+    """)
+    import sys
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                         text=True).stdout.strip().splitlines()[-1]
+    evs = events(rlprof_cli, out, str(tmp_path))
+    assert any(e["cat"] == "allocation" and e["args"]["bytes"] == 4000 for e in evs)
