@@ -42,46 +42,79 @@ std::string UserFrame(std::string_view stack) {
 }
 
 std::vector<ModuleRow> ModuleView(const Trace& t) {
+  // Module ranges: rlprof's (category "module", name = qualified path, detail = class) and
+  // torch.profiler's python tracer events "nn.Module: Linear_0" (category "python_function";
+  // the path is built from the enclosing module events: TinyLM_0.Block_1.Linear_0).
   const uint32_t module_cat = FindId(t, "module");
-  const uint32_t op_cat = FindId(t, "operator");
-  std::map<std::string, ModuleRow> rows;
-  if (module_cat == UINT32_MAX) return {};
+  const uint32_t py_cat = FindId(t, "python_function");
+  const uint32_t op_cat = FindId(t, "operator") != UINT32_MAX ? FindId(t, "operator")
+                                                              : FindId(t, "cpu_op");
   const size_t n = t.size();
+  constexpr std::string_view kPrefix = "nn.Module: ";
+  std::vector<int8_t> is_module(n, 0);
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (t.kind[i] != SliceKind::kRange) continue;
+    if (t.category[i] == module_cat) {
+      is_module[i] = 1;
+    } else if (t.category[i] == py_cat && t.str(t.name[i]).compare(0, kPrefix.size(), kPrefix) == 0) {
+      is_module[i] = 2;
+    }
+    any |= is_module[i] != 0;
+  }
+  if (!any) return {};
   // Each slice's nearest enclosing module slice (-1 none) and whether an operator encloses it.
   auto nearest_module = [&](size_t i, bool* under_op) {
     *under_op = false;
     for (int32_t p = t.parent[i]; p >= 0; p = t.parent[p]) {
-      if (t.category[p] == module_cat) return p;
+      if (is_module[p]) return p;
       if (t.category[p] == op_cat) *under_op = true;
     }
     return int32_t{-1};
   };
+  // Paths and classes; parents sort before their children (Trace::Finalize), so a torch
+  // module's parent path is known when it is reached.
+  std::unordered_map<size_t, std::string> path_of;
   std::vector<int64_t> child_time(n, 0);
+  std::map<std::string, ModuleRow> rows;
   for (size_t i = 0; i < n; ++i) {
-    if (t.category[i] != module_cat || t.kind[i] != SliceKind::kRange) continue;
+    if (!is_module[i]) continue;
     bool under_op = false;
     const int32_t m = nearest_module(i, &under_op);
     if (m >= 0) child_time[m] += t.dur[i];
+    std::string path, cls;
+    if (is_module[i] == 1) {
+      path = t.str(t.name[i]);
+      cls = t.str(t.detail[i]);
+    } else {
+      cls = t.str(t.name[i]).substr(kPrefix.size());  // "Linear_0"
+      path = m >= 0 && path_of.count(m) ? path_of[m] + "." + cls : cls;
+      const size_t us = cls.rfind('_');
+      if (us != std::string::npos && us + 1 < cls.size() &&
+          cls.find_first_not_of("0123456789", us + 1) == std::string::npos)
+        cls.resize(us);
+    }
+    path_of[i] = path;
+    ModuleRow& r = rows[path];
+    if (r.calls == 0) {
+      r.path = path;
+      r.cls = cls;
+      int64_t depth = 0;
+      for (int32_t p = t.parent[i]; p >= 0; p = t.parent[p]) depth += is_module[p] != 0;
+      r.depth = depth;
+    }
+    ++r.calls;
+    r.total += t.dur[i];
   }
   for (size_t i = 0; i < n; ++i) {
     if (t.kind[i] != SliceKind::kRange) continue;
-    if (t.category[i] == module_cat) {
-      ModuleRow& r = rows[t.str(t.name[i])];
-      if (r.calls == 0) {
-        r.path = t.str(t.name[i]);
-        r.cls = t.str(t.detail[i]);
-        int64_t depth = 0;
-        for (int32_t p = t.parent[i]; p >= 0; p = t.parent[p]) depth += t.category[p] == module_cat;
-        r.depth = depth;
-      }
-      ++r.calls;
-      r.total += t.dur[i];
-      r.self += std::max<int64_t>(0, t.dur[i] - child_time[i]);
+    if (is_module[i]) {
+      rows[path_of[i]].self += std::max<int64_t>(0, t.dur[i] - child_time[i]);
     } else if (t.category[i] == op_cat) {
       bool under_op = false;
       const int32_t m = nearest_module(i, &under_op);
       if (m < 0 || under_op) continue;
-      ModuleRow& r = rows[t.str(t.name[m])];
+      ModuleRow& r = rows[path_of[m]];
       ++r.ops;
       r.op_time += t.dur[i];
     }

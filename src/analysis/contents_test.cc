@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 
 #include "src/analysis/analyse.h"
+#include "src/analysis/readers/readers.h"
 #include "src/analysis/tables.h"
 #include "src/base/files.h"
 
@@ -134,6 +136,26 @@ TEST(ContentsTest, Golden) {
   ExpectGolden("module_view.csv", ToCsv(ModuleViewTable(a)));
   ExpectGolden("memory_peak.csv", ToCsv(MemoryPeakTable(a)));
   ExpectGolden("ops_by_frame.csv", ToCsv(OpsByFrameTable(a)));
+}
+
+// torch.profiler's python tracer events (`nn.Module: Linear_0`) make the same view, the path
+// built from the enclosing module events.
+TEST(ContentsTest, ModuleViewOfATorchProfilerTrace) {
+  auto t = ReadTrace(std::string(RLPROF_SOURCE_DIR) +
+                     "/test/data/fixtures/kineto/kineto_modules_tinylm.json.gz");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto rows = ModuleView(*t);
+  std::map<std::string, ModuleRow> by;
+  for (const auto& r : rows) by[r.path] = r;
+  ASSERT_EQ(by.count("TinyLM_0"), 1u);
+  ASSERT_EQ(by.count("TinyLM_0.Block_1.Linear_1"), 1u);
+  EXPECT_EQ(by["TinyLM_0.Block_1.Linear_1"].cls, "Linear");
+  EXPECT_EQ(by["TinyLM_0.Block_1.Linear_1"].depth, 2);
+  EXPECT_GE(by["TinyLM_0.Block_1.Linear_1"].ops, 1);  // aten::linear
+  EXPECT_EQ(by["TinyLM_0"].depth, 0);
+  EXPECT_LE(by["TinyLM_0"].self, by["TinyLM_0"].total);
+  const TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), AnalysisOptions{});
+  ExpectGolden("module_view_kineto.csv", ToCsv(ModuleViewTable(a)));
 }
 
 TEST(ContentsTest, EmptyWithoutContents) {
