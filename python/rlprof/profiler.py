@@ -46,6 +46,9 @@ class Profiler:
     run_id: the run directory name; by default RLPROF_RUN_ID, else chosen by rank 0.
     """
 
+    _torch_pending = False  # memory: the torch sources load once torch is imported
+    _quiet = False
+
     def __init__(
         self,
         config: Union[str, os.PathLike, Mapping[str, Any]],
