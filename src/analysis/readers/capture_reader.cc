@@ -1,6 +1,7 @@
 #include "src/analysis/readers/capture_reader.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -92,10 +93,8 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
 
   // Operator stacks (kStack instants) by (raw track, ts): the operator beginning there on that
   // thread gets its stack (the operator's event comes after it, at the operator's end).
-  std::unordered_map<uint64_t, uint32_t> pending_stack;
-  auto stack_key = [](uint16_t track, int64_t ts) {
-    return (static_cast<uint64_t>(track) << 48) ^ static_cast<uint64_t>(ts);
-  };
+  std::map<std::pair<uint16_t, int64_t>, uint32_t> pending_stack;
+  auto stack_key = [](uint16_t track, int64_t ts) { return std::make_pair(track, ts); };
   std::vector<uint32_t> cat_ids(format::kCategoryCount + 1);
   for (int i = 0; i < format::kCategoryCount; ++i)
     cat_ids[i] = t.Intern(format::CategoryName(static_cast<Category>(i)));
