@@ -201,7 +201,8 @@ Table DiagnosticsTable(const Diagnostics& d) {
 std::vector<Table> AllTables(const TraceAnalysis& a) {
   return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a), OpStatisticTable(a),
           KernelDetailsTable(a), HtaTemporalTable(a), HtaIdleTable(a), GpuTimelineTable(a),
-          ClassTable(a), DiagnosticsTable(a.diagnostics)};
+          ClassTable(a), ModuleViewTable(a), MemoryPeakTable(a), OpsByFrameTable(a),
+          DiagnosticsTable(a.diagnostics)};
 }
 
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts) {
