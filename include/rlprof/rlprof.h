@@ -105,6 +105,109 @@ void rlprof_set_thread_name(const char* name);
 /* A copy of name that lives until the process exits (one per distinct content). */
 const char* rlprof_intern_name(const char* name);
 
+/* ---- Sources: code outside the library (the torch operator hook of the Python package, a
+ * vendor's activity API) that records into rlprof's captures. docs/runtime.md, "Sources".
+ *
+ *   static void my_start(void* user, uint32_t window) { enable_my_callbacks(); }
+ *   static void my_stop(void* user, uint32_t window)  { disable_my_callbacks(); }
+ *   rlprof_source src;
+ *   rlprof_source_init(&src);
+ *   src.name = "my_ops"; src.contents = RLPROF_CONTENTS_OPS;
+ *   src.start = my_start; src.stop = my_stop;
+ *   rlprof_register_source(&src);           (before or after init; from the next window on)
+ *   ... in a callback, on any thread:
+ *   uint32_t w = rlprof_window();
+ *   if (w != 0) {
+ *     rlprof_event e = {0};
+ *     e.ts = (int64_t)rlprof_ticks(); e.payload = duration_in_ticks;
+ *     e.name = rlprof_intern("aten::mm", 8); e.kind = RLPROF_EVENT_COMPLETE; e.category = 4;
+ *     rlprof_emit(w, &e);                   (the calling thread's buffer; no lock, no allocation)
+ *   }
+ *
+ * Lifecycle: start(window) when a capture window opens, boundary(window) at each step / stage
+ * boundary inside it, flush(window) just before it stops recording (events emitted during
+ * flush still land), stop(window) once it has stopped; all four on the thread that drives the
+ * session (the training thread) with the session's lock held: keep them short, and never call
+ * back into the session (rlprof_step_begin, …) from them. tick(window) and drain(sink, final)
+ * run on rlprof's writer thread; counters(window, add, ctx) when a capture is finalised (its
+ * key/value pairs go into manifest.json's sources.<name>). Every callback may be NULL. A
+ * source runs in a process whose config asks for any of its `contents` bits (0 = always).
+ * destroy(user) is called once nothing uses the source any more (after unregistering). */
+enum {
+  RLPROF_CONTENTS_CPU = 1,
+  RLPROF_CONTENTS_DEVICE = 2,
+  RLPROF_CONTENTS_OPS = 4,
+  RLPROF_CONTENTS_SHAPES = 8,
+  RLPROF_CONTENTS_MEMORY = 16,
+  RLPROF_CONTENTS_STACK = 32,
+  RLPROF_CONTENTS_MODULE = 64
+};
+
+/* Event kinds (the record layout of include/rlprof/format/event.h). */
+enum {
+  RLPROF_EVENT_COMPLETE = 1, /* ts = begin, payload = duration */
+  RLPROF_EVENT_BEGIN = 2,
+  RLPROF_EVENT_END = 3,
+  RLPROF_EVENT_INSTANT = 4,
+  RLPROF_EVENT_COUNTER = 5   /* payload = IEEE-754 double bit pattern */
+};
+
+/* One 32-byte event record, the same layout as rlprof::format::Event. category: the Category
+ * numbers of event.h (4 operator, 5 communication, 6 kernel, 7 memcpy, 8 memset, 9 sync,
+ * 10 memory, 11 runtime API, …). Times are ticks (rlprof_ticks) for rlprof_emit, ticks or
+ * CLOCK_MONOTONIC ns for rlprof_sink_emit. */
+typedef struct rlprof_event {
+  int64_t ts;
+  int64_t payload;
+  uint32_t name;  /* rlprof_intern() */
+  uint16_t track; /* rlprof_emit: filled in; sink: rlprof_sink_add_track() or 0 */
+  uint8_t kind;
+  uint8_t category;
+  uint32_t arg0;
+  uint32_t arg1;
+} rlprof_event;
+
+/* The writer thread's side, handed to drain(). */
+typedef struct rlprof_sink rlprof_sink;
+enum { RLPROF_TIME_TICKS = 0, RLPROF_TIME_MONOTONIC_NS = 1 };
+/* Appends e to the capture of `window`; 0 when that capture is not open (counted as late). */
+int rlprof_sink_emit(rlprof_sink* sink, uint32_t window, const rlprof_event* e, int time_base);
+/* A track: kind 1 = device stream (os_id = device << 32 | stream), 2 = counter series. */
+uint16_t rlprof_sink_add_track(rlprof_sink* sink, int kind, uint64_t os_id, const char* name);
+
+typedef void (*rlprof_counter_add_fn)(void* ctx, const char* key, int64_t value);
+
+typedef struct rlprof_source {
+  uint32_t struct_size;
+  const char* name; /* copied; unique among registered sources */
+  uint32_t contents; /* RLPROF_CONTENTS_* bits; 0 = whatever the config asks */
+  void* user;
+  /* 0 = ready; anything else keeps the source off for this session. contents: the process's
+   * RLPROF_CONTENTS_* bits; level: "level0" … "level2" (the config's device level). */
+  int (*configure)(void* user, uint32_t contents, const char* level);
+  void (*start)(void* user, uint32_t window);
+  void (*boundary)(void* user, uint32_t window);
+  void (*flush)(void* user, uint32_t window);
+  void (*stop)(void* user, uint32_t window);
+  void (*tick)(void* user, uint32_t window);
+  void (*drain)(void* user, rlprof_sink* sink, uint32_t final_window);
+  void (*counters)(void* user, uint32_t window, rlprof_counter_add_fn add, void* ctx);
+  void (*destroy)(void* user);
+} rlprof_source;
+
+void rlprof_source_init(rlprof_source* source);
+/* RLPROF_ERROR_INVALID_ARGUMENT: no name; RLPROF_ERROR_STATE: the name is taken. */
+int rlprof_register_source(const rlprof_source* source);
+int rlprof_unregister_source(const char* name);
+/* The generation of the open capture window (0 = none); cheap (one relaxed load). */
+uint32_t rlprof_window(void);
+/* The hot path's clock (TSC or CLOCK_MONOTONIC ns; the writer converts). */
+uint64_t rlprof_ticks(void);
+/* Id of a string in the session's string table (0 for NULL / empty). */
+uint32_t rlprof_intern(const char* s, size_t n);
+/* Records e (ticks) into the calling thread's buffer of `window`; 0 if it is not open. */
+int rlprof_emit(uint32_t window, const rlprof_event* e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,6 +50,13 @@ std::string ManifestJson(const ManifestData& m) {
                  {"dropped_budget", m.dropped_budget},
                  {"dropped_write_error", m.dropped_write_error},
                  {"threads", m.threads}};
+  if (!m.sources_json.empty()) {
+    json sources = json::parse(m.sources_json, nullptr, /*allow_exceptions=*/false);
+    if (!sources.is_discarded()) {
+      j["counts"]["source_events"] = m.source_events;
+      j["sources"] = std::move(sources);
+    }
+  }
   j["files"] = json::array({{{"name", "events.rlp"}, {"bytes", m.events_bytes}}});
   j["complete"] = m.complete;
   j["errors"] = m.errors;

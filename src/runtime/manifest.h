@@ -41,6 +41,8 @@ struct ManifestData {
   uint64_t events_bytes = 0;
   bool complete = false;
   std::vector<std::string> errors;
+  std::string sources_json;  // sources.<name> objects (source.h), JSON text; "" = no sources
+  uint64_t source_events = 0;  // events the sources handed over through the writer
   std::string config_json;  // the resolved plan, serialised JSON ("" = omitted)
 };
 

@@ -10,6 +10,7 @@
 
 #include "src/base/files.h"
 #include "src/config/plan_json.h"
+#include "src/runtime/memory_source.h"
 #include "src/runtime/signals.h"
 #include "src/runtime/thread_buffer.h"
 
@@ -148,12 +149,21 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   wo.config_json = ProcessPlanJson(plan, s->proc_);
   wo.clock = s->clock_;
   wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 0.1;
-  // contents memory: the writer's wake-ups (OnTick) also drive the RSS samples.
-  s->sample_memory_ = s->proc_.contents.memory;
-  s->memory_interval_ns_ = static_cast<int64_t>(plan.memory_interval_s * 1e9);
-  s->rss_name_ = rec.interner().InternString("rss_bytes");
-  if (s->sample_memory_ && plan.memory_interval_s > 0)
-    wo.flush_interval_s = std::min(wo.flush_interval_s, plan.memory_interval_s);
+  // Sources (source.h): the built-in memory sampler, then every registered source the plan
+  // wants (the registry keeps adding sources registered while this session lives).
+  SourceContext sc;
+  sc.plan = &s->plan_;
+  sc.process = &s->proc_;
+  sc.tsc_ticks = s->clock_.converter.source == ClockSource::kTsc;
+  sc.flush_interval_s = wo.flush_interval_s;
+  s->sources_ = std::make_shared<SourceSet>(sc);
+  s->sources_->Add(std::make_shared<MemorySource>());
+  SourceRegistry::Get().SetListener(s->sources_.get());
+  s->listening_ = true;
+  // The writer's wake-ups drive the sources' ticks (contents memory: the RSS interval).
+  if (const double t = s->sources_->TickInterval(); t > 0)
+    wo.flush_interval_s = std::min(wo.flush_interval_s, t);
+  wo.sources = s->sources_;
   wo.budget = plan.budget;
   wo.quiet = options.quiet;
   SessionImpl* self = s;
@@ -202,20 +212,14 @@ void SessionImpl::RecordBoundary(uint32_t gen, Category cat, EventKind kind, uin
   EmitRecord(gen, e);
 }
 
-void SessionImpl::SampleMemoryLocked() {
-  if (!sample_memory_) return;
-  const uint32_t gen = internal::OpenWindow();
-  if (gen == 0) return;
-  const int64_t rss = base::ResidentSetBytes();
-  if (rss < 0) return;
-  Record e{};
-  e.ts_ns = static_cast<int64_t>(internal::ReadTicks());
-  e.name = rss_name_;
-  e.kind = EventKind::kCounter;
-  e.category = Category::kMemory;
-  e.set_counter_value(static_cast<double>(rss));
-  EmitRecord(gen, e);
-  last_memory_sample_ns_ = MonotonicNowNs();
+void SessionImpl::BoundaryLocked() {
+  if (sources_ == nullptr) return;
+  if (const uint32_t gen = internal::OpenWindow(); gen != 0) sources_->Boundary(gen);
+}
+
+std::vector<std::string> SessionImpl::SourceNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sources_ != nullptr ? sources_->Names() : std::vector<std::string>{};
 }
 
 uint32_t SessionImpl::recording_gen() const {
@@ -243,11 +247,16 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
         pending_open_.open_ticks = t;
         writer_->Open(pending_open_);
         ctl_gen_ = gen;
+        if (sources_ != nullptr) sources_->Start(gen);
         break;
       }
       case WindowAction::Type::kRecordOff:
+        if (ctl_gen_ != 0 && sources_ != nullptr) sources_->Flush(ctl_gen_);
         ctl_close_ticks_ = internal::ReadTicks();
-        if (ctl_gen_ != 0) Recorder::Get().CloseWindow(ctl_gen_);
+        if (ctl_gen_ != 0) {
+          Recorder::Get().CloseWindow(ctl_gen_);
+          if (sources_ != nullptr) sources_->Stop(ctl_gen_);
+        }
         break;
       case WindowAction::Type::kClose:
         if (ctl_gen_ != 0)
@@ -277,7 +286,7 @@ void SessionImpl::BeginStep(int64_t step) try {
   sp.value = step;
   sp.t0 = internal::ReadTicks();
   step_ = sp;
-  SampleMemoryLocked();
+  BoundaryLocked();
 }
 RLPROF_SESSION_GUARD("BeginStep", )
 
@@ -285,7 +294,7 @@ void SessionImpl::EndStep() try {
   if (forked()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
-  SampleMemoryLocked();
+  BoundaryLocked();
   if (step_) {
     RecordBoundary(step_->gen, Category::kStep, EventKind::kComplete, step_->name, step_->t0,
                    internal::ReadTicks(), static_cast<uint32_t>(step_->value), 0);
@@ -309,7 +318,7 @@ void SessionImpl::BeginStage(const std::string& role, const std::string& stage,
   sp.role = in.InternString(role);
   sp.t0 = internal::ReadTicks();
   stages_.push_back(sp);
-  SampleMemoryLocked();
+  BoundaryLocked();
 }
 RLPROF_SESSION_GUARD("BeginStage", )
 
@@ -319,7 +328,7 @@ void SessionImpl::EndStage() try {
   if (stopped_ || stages_.empty()) return;
   const Span sp = stages_.back();
   stages_.pop_back();
-  SampleMemoryLocked();
+  BoundaryLocked();
   RecordBoundary(sp.gen, Category::kStage, EventKind::kComplete, sp.name, sp.t0,
                  internal::ReadTicks(), 0, sp.role);
   Apply(ctl_->OnStageEnd(MonotonicNowNs()));
@@ -360,14 +369,17 @@ bool SessionImpl::StartCapture(const std::string& scope) try {
   w.open_ticks = t;
   writer_->Open(w);
   manual_gen_ = gen;
+  if (sources_ != nullptr) sources_->Start(gen);
   return true;
 }
 RLPROF_SESSION_GUARD("StartCapture", false)
 
 void SessionImpl::CloseManualLocked(const char* reason) {
   if (manual_gen_ == 0) return;
+  if (sources_ != nullptr) sources_->Flush(manual_gen_);
   const uint64_t t = internal::ReadTicks();
   Recorder::Get().CloseWindow(manual_gen_);
+  if (sources_ != nullptr) sources_->Stop(manual_gen_);
   writer_->Close({manual_gen_, reason, {current_step_}, t});
   manual_gen_ = 0;
 }
@@ -393,9 +405,8 @@ std::vector<std::string> SessionImpl::Captures() const try {
 void SessionImpl::OnTick() try {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return;
-  if (sample_memory_ && memory_interval_ns_ > 0 &&
-      MonotonicNowNs() - last_memory_sample_ns_ >= memory_interval_ns_)
-    SampleMemoryLocked();
+  if (sources_ != nullptr)
+    if (const uint32_t gen = internal::OpenWindow(); gen != 0) sources_->Tick(gen);
   if (ctl_gen_ == 0) return;
   Apply(ctl_->OnTick(MonotonicNowNs()));
 }
@@ -449,7 +460,12 @@ void SessionImpl::Shutdown() noexcept {
   }
   if (!error.empty()) Fault("Shutdown", error.c_str());
   UnregisterSignalFlush(this);
+  if (listening_) {
+    SourceRegistry::Get().SetListener(nullptr);
+    listening_ = false;
+  }
   if (writer_ != nullptr) writer_->Stop();  // without mu_: the writer may be calling back
+  if (sources_ != nullptr) sources_->Shutdown();
   if (recorder_session_) {
     try {
       Recorder::Get().EndSession();

@@ -31,6 +31,7 @@
 #include "src/runtime/capture_controller.h"
 #include "src/runtime/clock.h"
 #include "src/runtime/identity.h"
+#include "src/runtime/source.h"
 #include "src/runtime/writer.h"
 
 namespace rlprof::runtime {
@@ -66,6 +67,8 @@ class SessionImpl {
   void FlushFromSignal(int timeout_ms);
   // The generation of the window being recorded (0 = none); for tests.
   uint32_t recording_gen() const;
+  // Names of the sources running in this session (configured and wanted by the plan).
+  std::vector<std::string> SourceNames() const;
 
  private:
   SessionImpl() = default;
@@ -76,7 +79,7 @@ class SessionImpl {
   void CloseManualLocked(const char* reason);
   void Disable(const std::string& why);
   void OnTick();
-  void SampleMemoryLocked();  // contents memory: one rss_bytes counter if a window is open
+  void BoundaryLocked();  // a step / stage boundary: sources' Boundary() if a window is open
   void OnBudget(uint32_t gen);
   void OnFatal(const std::string& message);
   void RecordBoundary(uint32_t gen, format::Category cat, format::EventKind kind, uint32_t name,
@@ -118,11 +121,9 @@ class SessionImpl {
   int64_t current_step_ = 0;
   std::vector<Span> stages_;
   std::map<config::SubStepKind, int64_t> substeps_;
-  // contents memory (mu_).
-  bool sample_memory_ = false;
-  int64_t memory_interval_ns_ = 0;
-  int64_t last_memory_sample_ns_ = 0;
-  uint32_t rss_name_ = 0;
+  // The sources this process runs (source.h): built-in memory, and those registered.
+  std::shared_ptr<SourceSet> sources_;
+  bool listening_ = false;  // sources_ is the SourceRegistry's listener
 };
 
 }  // namespace rlprof::runtime

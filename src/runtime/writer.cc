@@ -44,6 +44,7 @@ struct Writer::Capture {
   bool failed = false;
   size_t manifest_bytes = 0;  // size of the open-time manifest on disk (0: none written)
   int64_t max_end_ns = INT64_MIN;  // latest event end written
+  uint64_t source_events = 0;      // emitted by sources through the sink (drops included)
   std::vector<std::string> errors;
 };
 
@@ -300,36 +301,87 @@ void Writer::DrainChunk(Chunk* c) {
     return;
   }
   const Record* recs = c->records();
-  const uint64_t max_events = opt_.budget.max_events;
   for (uint32_t i = c->consumed; i < n; ++i) {
-    if (cap->over_budget ||
-        (max_events != 0 && cap->events + cap->batch.size() >= max_events)) {
-      if (!cap->over_budget) {
-        cap->over_budget = true;
-        Recorder::Get().CloseWindow(c->gen);
-      }
-      ++cap->dropped_budget;
-      continue;
-    }
     format::Event e = recs[i];
     e.ts_ns = cap->conv.ToNs(static_cast<uint64_t>(e.ts_ns));
     if (e.kind == format::EventKind::kComplete) e.payload = cap->conv.DurationNs(e.payload);
-    if (e.kind == format::EventKind::kCounter) {
-      auto ct = counter_tracks_.find(e.name);
-      if (ct == counter_tracks_.end()) {
-        const std::string name = Recorder::Get().interner().Lookup(e.name);
-        ct = counter_tracks_.emplace(e.name, Recorder::Get().AddTrack(format::TrackKind::kCounter, 0, name))
-                 .first;
-      }
-      e.track = ct->second;
-    }
-    cap->max_end_ns = std::max(cap->max_end_ns, e.end_ns());
-    cap->batch.push_back(e);
+    if (e.kind == format::EventKind::kCounter) e.track = CounterTrack(e.name);
+    Append(*cap, e);
   }
   c->consumed = n;
 }
 
-void Writer::Drain() {
+uint16_t Writer::CounterTrack(uint32_t name) {
+  auto ct = counter_tracks_.find(name);
+  if (ct == counter_tracks_.end()) {
+    const std::string text = Recorder::Get().interner().Lookup(name);
+    ct = counter_tracks_.emplace(name, Recorder::Get().AddTrack(format::TrackKind::kCounter, 0, text))
+             .first;
+  }
+  return ct->second;
+}
+
+void Writer::Append(Capture& cap, const format::Event& e) {
+  const uint64_t max_events = opt_.budget.max_events;
+  if (cap.over_budget || (max_events != 0 && cap.events + cap.batch.size() >= max_events)) {
+    if (!cap.over_budget) {
+      cap.over_budget = true;
+      Recorder::Get().CloseWindow(cap.info.gen);
+    }
+    ++cap.dropped_budget;
+    return;
+  }
+  cap.max_end_ns = std::max(cap.max_end_ns, e.end_ns());
+  cap.batch.push_back(e);
+}
+
+// What sources see of the writer during Drain (writer thread only).
+class Writer::Sink final : public SourceSink {
+ public:
+  explicit Sink(Writer* w) : w_(w) {}
+  bool Emit(uint32_t gen, const format::Event& in, TimeBase base) override {
+    auto it = w_->open_.find(gen);
+    if (it == w_->open_.end() || it->second->failed) {
+      ++late_;
+      return false;
+    }
+    Capture& cap = *it->second;
+    format::Event e = in;
+    if (base == TimeBase::kTicks) {
+      e.ts_ns = cap.conv.ToNs(static_cast<uint64_t>(e.ts_ns));
+      if (e.kind == format::EventKind::kComplete) e.payload = cap.conv.DurationNs(e.payload);
+    }
+    if (e.kind == format::EventKind::kCounter && e.track == 0) e.track = w_->CounterTrack(e.name);
+    ++cap.source_events;
+    ++emitted_;
+    w_->Append(cap, e);
+    return true;
+  }
+  uint16_t AddTrack(format::TrackKind kind, uint64_t os_id, const std::string& name) override {
+    return Recorder::Get().AddTrack(kind, os_id, name);
+  }
+  uint32_t Intern(std::string_view s) override { return Recorder::Get().interner().InternString(s); }
+  bool Accepting(uint32_t gen) const override {
+    auto it = w_->open_.find(gen);
+    return it != w_->open_.end() && !it->second->failed && !it->second->over_budget;
+  }
+  uint64_t emitted_ = 0, late_ = 0;
+
+ private:
+  Writer* w_;
+};
+
+void Writer::DrainSources(uint32_t final_gen) {
+  if (opt_.sources == nullptr || opt_.sources->size() == 0) return;
+  Sink sink(this);
+  opt_.sources->Drain(sink, final_gen);
+  if (sink.emitted_ == 0 && sink.late_ == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.source_events += sink.emitted_;
+  stats_.source_events_late += sink.late_;
+}
+
+void Writer::Drain(uint32_t final_gen) {
   Recorder& rec = Recorder::Get();
   std::vector<Chunk*> deferred;
   for (Chunk* c = rec.TakeHandoffs(); c != nullptr;) {
@@ -346,6 +398,7 @@ void Writer::Drain() {
     if (c->gen <= known_gen_) DrainChunk(c);
   });
   for (Chunk* c : deferred) rec.ReturnHandoff(c);
+  DrainSources(final_gen);
   WriteBatches();
 }
 
@@ -441,7 +494,7 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
                            const std::vector<int64_t>* steps, uint64_t close_ticks,
                            const std::string& sampling_json) {
   Recorder::Get().CloseWindow(gen);
-  Drain();
+  Drain(gen);
   auto it = open_.find(gen);
   if (it == open_.end()) return;
   std::unique_ptr<Capture> cap = std::move(it->second);
@@ -460,6 +513,8 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   m.close_ns = std::max(m.close_ns, cap->max_end_ns);
   m.close_reason = cap->over_budget && reason != "shutdown" ? "budget" : reason;
   m.sampling_json = sampling_json;
+  if (opt_.sources != nullptr) m.sources_json = opt_.sources->CountersJson(gen);
+  m.source_events = cap->source_events;
   m.events = on_disk;
   m.dropped_buffer_full = cap->dropped_full;
   m.dropped_budget = cap->dropped_budget;

@@ -43,6 +43,7 @@
 #include "rlprof/rlprof.hpp"
 #include "src/base/status.h"
 #include "src/runtime/clock.h"
+#include "src/runtime/source.h"
 
 namespace rlprof::runtime {
 
@@ -86,12 +87,17 @@ struct WriterOptions {
   // manifest that cannot be written, an unexpected exception on the writer thread); later
   // faults are only recorded in the manifests. Without it the writer prints one warning.
   std::function<void(const std::string& message)> on_fatal;
+  // The session's sources: drained on every wake-up, and once more (final) before a capture
+  // is finalised; their counters go into the manifest's "sources" object.
+  std::shared_ptr<SourceSet> sources;
 };
 
 struct WriterStats {
   uint64_t captures = 0;
   uint64_t late_events = 0;  // published after their window was finalised (discarded)
   uint64_t flushes = 0;
+  uint64_t source_events = 0;       // events sources emitted through the sink
+  uint64_t source_events_late = 0;  // … for a window whose capture was not open (discarded)
 };
 
 // Whitespace appended to the open-time manifest.json: room for the final manifest to be
@@ -127,6 +133,8 @@ class Writer {
 
  private:
   struct Capture;
+  class Sink;
+  friend class Sink;
   struct Command {
     enum class Type { kOpen, kClose } type;
     WindowOpen open;
@@ -138,8 +146,12 @@ class Writer {
   void OpenCapture(const WindowOpen& w);
   void FinishCapture(uint32_t gen, const std::string& reason, const std::vector<int64_t>* steps,
                      uint64_t close_ticks, const std::string& sampling_json = std::string());
-  void Drain();
+  void Drain(uint32_t final_gen = 0);
+  uint16_t CounterTrack(uint32_t name);  // the counter track of series `name`
   void DrainChunk(Chunk* c);
+  void DrainSources(uint32_t final_gen);
+  // Appends one event (ts/payload already ns) to `cap`'s batch, applying the event budget.
+  void Append(Capture& cap, const format::Event& e);
   void WriteBatches();
   ManifestData BaseManifest(const Capture& c) const;
   void WriteManifest(Capture& c);
