@@ -9,6 +9,11 @@
 2. Step time of the GRPO example (examples/grpo_tiny, one rank, in process): rlprof off,
    markers only (contents [cpu]), operators on (contents [cpu, ops]), and
    torch.profiler.profile on the same steps (2 and 3; with and without writing its trace).
+3. (`--only module`) Per forward of a 2-layer model: no hooks, rlprof `contents: [module]`
+   (global module hooks in a window), torch.profiler(with_modules=True), in one run.
+4. (`--only contents`) The GRPO step with each torch content added to `[cpu, ops]` (and
+   `memory` / `module` to `[cpu]`), in one run, configurations interleaved: the cost of
+   module, stack and memory as a ratio of step time.
 Figures go to docs/performance.md "Python".
 """
 from __future__ import annotations
@@ -30,6 +35,9 @@ import torch  # noqa: E402
 
 import rlprof  # noqa: E402
 import grpo_tiny  # noqa: E402
+
+if rlprof.HAVE_TORCH_OPS:
+    import rlprof.torch  # noqa: E402
 
 
 class Empty:
@@ -209,6 +217,109 @@ def bench_grpo(cfg, reps: int, tmp: str) -> dict:
     return results
 
 
+class _Block(torch.nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.attn = torch.nn.Linear(d, d)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 2 * d), torch.nn.ReLU(),
+                                       torch.nn.Linear(2 * d, d))
+
+    def forward(self, x):
+        return x + self.mlp(self.attn(x))
+
+
+class _TwoLayer(torch.nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([_Block(d), _Block(d)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def bench_module(n: int, tmp: str, reps: int = 7) -> dict:
+    """Per forward of a 2-layer model (13 modules, 10 operators a forward at d=64, batch 8):
+    thread CPU ns, best of `reps`, the three configurations interleaved."""
+    model = _TwoLayer(64)
+    x = torch.randn(8, 64)
+
+    def run(k):
+        with torch.no_grad():
+            for _ in range(k):
+                model(x)
+
+    def timed(k):
+        t0 = time.thread_time_ns()
+        run(k)
+        return (time.thread_time_ns() - t0) / k
+
+    # Odd steps are profiled (a window with the module hooks), even steps are not.
+    cfg = {"rlprof": {"save_path": os.path.join(tmp, "module"),
+                      "steps": list(range(1, 2 * reps + 2, 2)),
+                      "roles": {"actor": {"ranks": [0], "contents": ["cpu", "module"]}}}}
+    prof = rlprof.Profiler(cfg, role="actor", quiet=True)
+    run(200)  # warm
+    out = {"none": [], "rlprof_module": [], "torch_with_modules": []}
+    modules0 = rlprof.torch.stats()["modules"]
+    for i in range(reps):
+        with prof.step(2 * i + 2):
+            out["none"].append(timed(n))
+        with prof.step(2 * i + 1):
+            out["rlprof_module"].append(timed(n))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                    with_modules=True):
+            out["torch_with_modules"].append(timed(n))
+    prof.shutdown()
+    assert rlprof.torch.stats()["modules"] - modules0 == 13 * n * reps, "module hooks not on"
+    best = {k: min(v) for k, v in out.items()}
+    print(f"== per forward of a 2-layer model (13 modules), thread CPU, best of {reps} (ns)")
+    for k, v in best.items():
+        print(f"  {k:<22} {v:10.0f} ns  x{v / best['none']:.2f} of no hooks")
+    print(f"  rlprof module per module call: {(best['rlprof_module'] - best['none']) / 13:.0f} ns;"
+          f" torch.profiler(with_modules) / rlprof module: "
+          f"{best['torch_with_modules'] / best['rlprof_module']:.2f}x")
+    return best
+
+
+def bench_contents(cfg, reps: int, tmp: str) -> dict:
+    base = [f"global_profiler.save_path={tmp}/out"]
+    for b in ("actor", "rollout", "ref"):
+        base += [f"actor_rollout_ref.{b}.profiler.ranks=[0]",
+                 f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.discrete=false"]
+
+    # Whole steps 2 and 3, every stage: no schedules, no token window.
+    base += ["~actor_rollout_ref.actor.profiler.tool_config.rlprof.schedule",
+             "~actor_rollout_ref.ref.profiler.tool_config.rlprof.schedule",
+             "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start",
+             "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end"]
+
+    def with_contents(c):
+        return base + [f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.contents=[{c}]"
+                       for b in ("actor", "rollout", "ref")]
+    modes = [("cpu", "cpu"), ("cpu+module", "cpu,module"), ("cpu+memory", "cpu,memory"),
+             ("ops", "cpu,ops"), ("ops+module", "cpu,ops,module"),
+             ("ops+stack", "cpu,ops,stack"), ("ops+memory", "cpu,ops,memory"),
+             ("all", "cpu,ops,module,stack,memory")]
+    runs = {k: [] for k, _ in modes}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "memory: no CUDA device"
+        for _ in range(reps):
+            for key, c in modes:
+                runs[key].append(grpo_times(cfg, "rlprof", with_contents(c), tmp)[0])
+    best = {k: min(v) for k, v in runs.items()}
+    print(f"== GRPO steps 2+3 CPU time by contents (1 rank, best of {reps}, interleaved, ms)")
+    for key, c in modes:
+        ref = "cpu" if key.startswith("cpu") else "ops"
+        print(f"  [{c}]{'':<{34 - len(c)}} {best[key] * 1000:8.1f} ms  x{best[key] / best[ref]:.3f} "
+              f"of [{'cpu' if ref == 'cpu' else 'cpu,ops'}]")
+    spread = {k: (max(v) / min(v) - 1) * 100 for k, v in runs.items()}
+    print("  spread (max/min - 1): " + ", ".join(f"{k} {v:.1f}%" for k, v in spread.items()))
+    return best
+
+
 def markers_budget(cfg, tmp: str, n: int, step_cpu_s: float, writer_cpu_s: float) -> None:
     """A deterministic figure for markers only: rlprof calls per profiled step (counted by
     wrapping the functions the GRPO example calls) x their measured in-window cost, plus the
@@ -278,7 +389,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer iterations (CI smoke)")
     ap.add_argument("--reps", type=int, default=5, help="GRPO runs per configuration")
-    ap.add_argument("--only", choices=["markers", "ops", "grpo"], help="run one part")
+    ap.add_argument("--only", choices=["markers", "ops", "grpo", "module", "contents"],
+                    help="run one part")
     args = ap.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -287,11 +399,17 @@ def main() -> int:
             bench_markers(n, tmp)
         if args.only in (None, "ops") and rlprof.HAVE_TORCH_OPS:
             bench_ops(n // 20, tmp, reps=3 if args.quick else 7)
-        if args.only not in (None, "grpo"):
+        if args.only in (None, "module") and rlprof.HAVE_TORCH_OPS:
+            bench_module(n // 100, tmp, reps=3 if args.quick else 7)
+        if args.only not in (None, "grpo", "contents"):
             return 0
         cfg = grpo_tiny.GrpoConfig(steps=4)
         if args.quick:
             cfg = dataclasses.replace(cfg, max_digit=2, group=4, sft_steps=5)
+        if args.only == "contents" or (args.only is None and rlprof.HAVE_TORCH_OPS):
+            bench_contents(cfg, 1 if args.quick else args.reps, tmp)
+            if args.only == "contents":
+                return 0
         res = bench_grpo(cfg, 1 if args.quick else args.reps, tmp)
         # Writer CPU of the markers run (two profiled steps) net of the unprofiled run's.
         writer = max(res["rlprof-markers"][3] - res["off"][3], 0.0)

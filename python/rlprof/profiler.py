@@ -46,6 +46,9 @@ class Profiler:
     run_id: the run directory name; by default RLPROF_RUN_ID, else chosen by rank 0.
     """
 
+    _torch_pending = False  # memory: the torch sources load once torch is imported
+    _quiet = False
+
     def __init__(
         self,
         config: Union[str, os.PathLike, Mapping[str, Any]],
@@ -94,8 +97,18 @@ class Profiler:
             self.clock_offset_ns = 0
         self._step_open = False
         self._torch_memory = "memory" in self._session.contents
-        if "ops" in self._session.contents and self._session.selected:
+        contents = set(self._session.contents)
+        self._quiet = quiet
+        # memory in a program that has not imported torch (yet): the allocator source is
+        # loaded at the first step or stage begun after torch is imported.
+        self._torch_pending = False
+        if self._session.selected and contents & {"ops", "shapes", "stack", "module"}:
             _load_torch_ops(quiet)
+        elif self._session.selected and "memory" in contents:
+            if _dist.torch_if_loaded() is not None:
+                _load_torch_ops(quiet)
+            else:
+                self._torch_pending = True
         _current = self
         # A profiler that is never shut down still finalises its captures at normal exit.
         # Processes started by multiprocessing with fork or forkserver leave through
@@ -136,6 +149,8 @@ class Profiler:
     # ---- steps ----
     def start(self, step: int) -> None:
         """Begins RL step `step` (1-based, as in the configs)."""
+        if self._torch_pending:
+            self._load_pending_torch()
         self._session.begin_step(int(step))
         self._step_open = True
         self._sample_torch_memory()
@@ -162,6 +177,8 @@ class Profiler:
 
     # ---- stages ----
     def begin_stage(self, stage: str, role: str, counts: Optional[str] = None) -> None:
+        if self._torch_pending:
+            self._load_pending_torch()
         self._session.begin_stage(role, stage, counts)
         self._sample_torch_memory()
 
@@ -209,6 +226,11 @@ class Profiler:
     def __exit__(self, *exc: Any) -> None:
         self.shutdown()
 
+    def _load_pending_torch(self) -> None:
+        if _dist.torch_if_loaded() is not None:
+            self._torch_pending = False
+            _load_torch_ops(self._quiet)
+
     def _sample_torch_memory(self) -> None:
         # RSS is sampled by the C++ session at every boundary (and every memory_interval_s); this
         # adds the CUDA allocator.
@@ -226,8 +248,9 @@ class Profiler:
 
 
 def _load_torch_ops(quiet: bool) -> None:
-    """Imports the operator hook (loading libtorch) once; the session switches it with the
-    capture windows from then on."""
+    """Imports the torch sources (loading libtorch) once; the session switches them with the
+    capture windows from then on (contents ops, shapes, stack, module; memory when the program
+    has imported torch)."""
     if _rlprof._torch_ops_loaded():
         return
     try:

@@ -14,12 +14,11 @@ void BindMarkers(pybind11::module_& m);
 // rlprof.annotate, a C type (annotate.cc), and _set_annotate_hooks.
 void BindAnnotate(pybind11::module_& m);
 
-// Enables torch operator capture while `want` (a no-op until rlprof._torch_ops is imported).
-// Thread-safe.
-void SyncTorchOps(bool want, bool shapes);
-// Waits up to `timeout_us` for asynchronous torch scopes (collectives) begun in the window to
-// end (a no-op until rlprof._torch_ops is imported). Thread-safe; the GIL is not needed.
-void WaitForTorchAsync(int64_t timeout_us);
+// Switches the Python side of the torch sources (module hooks; contents that cannot be
+// honoured; CUDA memory history) with the window: `contents` = TorchContent bits of
+// python/src/torch_hooks.h. The C++ sources follow the windows through the runtime's Source
+// seam by themselves. A no-op until rlprof._torch_ops is imported. Call with the GIL held.
+void SyncTorchPython(bool recording, uint32_t contents);
 // Samples process memory (RSS; the torch CPU allocator has no counters) into the open window
 // as kMemory counters. A no-op outside windows. Thread-safe.
 void EmitMemoryCounters();

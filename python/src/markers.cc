@@ -3,12 +3,14 @@
 // marker returns after one relaxed atomic load (the Python call itself, ~50 ns, dominates).
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 
 #include "python/src/bindings.h"
 #include "python/src/torch_hooks.h"
 #include "rlprof/format/event.h"
+#include "rlprof/rlprof.h"
 #include "rlprof/rlprof.hpp"
 #include "src/base/files.h"
 #include "src/runtime/thread_buffer.h"
@@ -48,22 +50,75 @@ void EmitMemoryCounter(const std::string& name, double value) {
 // extension is never unloaded.
 const TorchOpsHooks* g_torch = nullptr;
 
+// One registered torch source (torch_hooks.h): its kind and the session's torch contents.
+struct TorchSource {
+  uint32_t kind;
+  const char* name;
+  uint32_t wants;                 // RLPROF_CONTENTS_* bits it runs for
+  std::atomic<uint32_t> contents; // TorchContent bits of the session (configure)
+};
+TorchSource g_sources[] = {
+    {kTorchOps, "torch_ops",
+     RLPROF_CONTENTS_OPS | RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK | RLPROF_CONTENTS_MEMORY, {0}},
+    {kTorchMemory, "torch_memory", RLPROF_CONTENTS_MEMORY, {0}},
+    {kTorchModule, "torch_module", RLPROF_CONTENTS_MODULE, {0}},
+};
+
+uint32_t TorchBits(uint32_t c) {
+  uint32_t t = 0;
+  if (c & (RLPROF_CONTENTS_OPS | RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK)) t |= kTorchOps;
+  if (c & RLPROF_CONTENTS_SHAPES) t |= kTorchShapes;
+  if (c & RLPROF_CONTENTS_STACK) t |= kTorchStack;
+  if (c & RLPROF_CONTENTS_MEMORY) t |= kTorchMemory;
+  if (c & RLPROF_CONTENTS_MODULE) t |= kTorchModule;
+  return t;
+}
+
+void RegisterTorchSources() {
+  for (TorchSource& ts : g_sources) {
+    rlprof_source src;
+    rlprof_source_init(&src);
+    src.name = ts.name;
+    src.contents = ts.wants;
+    src.user = &ts;
+    src.configure = [](void* u, uint32_t contents, const char*) {
+      static_cast<TorchSource*>(u)->contents.store(TorchBits(contents));
+      return 0;
+    };
+    src.start = [](void* u, uint32_t w) {
+      auto* t = static_cast<TorchSource*>(u);
+      g_torch->start(t->kind, t->contents.load(), w);
+    };
+    src.stop = [](void* u, uint32_t w) {
+      auto* t = static_cast<TorchSource*>(u);
+      g_torch->stop(t->kind, t->contents.load(), w);
+    };
+    if (ts.kind == kTorchOps) {
+      // Collectives that finished but have not yet reported their end (c10d work ends on its
+      // worker thread) get up to 5 ms before the window stops recording.
+      src.flush = [](void*, uint32_t) { g_torch->wait_for_async(5000); };
+    }
+    src.counters = [](void* u, uint32_t w, rlprof_counter_add_fn add, void* ctx) {
+      g_torch->counters(static_cast<TorchSource*>(u)->kind, w, add, ctx);
+    };
+    rlprof_register_source(&src);  // the name is free: registered once (g_torch set once)
+  }
+}
+
 void SetTorchOps(py::capsule hooks) {
   auto* h = static_cast<const TorchOpsHooks*>(PyCapsule_GetPointer(hooks.ptr(), kTorchHooksCapsule));
   if (h == nullptr) throw py::error_already_set();
   if (h->abi != TorchOpsHooks::kAbi || h->size != sizeof(TorchOpsHooks))
     throw py::value_error("rlprof: rlprof._torch_ops is from another rlprof build");
+  if (g_torch != nullptr) return;
   g_torch = h;
+  RegisterTorchSources();
 }
 
 }  // namespace
 
-void SyncTorchOps(bool want, bool shapes) {
-  if (g_torch != nullptr) g_torch->sync(want, shapes);
-}
-
-void WaitForTorchAsync(int64_t timeout_us) {
-  if (g_torch != nullptr) g_torch->wait_for_async(timeout_us);
+void SyncTorchPython(bool recording, uint32_t contents) {
+  if (g_torch != nullptr) g_torch->sync_python(recording, contents);
 }
 
 bool TorchOpsLoaded() { return g_torch != nullptr; }

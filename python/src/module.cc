@@ -1,7 +1,7 @@
 // rlprof._rlprof: the pybind11 extension behind `import rlprof` (python/rlprof/). A thin layer
 // over the C++ runtime (include/rlprof/rlprof.hpp): a Session class for the Python Profiler,
-// free marker functions, and the torch operator hook (src/sources/torch_ops.h) kept in step
-// with the capture windows.
+// free marker functions, and the registration of the torch sources (rlprof._torch_ops) with
+// the runtime's Source seam (markers.cc).
 //
 // GIL: session creation, step boundaries, flush and shutdown release it (they may calibrate
 // the clock, wait for the writer or take the session lock); markers and stage / sub-step
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "python/src/bindings.h"
+#include "python/src/torch_hooks.h"
 #include "rlprof/rlprof.hpp"
 #include "src/config/loader.h"
 #include "src/config/stages.h"
@@ -43,7 +44,12 @@ class PySession {
   explicit PySession(std::unique_ptr<Session> s) : s_(std::move(s)) {
     const config::ProcessPlan& p = s_->impl()->process_plan();
     contents_ = p.contents;
-    if (contents_.shapes) contents_.ops = true;
+    if (contents_.shapes || contents_.stack) contents_.ops = true;  // both are of operators
+    if (contents_.ops) torch_ |= kTorchOps;
+    if (contents_.shapes) torch_ |= kTorchShapes;
+    if (contents_.stack) torch_ |= kTorchStack;
+    if (contents_.memory) torch_ |= kTorchMemory;
+    if (contents_.module) torch_ |= kTorchModule;
     proc_enabled_ = p.enabled;
     mode_ = config::CaptureModeName(p.mode);
     stages_ = p.stages;
@@ -59,7 +65,6 @@ class PySession {
     AfterControl();
   }
   void EndStep() {
-    BeforeClose();
     {
       py::gil_scoped_release nogil;
       s_->EndStep();
@@ -72,13 +77,10 @@ class PySession {
     AfterControl();
   }
   void EndStage() {
-    BeforeClose();
     s_->EndStage();
     AfterControl();
   }
   void SubStep(const std::string& kind) {
-    // A sub-step may end a schedule's active period (its capture closes here).
-    BeforeClose();
     s_->SubStep(*ParseKind(kind));
     SyncOps();
   }
@@ -88,7 +90,6 @@ class PySession {
     return ok;
   }
   void StopCapture() {
-    BeforeClose();
     s_->StopCapture();
     AfterControl();
   }
@@ -102,7 +103,7 @@ class PySession {
       py::gil_scoped_release nogil;
       s_->Shutdown();
     }
-    SyncTorchOps(false, false);
+    SyncTorchPython(false, torch_);
   }
   std::vector<std::string> Captures() const { return s_->Captures(); }
   void SetClockOffset(int64_t ns) { s_->SetClockOffsetToRank0(ns); }
@@ -128,23 +129,16 @@ class PySession {
   const std::vector<std::string>& stages() const { return stages_; }
 
  private:
-  // Before a call that may close the window: collectives that finished but have not yet
-  // reported their end (c10d work ends on its worker thread) get up to 5 ms. (Memory is
-  // sampled by the C++ session at every step and stage boundary.)
-  void BeforeClose() {
-    if (contents_.ops && Recording()) {
-      py::gil_scoped_release nogil;
-      WaitForTorchAsync(5000);
-    }
-  }
-  // After a call that may have opened or closed a window: operator capture follows it.
+  // After a call that may have opened or closed a window: the Python side of the torch
+  // sources (module hooks) follows it.
   void AfterControl() { SyncOps(); }
   void SyncOps() {
-    if (contents_.ops) SyncTorchOps(Recording() && s_->enabled(), contents_.shapes);
+    if (torch_ != 0) SyncTorchPython(Recording() && s_->enabled(), torch_);
   }
 
   std::unique_ptr<Session> s_;
   config::Contents contents_;
+  uint32_t torch_ = 0;  // TorchContent bits of the torch sources this session switches
   bool proc_enabled_ = false;
   std::string mode_;
   std::vector<std::string> stages_;

@@ -321,6 +321,9 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   internal::ComputeHtaViews(t, work, tl, windows, launch, opts, &a);
   internal::ComputeTraceLens(tl, &a);
   internal::ComputeOpStats(t, c, &a);
+  a.modules = ModuleView(t);
+  a.memory_peaks = MemoryPeaks(t, a.stages);
+  a.ops_by_frame = OpsByFrame(t);
   return a;
 }
 

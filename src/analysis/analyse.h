@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/analysis/classify.h"
+#include "src/analysis/contents.h"
 #include "src/analysis/partition.h"
 #include "src/analysis/trace.h"
 #include "src/analysis/windows.h"
@@ -129,6 +130,10 @@ struct TraceAnalysis {
   std::vector<OpStat> host_ops, host_ops_by_shape, kernels;
   std::vector<KernelRow> kernel_rows;
   std::array<ClassTotal, kWorkClassCount> classes{};
+  // Framework contents (src/analysis/contents.h): empty when the capture has none.
+  std::vector<ModuleRow> modules;
+  std::vector<MemoryPeakRow> memory_peaks;
+  std::vector<FrameRow> ops_by_frame;
   Diagnostics diagnostics;  // reader's + analysis's
 };
 

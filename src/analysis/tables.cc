@@ -98,6 +98,38 @@ Table OpStatisticTable(const TraceAnalysis& a) {
   return t;
 }
 
+Table ModuleViewTable(const TraceAnalysis& a) {
+  Table t{"module_view",
+          {Text("module"), Text("class"), Int("depth"), Int("calls"), Real("total", "us"),
+           Real("self", "us"), Int("ops"), Real("op_time", "us")},
+          {}};
+  for (const auto& m : a.modules)
+    t.rows.push_back({m.path, m.cls, m.depth, m.calls, Us(m.total), Us(m.self), m.ops,
+                      Us(m.op_time)});
+  return t;
+}
+
+Table MemoryPeakTable(const TraceAnalysis& a) {
+  Table t{"memory_peak",
+          {Int("step"), Text("role"), Text("stage"), Text("series"), Real("at_start", "bytes"),
+           Real("peak", "bytes"), Real("at_end", "bytes"), Int("allocations"),
+           Int("allocated")},
+          {}};
+  for (const auto& m : a.memory_peaks)
+    t.rows.push_back({m.step, m.role, m.stage, m.series, m.at_start, m.peak, m.at_end,
+                      m.allocations, m.allocated});
+  return t;
+}
+
+Table OpsByFrameTable(const TraceAnalysis& a) {
+  Table t{"ops_by_frame",
+          {Text("frame"), Int("ops"), Real("total", "us"), Text("top_op"), Real("top_op_time", "us")},
+          {}};
+  for (const auto& f : a.ops_by_frame)
+    t.rows.push_back({f.frame, f.ops, Us(f.total), f.top_op, Us(f.top_op_time)});
+  return t;
+}
+
 Table KernelDetailsTable(const TraceAnalysis& a) {
   Table t{"kernel_details",
           {Int("Step Id"), Text("Name"), Text("Type"), Text("Stream"), Real("Start Time", "us"),
@@ -169,7 +201,8 @@ Table DiagnosticsTable(const Diagnostics& d) {
 std::vector<Table> AllTables(const TraceAnalysis& a) {
   return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a), OpStatisticTable(a),
           KernelDetailsTable(a), HtaTemporalTable(a), HtaIdleTable(a), GpuTimelineTable(a),
-          ClassTable(a), DiagnosticsTable(a.diagnostics)};
+          ClassTable(a), ModuleViewTable(a), MemoryPeakTable(a), OpsByFrameTable(a),
+          DiagnosticsTable(a.diagnostics)};
 }
 
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts) {

@@ -70,6 +70,7 @@ size_t Trace::AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t
   bytes.push_back(-1);
   group.push_back(0);
   collective.push_back(0);
+  detail.push_back(0);
   parent.push_back(-1);
   return ts.size() - 1;
 }
@@ -104,6 +105,7 @@ void Trace::Finalize() {
   Permute(bytes, order);
   Permute(group, order);
   Permute(collective, order);
+  Permute(detail, order);
   parent.assign(n, -1);
   // Nesting per track with a stack of open slices.
   std::vector<int32_t> stack;

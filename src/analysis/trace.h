@@ -77,6 +77,7 @@ struct CounterSample {
   uint32_t track = 0;
   int64_t ts_ns = 0;
   double value = 0;
+  uint32_t name = 0;  // string id of the series ("rss_bytes", "allocated_bytes cpu"; "" unknown)
 };
 
 struct Trace {
@@ -112,6 +113,10 @@ struct Trace {
   std::vector<int64_t> bytes;         // bytes moved (collectives, copies), -1 if unknown
   std::vector<uint32_t> group;        // string id of the process group ("" if none)
   std::vector<uint32_t> collective;   // string id of the collective name arg ("recv", "" if none)
+  // string id of what a framework content adds ("" if none): an operator's Python call stack
+  // (frames "file:line:function", innermost first, '\n'-joined), a module range's class, an
+  // allocation's operator.
+  std::vector<uint32_t> detail;
   std::vector<int32_t> parent;        // enclosing slice on the same track, -1 (Finalize)
 
   std::vector<Marker> steps;          // step markers

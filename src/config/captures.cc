@@ -200,6 +200,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
                                  const EstimateModel& model) {
   CaptureSummary sum;
   sum.notes = plan.notes;
+  bool any_memory = false, any_stack = false, any_module = false;
   if (!plan.profiling_enabled()) return sum;
 
   // Workers: which roles share a process.
@@ -295,6 +296,9 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
       }
       const RolePlan* first_role = plan.FindRole(g.proc.roles.front());
       Tool tool = plan.tool;
+      any_memory |= g.proc.contents.memory;
+      any_stack |= g.proc.contents.stack;
+      any_module |= g.proc.contents.module;
       double eps = EventsPerSecond(tool, g.proc.contents, g.proc.level);
       uint64_t bpe = BytesPerEvent(g.proc.contents, plan.exports);
       int64_t nranks = g.all ? (opt.world_size > 0 ? opt.world_size : -1)
@@ -433,6 +437,21 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
       }
     }
   }
+  // What the torch contents record, and where they cannot be honoured (said again, once, at
+  // the window that asks for them, and in manifest.json sources.torch_*; docs/config.md).
+  if (any_memory)
+    sum.notes.push_back(
+        "memory: PyTorch allocator events (size, device, operator) and allocated/reserved "
+        "counters per device; CUDA memory history snapshots only where CUDA is available "
+        "(on a CPU-only machine: CPU allocator events, and 'not honoured: memory' in the capture)");
+  if (any_stack)
+    sum.notes.push_back(
+        "stack: Python call stacks of operators launched from Python threads (operators on "
+        "torch's autograd / worker threads have none); implies ops");
+  if (any_module)
+    sum.notes.push_back(
+        "module: nn.Module forwards as ranges via torch's global module hooks (a torch "
+        "without them: 'not honoured: module' in the capture)");
   sum.total_captures = 0;
   for (const auto& r : sum.rows) {
     if (r.captures < 0) {

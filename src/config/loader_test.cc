@@ -87,6 +87,19 @@ TEST(LoaderTest, InterpolationsResolveAbsoluteRelativeSelectAndEnv) {
   EXPECT_EQ(a->mode, CaptureMode::kEndToEnd);
 }
 
+TEST(LoaderErrorsTest, AnInterpolationDefaultThatYamlDecodesToNonUtf8IsAnError) {
+  // NUL bytes make yaml-cpp read a text as UTF-32: the default '.\0\0\0\0x' decoded into
+  // code points that are not UTF-8, and `rlprof plan --json` aborted (hydra_overrides fuzzer).
+  static constexpr char kValue[] = "${oc.select:missing.key,.\0\0\0\0.\0.x}";
+  std::string value(kValue, sizeof kValue - 1);
+  auto p = LoadPlanFromString("global_profiler: {tool: torch, steps: [1], save_path: ./out}\n",
+                              "t.yaml", {"global_profiler.save_path=" + value}, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("its default is not valid UTF-8 once parsed as YAML"),
+            std::string::npos)
+      << p.status().message();
+}
+
 TEST(LoaderTest, LegacyEmptyRanksMeanNoRankButGen3MeansRankZero) {
   Plan legacy = MustLoad("trainer: {profile_steps: [1]}\ncritic: {profiler: {ranks: []}}\n");
   EXPECT_FALSE(legacy.FindRole("critic")->enabled);

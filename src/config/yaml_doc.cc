@@ -338,10 +338,23 @@ Ref Doc::Resolve(Ref r, int depth) {
   }
   target = std::string(base::Trim(target));
   r.via = s;
+  // A default or an environment value is parsed as YAML, like an override's value: a text
+  // that yaml-cpp decodes into something that is not UTF-8 (NUL bytes make it guess UTF-16 or
+  // UTF-32) is an error here, as it is for an override, never a garbled value in the plan.
+  auto set_parsed = [&](const std::string& text, const char* what) {
+    YAML::Node n = ParseValue(text);
+    if (FirstNonUtf8Scalar(n).IsDefined()) {
+      Error(r, std::string("interpolation '") + s + "': " + what +
+                   " is not valid UTF-8 once parsed as YAML");
+      r.Clear();
+    } else {
+      r.Set(n);
+    }
+  };
   if (env) {
     const char* v = std::getenv(target.c_str());
-    if (v) r.Set(ParseValue(v));
-    else if (has_fallback) r.Set(ParseValue(Unquote(fallback)));
+    if (v) set_parsed(v, "the environment variable's value");
+    else if (has_fallback) set_parsed(Unquote(fallback), "its default");
     else r.Clear();
     return r;
   }
@@ -359,7 +372,7 @@ Ref Doc::Resolve(Ref r, int depth) {
   Ref t = Lookup(tp, depth + 1);
   if (!t.present() || t.node.IsNull()) {
     if (has_fallback) {
-      r.Set(ParseValue(Unquote(fallback)));
+      set_parsed(Unquote(fallback), "its default");
     } else if (select) {
       r.Set(YAML::Node(YAML::NodeType::Null));
     } else {

@@ -142,6 +142,10 @@ class Writer {
       buf_ += "\":";
       any = true;
     };
+    if (e.category == Category::kAllocation && e.kind == EventKind::kInstant) {
+      key("bytes");  // signed: a free is negative
+      AppendInt(&buf_, e.payload);
+    }
     if (spec.arg0 != nullptr) {
       key(spec.arg0);
       AppendUint(&buf_, e.arg0);

@@ -78,6 +78,7 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"raw_undefined_track_refs", S::kWarning, "raw", "events on a track id never defined: put on a synthetic track"},
     {"raw_unknown_chunk_types", S::kDataLoss, "raw", "chunks of a type this version does not know (a newer writer): skipped"},
     {"run_view_duplicate_stage_windows", S::kInfo, "analysis", "a stage of one rank and step seen by two of its captures (e.g. e2e and discrete): the run view keeps one"},
+    {"stack_without_operator", S::kDataLoss, "trace", "operator call stack whose operator is not in the capture (the window closed inside it): dropped"},
     {"stage_from_manifest", S::kInfo, "capture", "no stage marker in a scheduled capture: the stage spans the capture window (manifest)"},
     {"step_from_manifest", S::kInfo, "capture", "no step marker in a discrete capture: the step spans the capture window (manifest)"},
     {"step_marker_not_found", S::kWarning, "analysis", "--step-marker matched no host range: the trace's own step markers are used"},

@@ -1,13 +1,19 @@
 #include "src/format/event_schema.h"
 
+#include <iterator>
+
 namespace rlprof::format {
 
 const char* CategoryName(Category c) {
-  static constexpr const char* kNames[kCategoryCount] = {
+  static constexpr const char* kNames[] = {
       "user",   "step",   "stage",  "sub_step", "operator", "communication", "kernel",
       "memcpy", "memset", "sync",   "memory",   "runtime",  "capture"};
+  // Framework contents (20..27).
+  static constexpr const char* kContentNames[] = {"module", "allocation", "stack"};
   auto i = static_cast<uint8_t>(c);
-  return i < kCategoryCount ? kNames[i] : "unknown";
+  if (i < std::size(kNames)) return kNames[i];
+  if (i >= 20 && i - 20u < std::size(kContentNames)) return kContentNames[i - 20];
+  return "unknown";
 }
 
 const char* EventKindName(EventKind k) {
@@ -34,6 +40,8 @@ ArgSpec ArgSpecFor(Category c) {
     case Category::kKernel: return {"correlation", "launch", true};
     case Category::kRuntime: return {"correlation", "external_id", false};
     case Category::kMemcpy: return {"bytes", "direction", true};
+    case Category::kModule: return {"depth", "class", true};
+    case Category::kAllocation: return {"oom", "operator", true};
     default: return {};
   }
 }

@@ -14,7 +14,8 @@
 
 namespace rlprof::format {
 
-inline constexpr int kCategoryCount = 13;
+// One past the highest Category value (event.h); values without a name are "unknown".
+inline constexpr int kCategoryCount = 28;
 inline constexpr int kEventKindCount = 6;
 inline constexpr int kTrackKindCount = 4;
 

@@ -25,6 +25,9 @@ constexpr uint32_t kNoSequence = UINT32_MAX;  // torch's seqNr() == -1
 // The runtime the callbacks record into; written by Bind() before the callback is registered
 // (registration and the callbacks' first run are ordered by torch's callback registry).
 RuntimeLink g_link;
+// What the callbacks do; written by Configure() only while the callback is not registered.
+TorchOpsOptions g_opt;
+StackFn g_stack_fn = nullptr;
 
 inline uint32_t OpenWindow() { return g_link.window_gen->load(std::memory_order_relaxed); }
 
@@ -165,7 +168,10 @@ struct OpContext final : at::ObserverContext {
   uint32_t gen = 0;
   uint32_t shapes = 0;  // string id
   uint32_t bytes = 0;   // saturated
+  uint32_t parent_op = 0;  // the thread's operator context before this op (tracked only)
   bool async = false;   // ends on another thread (c10d work): counted in flight
+  bool tracked = false; // entered the thread's operator context / depth (synchronous ops only)
+  bool user = false;    // a record_function scope: does not count as an enclosing operator
 
   static void* operator new(size_t n);
   static void operator delete(void* p) noexcept;
@@ -198,6 +204,12 @@ void OpContext::operator delete(void* p) noexcept {
   ++t_free_count;
 }
 
+// ---- Operator context (memory) and depth (stack), per thread ----
+
+thread_local uint32_t t_current_op = 0;  // name id of the innermost tracked op, window t_op_gen
+thread_local uint32_t t_op_gen = 0;
+thread_local int32_t t_depth = 0;        // enclosing tracked ops that are not user scopes
+
 // ---- Callbacks ----
 
 std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
@@ -208,6 +220,21 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
   if (fn.isAsync()) {
     ctx->async = true;
     TorchOps::Get().async_in_flight.fetch_add(1, std::memory_order_relaxed);
+  }
+  uint32_t stack = 0;
+  if (!ctx->async && (g_opt.context || g_opt.stack)) {
+    ctx->tracked = true;
+    ctx->user = fn.scope() == at::RecordScope::USER_SCOPE;
+    if (g_opt.context) {
+      ctx->parent_op = t_op_gen == gen ? t_current_op : 0;
+      const char* name = fn.name();
+      t_current_op = name != nullptr ? LookupName(State(gen), name).id : 0;
+      t_op_gen = gen;
+    }
+    // The Python stack of an operator no other (non-scope) operator encloses: nested aten
+    // calls share their caller's stack and do not pay for it.
+    if (g_opt.stack && g_opt.record && t_depth == 0 && g_stack_fn != nullptr) stack = g_stack_fn();
+    if (!ctx->user) ++t_depth;
   }
   const auto inputs = fn.inputs();  // empty unless registered with needsInputs (shapes on)
   if (!inputs.empty()) {
@@ -226,6 +253,15 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
     ctx->bytes = bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(bytes);
   }
   ctx->t0 = ReadTicks();  // last: formatting is not the operator's time
+  if (stack != 0) {  // at the operator's begin, on its thread: the reader pairs the two
+    format::Event e{};
+    e.ts_ns = static_cast<int64_t>(ctx->t0);
+    e.name = stack;
+    e.kind = EventKind::kInstant;
+    e.category = Category::kStack;
+    g_link.emit(gen, e);
+    TorchOps::Get().stacks_recorded.fetch_add(1, std::memory_order_relaxed);
+  }
   return ctx;
 }
 
@@ -239,7 +275,12 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
       if (on) TorchOps::Get().async_in_flight.fetch_sub(1, std::memory_order_release);
     }
   } done{ctx->async};
+  if (ctx->tracked) {  // synchronous: the thread that entered it
+    if (g_opt.context) t_current_op = ctx->parent_op;
+    if (!ctx->user && t_depth > 0) --t_depth;
+  }
   if (OpenWindow() != ctx->gen) return;  // the window closed meanwhile
+  if (!g_opt.record) return;             // context only (memory without ops)
   const char* name = fn.name();
   const NameInfo info = name != nullptr ? LookupName(State(ctx->gen), name) : NameInfo{};
   format::Event e{};
@@ -265,6 +306,14 @@ bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.s
 
 }  // namespace
 
+const RuntimeLink& BoundRuntime() { return g_link; }
+uint64_t LinkedTicks() { return ReadTicks(); }
+
+uint32_t CurrentOperator() {
+  const uint32_t gen = OpenWindow();
+  return gen != 0 && t_op_gen == gen ? t_current_op : 0;
+}
+
 bool IsCommunicationOp(std::string_view name) {
   return StartsWith(name, "c10d::") || StartsWith(name, "gloo:") || StartsWith(name, "nccl:") ||
          StartsWith(name, "mpi:") || StartsWith(name, "ucc:") || StartsWith(name, "hccl:") ||
@@ -289,28 +338,41 @@ bool TorchOps::Bind(const RuntimeLink& link) {
 }
 
 void TorchOps::Sync(bool want, bool shapes) {
+  TorchOpsOptions o;
+  o.record = true;
+  o.shapes = shapes;
+  Configure(want, o);
+}
+
+void TorchOps::SetStackFunction(StackFn fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!enabled_) g_stack_fn = fn;
+}
+
+void TorchOps::Configure(bool want, const TorchOpsOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!want || !bound_) {
     if (enabled_) at::disableCallback(handle_);
     enabled_ = false;
     return;
   }
-  if (handle_ != 0 && shapes != shapes_) {
+  if (handle_ != 0 && !(options == opt_)) {
     at::removeCallback(handle_);
     handle_ = 0;
     enabled_ = false;
   }
   if (handle_ == 0) {
+    opt_ = options;
+    g_opt = options;  // before registration: the callbacks never see it change
     // No needsIds: the callbacks use the sequence number (always set) but not torch's
     // per-RecordFunction handle, which costs a global atomic increment per op. Inputs only
     // for shapes: asking for them makes the dispatcher box every op's arguments.
     handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&OnEnter, &OnExit)
-                                        .needsInputs(shapes)
+                                        .needsInputs(options.shapes && options.record)
                                         .scopes({at::RecordScope::FUNCTION,
                                                  at::RecordScope::BACKWARD_FUNCTION,
                                                  at::RecordScope::TORCHSCRIPT_FUNCTION,
                                                  at::RecordScope::USER_SCOPE}));
-    shapes_ = shapes;
     enabled_ = true;
     return;
   }
@@ -341,8 +403,9 @@ TorchOpsStats TorchOps::stats() const {
   s.communication = comm_recorded.load(std::memory_order_relaxed);
   s.installed = handle_ != 0;
   s.enabled = enabled_;
-  s.shapes = shapes_;
+  s.shapes = opt_.shapes;
   s.bound = bound_;
+  s.stacks = stacks_recorded.load(std::memory_order_relaxed);
   return s;
 }
 

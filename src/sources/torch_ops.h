@@ -43,6 +43,30 @@ namespace rlprof::sources {
 // True for operator / scope names that are collectives or point-to-point communication.
 bool IsCommunicationOp(std::string_view name);
 
+// What the callback does while enabled.
+struct TorchOpsOptions {
+  bool record = false;   // record operators (contents ops); off: only track the operator context
+  bool shapes = false;   // input shapes (contents shapes)
+  bool context = false;  // keep the innermost operator per thread (CurrentOperator; memory)
+  bool stack = false;    // call the stack function for outermost operators (contents stack)
+  bool operator==(const TorchOpsOptions&) const = default;
+};
+
+// Returns the string id of the calling thread's current Python call stack (0: none, e.g. a
+// thread without Python). Installed by the Python extension (python/src/torch_stack.cc); called
+// at the start of each recorded operator that no other recorded operator on its thread encloses
+// (or only `record_function` scopes do), so nested aten calls do not pay for it.
+using StackFn = uint32_t (*)();
+
+// String id of the innermost operator running on the calling thread while the callback tracks
+// the operator context (TorchOpsOptions::context); 0 outside operators or when not tracked.
+uint32_t CurrentOperator();
+
+// The runtime bound with TorchOps::Bind, for the other torch sources (memory, module, stack)
+// built into the same extension; and its clock. Valid after a successful Bind.
+const RuntimeLink& BoundRuntime();
+uint64_t LinkedTicks();
+
 struct TorchOpsStats {
   uint64_t ops = 0;             // operators recorded
   uint64_t communication = 0;   // collectives recorded
@@ -50,6 +74,7 @@ struct TorchOpsStats {
   bool enabled = false;         // and currently enabled
   bool shapes = false;
   bool bound = false;           // a runtime is bound
+  uint64_t stacks = 0;          // stacks recorded
 };
 
 class TorchOps {
@@ -62,6 +87,10 @@ class TorchOps {
   // Enables the callback when `want` (registering it the first time, or again when `shapes`
   // changes), disables it otherwise. Cheap when nothing changes. No-op until Bind().
   void Sync(bool want, bool shapes);
+  // The general form: enabled when `want` with these options (record = true in Sync()).
+  void Configure(bool want, const TorchOpsOptions& options);
+  // The stack function (before the first Configure with stack; never changed while enabled).
+  void SetStackFunction(StackFn fn);
   // Waits (bounded) until every asynchronous scope that began in a window has ended. c10d
   // work (gloo:all_reduce, …) completes its future before it ends its RecordFunction on the
   // worker thread, so a window closing right after a collective would otherwise lose it.
@@ -74,14 +103,15 @@ class TorchOps {
   // Counters bumped by the callbacks.
   std::atomic<uint64_t> ops_recorded{0};
   std::atomic<uint64_t> comm_recorded{0};
-  std::atomic<int64_t> async_in_flight{0};  // async scopes begun in a window, not yet ended
+  std::atomic<int64_t> async_in_flight{0};
+  std::atomic<uint64_t> stacks_recorded{0};  // async scopes begun in a window, not yet ended
 
  private:
   TorchOps() = default;
   mutable std::mutex mu_;
   uint64_t handle_ = 0;  // at::CallbackHandle; 0 = not registered
   bool enabled_ = false;
-  bool shapes_ = false;
+  TorchOpsOptions opt_;
   bool bound_ = false;
 };
 

@@ -42,6 +42,13 @@ enum class Category : uint8_t {
   kMemory = 10,        // memory counters (allocated, reserved, RSS)
   kRuntime = 11,       // device runtime API call (cudaLaunchKernel, …): arg0 = correlation id
   kCapture = 12,       // rlprof's own bookkeeping (window open/close, drops)
+  // 13..19: reserved (device sources). 20..27: framework contents (docs/config.md).
+  kModule = 20,        // nn.Module forward (complete): name = qualified path (`Model.layers.3.attn`),
+                       // arg0 = depth (0 = a root module), arg1 = module class (string id)
+  kAllocation = 21,    // allocator event (instant): payload = bytes (< 0: a free), name = device
+                       // ("cpu", "cuda:0"), arg1 = innermost operator on the thread (string id, 0 none)
+  kStack = 22,         // Python call stack (instant) of the operator that begins at the same ts on
+                       // the same track: name = frames "file:line:function", innermost first, '\n'-joined
 };
 
 struct Event {

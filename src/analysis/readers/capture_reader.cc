@@ -1,6 +1,7 @@
 #include "src/analysis/readers/capture_reader.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -90,6 +91,10 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
     return idx;
   };
 
+  // Operator stacks (kStack instants) by (raw track, ts): the operator beginning there on that
+  // thread gets its stack (the operator's event comes after it, at the operator's end).
+  std::map<std::pair<uint16_t, int64_t>, uint32_t> pending_stack;
+  auto stack_key = [](uint16_t track, int64_t ts) { return std::make_pair(track, ts); };
   std::vector<uint32_t> cat_ids(format::kCategoryCount + 1);
   for (int i = 0; i < format::kCategoryCount; ++i)
     cat_ids[i] = t.Intern(format::CategoryName(static_cast<Category>(i)));
@@ -110,6 +115,20 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
     switch (e.category) {
       case Category::kOperator:
         if (e.arg1) t.shapes[row] = name_of(e.arg1);
+        if (!pending_stack.empty()) {
+          auto it = pending_stack.find(stack_key(e.track, e.ts_ns));
+          if (it != pending_stack.end()) {
+            t.detail[row] = it->second;
+            pending_stack.erase(it);
+          }
+        }
+        break;
+      case Category::kModule:
+        if (e.arg1) t.detail[row] = name_of(e.arg1);
+        break;
+      case Category::kAllocation:
+        t.bytes[row] = e.payload;  // signed: a free is negative
+        if (e.arg1) t.detail[row] = name_of(e.arg1);
         break;
       case Category::kCommunication:
         t.bytes[row] = e.arg0;
@@ -148,6 +167,10 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
     }
   };
 
+  // First the stacks: an operator and its stack share a timestamp, in either order in the file.
+  for (const Event& e : c.raw.events)
+    if (e.kind == EventKind::kInstant && e.category == Category::kStack)
+      pending_stack[stack_key(e.track, e.ts_ns)] = name_of(e.name);
   t.ts.reserve(c.raw.events.size());
   std::unordered_map<int64_t, std::vector<Event>> open;  // range id → begins
   for (const Event& e : c.raw.events) {
@@ -156,10 +179,13 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
         add(e, e.ts_ns, e.payload, track_for(e.track), SliceKind::kRange);
         break;
       case EventKind::kInstant:
-        if (opts.keep_instants) add(e, e.ts_ns, 0, track_for(e.track), SliceKind::kInstant);
+        if (e.category == Category::kStack) {  // an attribute of its operator (above), not a slice
+        } else if (opts.keep_instants || e.category == Category::kAllocation) {
+          add(e, e.ts_ns, 0, track_for(e.track), SliceKind::kInstant);
+        }
         break;
       case EventKind::kCounter:
-        t.counters.push_back({track_for(e.track), e.ts_ns, e.counter_value()});
+        t.counters.push_back({track_for(e.track), e.ts_ns, e.counter_value(), name_of(e.name)});
         break;
       case EventKind::kBegin:
         open[e.payload].push_back(e);
@@ -184,6 +210,7 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
   uint64_t unmatched = 0;
   for (const auto& [id, v] : open) unmatched += v.size();
   if (unmatched) t.diagnostics.Add("unmatched_begin", unmatched);
+  if (!pending_stack.empty()) t.diagnostics.Add("stack_without_operator", pending_stack.size());
 
   // A discrete capture opens inside its step (and a scheduled one inside its stage), so the
   // step / stage ranges that began earlier are not in it. The manifest says which step and

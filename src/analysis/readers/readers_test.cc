@@ -463,7 +463,7 @@ TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
   EXPECT_FALSE(FindTraceInputs({dir + "/nope"}).ok());
   auto fixtures = FindTraceInputs({std::string(RLPROF_FIXTURES_DIR)});
   ASSERT_TRUE(fixtures.ok());
-  EXPECT_EQ(fixtures->size(), 10u);  // 8 Kineto, 1 legacy, 1 Ascend; not cluster_communication.json
+  EXPECT_EQ(fixtures->size(), 11u);  // 9 Kineto, 1 legacy, 1 Ascend; not cluster_communication.json
 }
 
 }  // namespace

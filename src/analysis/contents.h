@@ -1,0 +1,69 @@
+// Views of the framework contents of a capture (docs/analysis.md): time per nn.Module path
+// (like TensorBoard's module view), per-stage memory peaks, and operators grouped by the user
+// code line that launched them (their call stack's first frame outside torch and rlprof).
+//
+//   std::vector<ModuleRow> m = ModuleView(trace);             // rows sorted by path
+//   std::vector<MemoryPeakRow> p = MemoryPeaks(trace, analysis.stages);
+//   std::vector<FrameRow> f = OpsByFrame(trace);              // by total time, descending
+//
+// Thread-safety: pure functions over a finalized Trace.
+#ifndef RLPROF_SRC_ANALYSIS_CONTENTS_H_
+#define RLPROF_SRC_ANALYSIS_CONTENTS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/analysis/trace.h"
+
+namespace rlprof::analysis {
+
+struct StageResult;
+
+// One module path, over all its forward calls.
+struct ModuleRow {
+  std::string path;   // "TinyLM.layers.0.attn"
+  std::string cls;    // "Linear"
+  int64_t depth = 0;  // enclosing module ranges
+  int64_t calls = 0;
+  int64_t total = 0;  // Σ forward durations, ns
+  int64_t self = 0;   // total − Σ its child modules' durations
+  int64_t ops = 0;    // operators directly under it (their nearest module), not nested in ops
+  int64_t op_time = 0;  // Σ those operators' durations, ns
+};
+
+// A memory series in one stage (or the whole step when the trace has no stages).
+struct MemoryPeakRow {
+  int64_t step = 0;
+  std::string role, stage;
+  std::string series;       // "allocated_bytes cpu", "reserved_bytes cuda:0", "rss_bytes", …
+  double at_start = 0;      // the series' value when the stage began (last sample before it)
+  double peak = 0;          // max over the stage
+  double at_end = 0;        // last value in the stage
+  int64_t allocations = 0;  // allocator events in the stage on this series' device (allocated_*)
+  int64_t allocated = 0;    // Σ bytes allocated in the stage (frees not subtracted)
+};
+
+// Operators grouped by the user frame that launched them.
+struct FrameRow {
+  std::string frame;  // "train.py:42:step" (the first frame outside torch / rlprof)
+  int64_t ops = 0;    // outermost operators launched from it
+  int64_t total = 0;  // Σ their durations, ns
+  std::string top_op; // the operator with the most time among them
+  int64_t top_op_time = 0;
+};
+
+// Frames of torch, rlprof and the interpreter's own (frozen importlib, <string>).
+bool IsFrameworkFrame(std::string_view file);
+// The first frame of `stack` ("file:line:function" lines, innermost first) outside the
+// framework; "" when every frame is the framework's.
+std::string UserFrame(std::string_view stack);
+
+std::vector<ModuleRow> ModuleView(const Trace& t);
+std::vector<MemoryPeakRow> MemoryPeaks(const Trace& t, const std::vector<StageResult>& stages);
+std::vector<FrameRow> OpsByFrame(const Trace& t);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_CONTENTS_H_
