@@ -54,8 +54,6 @@ def parse(argv: Sequence[str], need_command: bool = True
         i += 1
     if need_command and not command:
         raise ValueError("no command: put it after --")
-    if config is not None and not os.path.isfile(config):
-        raise ValueError(f"config file not found: {config}")
     return config, overrides, command
 
 
@@ -78,11 +76,21 @@ def environment(config: Optional[str], overrides: Sequence[str],
     return env
 
 
+def _missing(config: Optional[str], what: str) -> bool:
+    if config is not None and not os.path.isfile(config):
+        sys.stderr.write(f"rlprof {what}: config file not found: {config}\n")
+        return True
+    return False
+
+
 def run(argv: Sequence[str]) -> int:
+    """Exit codes as the C++ command's: 1 usage, 2 bad input, 127 command not found."""
     try:
         config, overrides, command = parse(argv)
     except ValueError as e:
         sys.stderr.write(f"rlprof run: {e}\n{USAGE}")
+        return 1
+    if _missing(config, "run"):
         return 2
     env = environment(config, overrides)
     try:
@@ -98,6 +106,8 @@ def env_lines(argv: Sequence[str]) -> int:
         config, overrides, _ = parse(argv, need_command=False)
     except ValueError as e:
         sys.stderr.write(f"rlprof env: {e}\n{USAGE}")
+        return 1
+    if _missing(config, "env"):
         return 2
     env = environment(config, overrides, base={})
     env.pop("RLPROF_RUN_ID")  # one per job: the first process chooses it

@@ -111,6 +111,9 @@ def is_decode_sglang(forward_batch: Any) -> bool:
 
 
 def _model_step(orig: Any, is_decode: Any) -> Any:
+    from rlprof import _rlprof
+    name = orig.__name__
+
     @functools.wraps(orig)
     def step(self: Any, *args: Any, **kwargs: Any) -> Any:
         p = profiler()
@@ -123,7 +126,11 @@ def _model_step(orig: Any, is_decode: Any) -> Any:
         if not _State.in_stage:
             p.begin_stage(_STAGE, "rollout")
             _State.in_stage = True
-        out = orig(self, *args, **kwargs)
+        rid = _rlprof.range_start(name)  # one range per engine step
+        try:
+            out = orig(self, *args, **kwargs)
+        finally:
+            _rlprof.range_end(rid)
         batch = args[0] if args else next(iter(kwargs.values()), None)
         if is_decode(batch):
             p.sub_step("decode")
