@@ -1,7 +1,10 @@
 """Builds rlprof's extensions with CMake (the repository's own build) for pip: rlprof._rlprof
 (the runtime) and, when libtorch is found, rlprof._torch_ops (the operator hook). Metadata is
 in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
-parallelism."""
+parallelism (else CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS, the CPU count).
+
+Installed: the package with its extensions, and rlprof's C++ command as rlprof/_bin/rlprof, which
+the `rlprof` console script (rlprof/__main__.py) runs for every subcommand but `run`/`env`."""
 import glob
 import os
 import shlex
@@ -31,10 +34,11 @@ class CMakeBuild(build_ext):
             args += ["-G", "Ninja"]
         args += shlex.split(os.environ.get("RLPROF_CMAKE_ARGS", ""))
         subprocess.run(["cmake", *args], check=True)
-        jobs = os.environ.get("RLPROF_JOBS", str(os.cpu_count() or 2))
-        # rlprof_python builds _rlprof, and _torch_ops where libtorch is found.
-        subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "-j", jobs],
-                       check=True)
+        jobs = (os.environ.get("RLPROF_JOBS") or os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or
+                os.environ.get("MAX_JOBS") or str(os.cpu_count() or 2))
+        # rlprof_python builds _rlprof, and _torch_ops where libtorch is found; rlprof the CLI.
+        subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "rlprof",
+                        "-j", jobs], check=True)
         built = glob.glob(os.path.join(build, "python", "rlprof", "_rlprof*.so"))
         if not built:
             raise RuntimeError("rlprof: the CMake build produced no _rlprof extension")
@@ -44,6 +48,12 @@ class CMakeBuild(build_ext):
         # The optional operator hook goes next to it (installed with the package directory).
         for f in glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")):
             shutil.copyfile(f, os.path.join(os.path.dirname(dest), os.path.basename(f)))
+        # The C++ command, run by the `rlprof` console script (rlprof/__main__.py).
+        cli = os.path.join(build, "bin", "rlprof")
+        if os.access(cli, os.X_OK):
+            bindir = os.path.join(os.path.dirname(dest), "_bin")
+            os.makedirs(bindir, exist_ok=True)
+            shutil.copy2(cli, os.path.join(bindir, "rlprof"))
 
 
 setup(ext_modules=[CMakeExtension("rlprof._rlprof")], cmdclass={"build_ext": CMakeBuild})
