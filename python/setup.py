@@ -4,7 +4,9 @@ in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_J
 parallelism (else CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS, the CPU count).
 
 Installed: the package with its extensions, and rlprof's C++ command as rlprof/_bin/rlprof, which
-the `rlprof` console script (rlprof/__main__.py) runs for every subcommand but `run`/`env`."""
+the `rlprof` console script (rlprof/__main__.py) runs for every subcommand but `run`/`env`.
+RLPROF_PREBUILT=<a CMake build directory of this tree> installs what that build made instead of
+building again (CI installs the tree it has just built and tested this way)."""
 import glob
 import os
 import shlex
@@ -26,6 +28,10 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext: Extension) -> None:
+        prebuilt = os.environ.get("RLPROF_PREBUILT")
+        if prebuilt:
+            self._install_from(os.path.abspath(prebuilt), ext)
+            return
         build = os.path.join(os.path.abspath(self.build_temp), "cmake")
         args = ["-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                 "-DRLPROF_BUILD_TESTS=OFF", "-DRLPROF_BUILD_BENCHMARKS=OFF",
@@ -39,6 +45,9 @@ class CMakeBuild(build_ext):
         # rlprof_python builds _rlprof, and _torch_ops where libtorch is found; rlprof the CLI.
         subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "rlprof",
                         "-j", jobs], check=True)
+        self._install_from(build, ext)
+
+    def _install_from(self, build: str, ext: Extension) -> None:
         built = glob.glob(os.path.join(build, "python", "rlprof", "_rlprof*.so"))
         if not built:
             raise RuntimeError("rlprof: the CMake build produced no _rlprof extension")
