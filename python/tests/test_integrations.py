@@ -229,3 +229,30 @@ def test_verl_ray_captures_what_the_config_selects(rlprof_cli, tmp_path, with_co
                          ["global_profiler.steps=[3]", "actor_rollout_ref.actor.profiler.ranks=[0,1]"])
         got = sorted(capture_key(c) for c in caps)
         assert {(k[0], k[2]) for k in got} == {(3, 0), (3, 1)} and len(got) == 8
+
+
+def test_bad_config_never_stops_the_engine_or_the_worker(rlprof_cli, tmp_path):
+    # Rollout engine: an invalid token window (end <= start) is reported once; the engine runs.
+    save = tmp_path / "out"
+    r = subprocess.run([rlprof_cli, "run", "--config",
+                        os.path.join(ROOT, "examples", "rollout_server", "rollout.yaml"),
+                        f"rlprof.save_path={save}", "rlprof.roles.rollout.profile_token_end=1",
+                        "--", PY, os.path.join(ROOT, "examples", "rollout_server", "serve.py")],
+                       env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "rollout_server: done" in r.stdout, r.stderr
+    assert r.stderr.count("rlprof: error: cannot start rlprof in the rollout engine") == 1
+    assert all_captures(str(save)) == []
+    # verl backend (no verl needed for this): start/stop/annotate on a bad config are no-ops.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("global_profiler: {tool: rlprof, steps: [1], bogus_key: 1}\n")
+    code = ("from rlprof.integrations.verl import RlprofBackend\n"
+            "b = RlprofBackend(rank=0, config=None)\n"
+            "b.start(role='train', profile_step=1)\n"
+            "f = b.annotate(role='actor_update')(lambda: 41 + 1)\n"
+            "assert f() == 42\n"
+            "b.step(); b.stop(); b.start(profile_step=2); b.stop()\n"
+            "print('ok')\n")
+    r = subprocess.run([PY, "-c", code], env=_env(RLPROF_CONFIG=str(bad)), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == ["ok"], r.stderr
+    assert r.stderr.count("rlprof: error: verl rank 0: cannot start rlprof") == 1

@@ -167,6 +167,7 @@ class _Shared:
     step: Optional[int] = None
     depth = 0
     auto_step = 0
+    failed = False  # the Profiler could not be made (bad config): warned once, then no-ops
 
 
 def _shared_profiler(rank: Optional[int], config: Any, tool_config: Any,
@@ -207,7 +208,16 @@ class RlprofBackend:
 
     def start(self, role: Optional[str] = None, profile_step: Optional[int] = None,
               **kwargs: Any) -> None:
-        prof = self.profiler
+        if _Shared.failed:
+            return
+        try:
+            prof = self.profiler
+        except Exception as e:  # a bad config never stops training: one warning, no captures
+            import sys
+            _Shared.failed = True
+            sys.stderr.write(f"rlprof: error: verl rank {self.rank}: cannot start rlprof ({e}); "
+                             "this process records nothing, training continues\n")
+            return
         if profile_step is None:  # rollout servers' start_profile(): count the calls
             _Shared.auto_step += 1
             profile_step = _Shared.auto_step

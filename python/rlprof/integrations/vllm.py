@@ -39,6 +39,7 @@ class _State:
     next_step = 1
     in_stage = False
     told = False  # a profile(is_start) call drives the steps
+    failed = False  # the Profiler could not be made (bad config): warned once, then no-ops
 
 
 def _env_int(*names: str) -> Optional[int]:
@@ -53,13 +54,19 @@ def profiler() -> Optional[Profiler]:
     """The engine process's Profiler (made at its first use), or None when no config is set."""
     if _State.profiler is None:
         path = os.environ.get("RLPROF_CONFIG")
-        if not path:
+        if not path or _State.failed:
             return None
         overrides = [w for w in os.environ.get("RLPROF_OVERRIDES", "").splitlines() if w.strip()]
-        _State.profiler = Profiler(
-            path, overrides=overrides, rank=_env_int("RLPROF_REPLICA", "RANK") or 0,
-            roles=["rollout"], run_id=os.environ.get("RLPROF_RUN_ID") or None,
-            measure_clock_offset=False)
+        try:
+            _State.profiler = Profiler(
+                path, overrides=overrides, rank=_env_int("RLPROF_REPLICA", "RANK") or 0,
+                roles=["rollout"], run_id=os.environ.get("RLPROF_RUN_ID") or None,
+                measure_clock_offset=False)
+        except Exception as e:  # a bad config never stops the server: one warning
+            _State.failed = True
+            sys.stderr.write(f"rlprof: error: cannot start rlprof in the rollout engine ({e}); "
+                             "this process records nothing, the engine continues\n")
+            return None
         import atexit
         atexit.register(end_step)  # runs before the Profiler's own shutdown (LIFO)
     return _State.profiler
