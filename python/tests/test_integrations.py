@@ -256,3 +256,50 @@ def test_bad_config_never_stops_the_engine_or_the_worker(rlprof_cli, tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.split() == ["ok"], r.stderr
     assert r.stderr.count("rlprof: error: verl rank 0: cannot start rlprof") == 1
+
+
+SGLANG_STANDIN = {
+    # SGLang's module path, class and method names (sglang/srt/model_executor/model_runner.py:
+    # ModelRunner.forward(forward_batch, ...); ForwardBatch.forward_mode.is_decode()).
+    "sglang/__init__.py": "",
+    "sglang/srt/__init__.py": "",
+    "sglang/srt/model_executor/__init__.py": "",
+    "sglang/srt/model_executor/model_runner.py": (
+        "class ModelRunner:\n"
+        "    def forward(self, forward_batch, skip_attn_backend_init=False, pp_proxy_tensors=None):\n"
+        "        return sum(range(1000))\n"),
+}
+SGLANG_DRIVER = """
+import rlprof.integrations.vllm as v
+from sglang.srt.model_executor.model_runner import ModelRunner
+class Mode:
+    def __init__(self, d): self.d = d
+    def is_decode(self): return self.d
+class Batch:
+    def __init__(self, d): self.forward_mode = Mode(d)
+r = ModelRunner()
+r.forward(Batch(False))                 # prefill
+for _ in range(9): r.forward(Batch(True))
+v.end_step()
+print("sglang: done")
+"""
+
+
+def test_sglang_model_runner_forward_counts_decode_steps(rlprof_cli, tmp_path):
+    for rel, text in SGLANG_STANDIN.items():
+        p = tmp_path / "standin" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    save = tmp_path / "out"
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([PKG, str(tmp_path / "standin")])
+    r = subprocess.run([rlprof_cli, "run", "--config",
+                        os.path.join(ROOT, "examples", "rollout_server", "rollout.yaml"),
+                        f"rlprof.save_path={save}", "--", PY, "-c", SGLANG_DRIVER],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "sglang: done" in r.stdout, r.stderr
+    caps = all_captures(str(save))
+    assert [capture_key(c) for c in caps] == [(1, "rollout_generate", 0)]
+    evs = [e for e in events(rlprof_cli, caps[0], str(tmp_path))
+           if e.get("name") == "forward" and e.get("ph") in ("b", "B", "X")]
+    assert len(evs) == 4                    # decode steps 3..6
