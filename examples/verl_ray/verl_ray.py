@@ -21,7 +21,8 @@ from verl.single_controller.base import Worker
 from verl.single_controller.base.decorator import Dispatch, register
 from verl.single_controller.ray import RayClassWithInitArgs, RayResourcePool, RayWorkerGroup
 from verl.utils.config import omega_conf_to_dataclass
-from verl.utils.profiler import DistProfiler, DistProfilerExtension, ProfilerConfig, marked_timer
+from verl.utils.profiler import (DistProfiler, DistProfilerExtension, ProfilerConfig, mark_annotate,
+                                 mark_end_range, mark_start_range, marked_timer)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MINI_BATCHES = 3
@@ -43,10 +44,16 @@ class ActorRolloutRefWorker(Worker, DistProfilerExtension):
     @register(dispatch_mode=Dispatch.ONE_TO_ALL)
     @DistProfiler.annotate(color="red", role="rollout_generate")
     def generate_sequences(self):
+        rid = mark_start_range(message="prepare_prompts")
         x = torch.randn(4, 16)
+        mark_end_range(rid)
         for _ in range(DECODE_TOKENS):
-            x = torch.tanh(x @ self.w)
+            x = self._decode(x)
         return float(x.sum())
+
+    @mark_annotate(message="decode_token")
+    def _decode(self, x):
+        return torch.tanh(x @ self.w)
 
     @register(dispatch_mode=Dispatch.ONE_TO_ALL)
     @DistProfiler.annotate(color="olive", role="ref_compute_log_prob")

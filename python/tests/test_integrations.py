@@ -223,6 +223,10 @@ def test_verl_ray_captures_what_the_config_selects(rlprof_cli, tmp_path, with_co
             names = [e["name"] for e in events(rlprof_cli, c, str(tmp_path))
                      if e.get("ph") in ("b", "B", "X")]
             assert names.count("forward_backward") == 1, names   # verl's marked_timer
+        if m["scope"] == "rollout_generate":  # mark_start_range/mark_end_range, mark_annotate
+            names = [e["name"] for e in events(rlprof_cli, c, str(tmp_path))
+                     if e.get("ph") in ("b", "B", "X")]
+            assert names.count("prepare_prompts") == 1 and names.count("decode_token") == 4, names
     # Other ranks and steps, by override: the same file decides.
     if with_config:
         caps = _run_verl(rlprof_cli, str(tmp_path / "o2"), True,

@@ -316,8 +316,9 @@ def _wrap_start_range(orig: Callable[..., Any]) -> Callable[..., Any]:
     def mark_start_range(message: Optional[str] = None, *args: Any, **kwargs: Any) -> Any:
         rid = orig(message, *args, **kwargs)
         ours = _rlprof.range_start(message or "range")
-        key = rid if rid is not None else message
-        _open_ranges.setdefault(key, []).append(ours)
+        # Keyed by the id the caller gets back (None from verl's no-op markers: then the most
+        # recent open one, as nested ranges close).
+        _open_ranges.setdefault(rid, []).append(ours)
         return rid
     return mark_start_range
 
