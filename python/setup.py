@@ -16,6 +16,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -65,4 +66,17 @@ class CMakeBuild(build_ext):
             shutil.copy2(cli, os.path.join(bindir, "rlprof"))
 
 
-setup(ext_modules=[CMakeExtension("rlprof._rlprof")], cmdclass={"build_ext": CMakeBuild})
+class BuildPy(build_py):
+    """Also puts rlprof-bootstrap.pth at the top of site-packages: every Python of the
+    environment then installs rlprof's import hooks when RLPROF_CONFIG or RLPROF_ENABLE is set
+    (launch scripts that cannot go through `rlprof run`); otherwise it evaluates one line and
+    imports nothing."""
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(os.path.join(HERE, "rlprof-bootstrap.pth"),
+                       os.path.join(self.build_lib, "rlprof-bootstrap.pth"))
+
+
+setup(ext_modules=[CMakeExtension("rlprof._rlprof")],
+      cmdclass={"build_ext": CMakeBuild, "build_py": BuildPy})

@@ -45,6 +45,12 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
     eps = run(py, "-c", "from importlib.metadata import entry_points; "
               "print([e.value for e in entry_points(group='vllm.general_plugins')])")
     assert "rlprof.integrations.vllm:register" in eps
+    # rlprof-bootstrap.pth: in this environment, the variable alone installs the hooks.
+    code = "import sys; print('rlprof._hooks' in sys.modules, 'rlprof' in sys.modules)"
+    assert run(py, "-c", code).split() == ["False", "False"]
+    env["RLPROF_ENABLE"] = "1"
+    assert run(py, "-c", code).split() == ["True", "True"]
+    del env["RLPROF_ENABLE"]
     # The launcher from the install: the project's Python (torch) runs the rollout example and
     # imports rlprof from the fresh environment through the bootstrap alone.
     save = tmp_path / "out"
