@@ -307,3 +307,94 @@ def test_sglang_model_runner_forward_counts_decode_steps(rlprof_cli, tmp_path):
     evs = [e for e in events(rlprof_cli, caps[0], str(tmp_path))
            if e.get("name") == "forward" and e.get("ph") in ("b", "B", "X")]
     assert len(evs) == 4                    # decode steps 3..6
+
+
+# ---- vLLM 0.32.0 from PyPI (.venv-integ): the deepest real layer that imports on CPU ----
+
+VLLM_REAL = r"""
+import dataclasses, inspect, json, os, sys
+import vllm.plugins
+from vllm.v1.core.sched.output import SchedulerOutput
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+from vllm.v1.worker.gpu_worker import Worker
+import rlprof._hooks as hooks
+from rlprof.integrations import vllm as hook
+out = {"hooks_before_plugins": hooks.installed()}
+vllm.plugins.load_general_plugins()            # vLLM's own loader runs rlprof's entry point
+out["hooks_after_plugins"] = hooks.installed()
+out["runner_patched"] = getattr(GPUModelRunner.execute_model, "_rlprof_patched", False)
+out["worker_patched"] = getattr(Worker.profile, "_rlprof_patched", False)
+out["runner_params"] = list(inspect.signature(GPUModelRunner.execute_model).parameters)
+out["worker_params"] = list(inspect.signature(Worker.profile).parameters)
+out["fields"] = [f.name for f in dataclasses.fields(SchedulerOutput)]
+empty = SchedulerOutput.make_empty()
+decode = dataclasses.replace(empty, num_scheduled_tokens={"a": 1, "b": 1}, total_num_scheduled_tokens=2)
+spec = dataclasses.replace(decode, num_scheduled_tokens={"a": 3, "b": 1},
+                           scheduled_spec_decode_tokens={"a": [7, 8]})
+prefill = dataclasses.replace(decode, scheduled_new_reqs=[empty], num_scheduled_tokens={"a": 8})
+out["is_decode"] = [hook.is_decode_vllm(x) for x in (empty, decode, spec, prefill)]
+print(json.dumps(out))
+"""
+
+
+@needs_integ
+def test_real_vllm_layer_is_hooked_and_matches_the_stand_in(rlprof_cli, tmp_path):
+    """vLLM 0.32.0 from PyPI: its model runner, worker and scheduler output import on CPU (the
+    engine itself needs CUDA). Through the launcher, the import hook patches the real classes;
+    vLLM's own plugin loader finds rlprof's `vllm.general_plugins` entry point (declared here
+    by a dist-info of the test); the decode test classifies real SchedulerOutput objects; and
+    the stand-in of examples/rollout_server has the real names and parameters."""
+    dist = tmp_path / "eps" / "rlprof_entry-0.0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rlprof-entry\nVersion: 0.0.0\n")
+    toml = open(os.path.join(ROOT, "python", "pyproject.toml")).read()
+    m = re.search(r'\[project\.entry-points\."vllm\.general_plugins"\]\n(?:#.*\n)*'
+                  r'(\w+) = "([^"]+)"\n', toml)
+    assert m, "pyproject.toml declares no vllm.general_plugins entry point"
+    (dist / "entry_points.txt").write_text(
+        f"[vllm.general_plugins]\n{m.group(1)} = {m.group(2)}\n")  # what pip writes
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([PKG, str(tmp_path / "eps")])
+    cfg = os.path.join(ROOT, "examples", "rollout_server", "rollout.yaml")
+    # 1. Launched with rlprof's variables: hooks from the bootstrap, patches on import.
+    r = subprocess.run([rlprof_cli, "run", "--config", cfg, "--", INTEG_PY, "-c", VLLM_REAL],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["runner_patched"] and out["worker_patched"]
+    assert out["runner_params"][:2] == ["self", "scheduler_output"]
+    assert out["worker_params"][:2] == ["self", "is_start"]
+    assert {"scheduled_new_reqs", "num_scheduled_tokens",
+            "scheduled_spec_decode_tokens"} <= set(out["fields"])
+    assert out["is_decode"] == [False, True, True, False]
+    # 2. Only the entry point (no bootstrap on PYTHONPATH): vLLM's loader installs the hooks.
+    env2 = dict(env, RLPROF_CONFIG=cfg)
+    code = VLLM_REAL.replace("from vllm.v1.worker.gpu_model_runner import GPUModelRunner\n", "", 1)
+    code = code.replace("from vllm.v1.worker.gpu_worker import Worker\n", "", 1)
+    code = code.replace('out["hooks_after_plugins"] = hooks.installed()',
+                        'out["hooks_after_plugins"] = hooks.installed()\n'
+                        'from vllm.v1.worker.gpu_model_runner import GPUModelRunner\n'
+                        'from vllm.v1.worker.gpu_worker import Worker')
+    r = subprocess.run([INTEG_PY, "-c", code], env=env2, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out2 = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out2["hooks_before_plugins"] is False and out2["hooks_after_plugins"] is True
+    assert out2["runner_patched"] and out2["worker_patched"]
+    # 3. The stand-in has the real names and leading parameters.
+    sys.path.insert(0, os.path.join(ROOT, "examples", "rollout_server", "standin"))
+    try:
+        import importlib
+        import inspect
+        sr = importlib.import_module("vllm.v1.worker.gpu_model_runner")
+        sw = importlib.import_module("vllm.v1.worker.gpu_worker")
+        so = importlib.import_module("vllm.v1.core.sched.output")
+        assert list(inspect.signature(sr.GPUModelRunner.execute_model).parameters)[:2] == \
+            out["runner_params"][:2]
+        assert list(inspect.signature(sw.Worker.profile).parameters)[:2] == out["worker_params"][:2]
+        import dataclasses
+        assert {f.name for f in dataclasses.fields(so.SchedulerOutput)} <= set(out["fields"])
+    finally:
+        sys.path.remove(os.path.join(ROOT, "examples", "rollout_server", "standin"))
+        for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
+            del sys.modules[name]
