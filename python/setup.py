@@ -1,7 +1,12 @@
 """Builds rlprof's extensions with CMake (the repository's own build) for pip: rlprof._rlprof
 (the runtime) and, when libtorch is found, rlprof._torch_ops (the operator hook). Metadata is
 in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
-parallelism."""
+parallelism (else CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS, the CPU count).
+
+Installed: the package with its extensions, and rlprof's C++ command as rlprof/_bin/rlprof, which
+the `rlprof` console script (rlprof/__main__.py) runs for every subcommand but `run`/`env`.
+RLPROF_PREBUILT=<a CMake build directory of this tree> installs what that build made instead of
+building again (CI installs the tree it has just built and tested this way)."""
 import glob
 import os
 import shlex
@@ -11,6 +16,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -23,6 +29,10 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext: Extension) -> None:
+        prebuilt = os.environ.get("RLPROF_PREBUILT")
+        if prebuilt:
+            self._install_from(os.path.abspath(prebuilt), ext)
+            return
         build = os.path.join(os.path.abspath(self.build_temp), "cmake")
         args = ["-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                 "-DRLPROF_BUILD_TESTS=OFF", "-DRLPROF_BUILD_BENCHMARKS=OFF",
@@ -31,10 +41,14 @@ class CMakeBuild(build_ext):
             args += ["-G", "Ninja"]
         args += shlex.split(os.environ.get("RLPROF_CMAKE_ARGS", ""))
         subprocess.run(["cmake", *args], check=True)
-        jobs = os.environ.get("RLPROF_JOBS", str(os.cpu_count() or 2))
-        # rlprof_python builds _rlprof, and _torch_ops where libtorch is found.
-        subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "-j", jobs],
-                       check=True)
+        jobs = (os.environ.get("RLPROF_JOBS") or os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or
+                os.environ.get("MAX_JOBS") or str(os.cpu_count() or 2))
+        # rlprof_python builds _rlprof, and _torch_ops where libtorch is found; rlprof the CLI.
+        subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "rlprof",
+                        "-j", jobs], check=True)
+        self._install_from(build, ext)
+
+    def _install_from(self, build: str, ext: Extension) -> None:
         built = glob.glob(os.path.join(build, "python", "rlprof", "_rlprof*.so"))
         if not built:
             raise RuntimeError("rlprof: the CMake build produced no _rlprof extension")
@@ -44,6 +58,25 @@ class CMakeBuild(build_ext):
         # The optional operator hook goes next to it (installed with the package directory).
         for f in glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")):
             shutil.copyfile(f, os.path.join(os.path.dirname(dest), os.path.basename(f)))
+        # The C++ command, run by the `rlprof` console script (rlprof/__main__.py).
+        cli = os.path.join(build, "bin", "rlprof")
+        if os.access(cli, os.X_OK):
+            bindir = os.path.join(os.path.dirname(dest), "_bin")
+            os.makedirs(bindir, exist_ok=True)
+            shutil.copy2(cli, os.path.join(bindir, "rlprof"))
 
 
-setup(ext_modules=[CMakeExtension("rlprof._rlprof")], cmdclass={"build_ext": CMakeBuild})
+class BuildPy(build_py):
+    """Also puts rlprof-bootstrap.pth at the top of site-packages: every Python of the
+    environment then installs rlprof's import hooks when RLPROF_CONFIG or RLPROF_ENABLE is set
+    (launch scripts that cannot go through `rlprof run`); otherwise it evaluates one line and
+    imports nothing."""
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(os.path.join(HERE, "rlprof-bootstrap.pth"),
+                       os.path.join(self.build_lib, "rlprof-bootstrap.pth"))
+
+
+setup(ext_modules=[CMakeExtension("rlprof._rlprof")],
+      cmdclass={"build_ext": CMakeBuild, "build_py": BuildPy})

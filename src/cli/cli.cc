@@ -2,6 +2,8 @@
 
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "src/cli/command.h"
 
@@ -37,6 +39,12 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddCompareCommand(app));
   add(AddReportCommand(app));
   add(AddClusterCommand(app));
+  add(AddRunCommand(app));
+
+  if (argc >= 2 && std::string(argv[1]) == "run") {
+    Io io{out, err};
+    return RunRunCommand(std::vector<std::string>(argv + 2, argv + argc), io);
+  }
 
   try {
     app.parse(argc, argv);

@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +38,10 @@ Command AddSummaryCommand(CLI::App& app);
 Command AddCompareCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
 Command AddClusterCommand(CLI::App& app);
+Command AddRunCommand(CLI::App& app);
+
+// `rlprof run ...` (run_command.cc): the words after `run`; execs the command.
+int RunRunCommand(const std::vector<std::string>& args, Io& io);
 
 }  // namespace rlprof::cli
 

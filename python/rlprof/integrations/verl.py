@@ -22,7 +22,7 @@ word) unless `rl_role=` says otherwise. A stage follows the schedule the config 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from rlprof import _rlprof
 from rlprof.profiler import Profiler, annotate as _annotate
@@ -80,3 +80,290 @@ class DistProfiler:
                     return fn(*args, **kw)
             return wrapper
         return decorator
+
+
+# ---------------------------------------------------------------------------------------------
+# verl's own DistProfiler with `global_profiler.tool: rlprof` (patched in by the launcher's
+# bootstrap, rlprof._hooks; nothing here is imported when profiling is off).
+#
+# verl (verl.utils.profiler.profile.DistProfiler.__init__) picks its backend with a fixed
+# if/elif over nsys/npu/torch/torch_memory/precision_debugger and falls back to a no-op; the
+# patch lets __init__ run unchanged and then puts RlprofBackend in place of the no-op when
+# `config.tool == "rlprof"`. verl keeps its own gates (enable, ranks, the steps its trainer
+# starts), its annotate wrapper and its finish hook.
+
+_ROLE_WORDS = ("actor", "rollout", "ref", "critic", "reward")
+_PER_ROLE_KEYS = ("discrete", "contents", "level", "stages", "schedule", "profile_token_start",
+                  "profile_token_end")
+_GLOBAL_KEYS = ("export", "combine", "budget", "buffer", "flush_interval_s", "backstop_s",
+                "memory_interval_s", "custom_stages")
+
+
+def _plain(obj: Any) -> Any:
+    """A verl config value (OmegaConf DictConfig, verl BaseConfig dataclass, dict) as plain
+    Python containers."""
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+        if isinstance(obj, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(obj, resolve=True)
+    except ImportError:
+        pass
+    import dataclasses
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def roles_of(worker_role: Optional[str]) -> Optional[List[str]]:
+    """The RL roles a verl worker hosts, from its role string ("actor_rollout_ref" ->
+    [actor, rollout, ref]); None when it names none (then RLPROF_ROLES decides)."""
+    if not worker_role:
+        return None
+    words = str(worker_role).lower().replace("-", "_").split("_")
+    roles = [r for r in _ROLE_WORDS if r in words]
+    return roles or None
+
+
+def _rlprof_block(tool_config: Any) -> Dict[str, Any]:
+    tc = _plain(tool_config) or {}
+    if not isinstance(tc, dict):
+        return {}
+    if isinstance(tc.get("rlprof"), dict):  # the whole tool_config mapping
+        tc = tc["rlprof"]
+    return {k: tc[k] for k in _PER_ROLE_KEYS if tc.get(k) is not None}
+
+
+def config_from_verl(config: Any, tool_config: Any, roles: Sequence[str]) -> Dict[str, Any]:
+    """rlprof's own block for a worker, from verl's in-memory ProfilerConfig of its role (used
+    when no RLPROF_CONFIG names the trainer config). verl has already chosen the ranks and
+    decides the steps (its trainer starts only the profiled ones), so every step and rank is
+    selected here; the per-role `tool_config.rlprof` keys (schedules, stages, contents,
+    discrete, token window) and `global_tool_config.rlprof` apply as in the file."""
+    cfg = _plain(config) or {}
+    if not isinstance(cfg, dict):
+        cfg = {}
+    block = _rlprof_block(tool_config if tool_config is not None else cfg.get("tool_config"))
+    glob = cfg.get("global_tool_config") or {}
+    if isinstance(glob, dict) and isinstance(glob.get("rlprof"), dict):
+        glob = glob["rlprof"]
+    out: Dict[str, Any] = {"steps": "all",
+                           "save_path": cfg.get("save_path") or "outputs/rlprof"}
+    if isinstance(glob, dict):
+        out.update({k: glob[k] for k in _GLOBAL_KEYS if glob.get(k) is not None})
+    out["roles"] = {r: dict(block, all_ranks=True) for r in roles}
+    return {"rlprof": out}
+
+
+class _Shared:
+    """The process's one rlprof Profiler, shared by every DistProfiler of the process (verl's
+    engine workers hold an outer and an inner one), and the step it has open."""
+    profiler: Optional[Profiler] = None
+    step: Optional[int] = None
+    depth = 0
+    auto_step = 0
+    failed = False  # the Profiler could not be made (bad config): warned once, then no-ops
+
+
+def _shared_profiler(rank: Optional[int], config: Any, tool_config: Any,
+                     worker_role: Optional[str]) -> Profiler:
+    if _Shared.profiler is None:
+        import os
+        roles = roles_of(worker_role)
+        path = os.environ.get("RLPROF_CONFIG")
+        overrides = [w for w in os.environ.get("RLPROF_OVERRIDES", "").splitlines() if w.strip()]
+        if roles is None:
+            env_roles = [r for r in os.environ.get("RLPROF_ROLES", "").split(",") if r]
+            roles = env_roles or ["actor"]
+        src: Any = path if path else config_from_verl(config, tool_config, roles)
+        world = os.environ.get("WORLD_SIZE")
+        # Only the ranks verl selects get here, so the Profiler must not run collectives:
+        # the run id comes from the launcher (RLPROF_RUN_ID), no clock-offset exchange.
+        _Shared.profiler = Profiler(
+            src, overrides=overrides if path else (), rank=rank, roles=roles,
+            world_size=int(world) if world and world.isdigit() else None,
+            run_id=os.environ.get("RLPROF_RUN_ID") or None, measure_clock_offset=False)
+    return _Shared.profiler
+
+
+class RlprofBackend:
+    """verl DistProfiler backend (the `_impl`): start/stop/step/annotate."""
+
+    def __init__(self, rank: int, config: Any = None, tool_config: Any = None,
+                 save_file_prefix: Optional[str] = None, **kwargs: Any) -> None:
+        self.rank = rank
+        self.config = config
+        self.tool_config = tool_config
+        self.worker_role = save_file_prefix
+        self._mine = False
+
+    @property
+    def profiler(self) -> Profiler:
+        return _shared_profiler(self.rank, self.config, self.tool_config, self.worker_role)
+
+    def start(self, role: Optional[str] = None, profile_step: Optional[int] = None,
+              **kwargs: Any) -> None:
+        if _Shared.failed:
+            return
+        try:
+            prof = self.profiler
+        except Exception as e:  # a bad config never stops training: one warning, no captures
+            import sys
+            _Shared.failed = True
+            sys.stderr.write(f"rlprof: error: verl rank {self.rank}: cannot start rlprof ({e}); "
+                             "this process records nothing, training continues\n")
+            return
+        if profile_step is None:  # rollout servers' start_profile(): count the calls
+            _Shared.auto_step += 1
+            profile_step = _Shared.auto_step
+        step = int(profile_step)
+        if _Shared.step == step:  # another DistProfiler of this process opened it
+            _Shared.depth += 1
+            self._mine = True
+            return
+        if _Shared.step is not None:
+            prof.stop()
+        prof.start(step)
+        _Shared.step, _Shared.depth = step, 1
+        self._mine = True
+
+    def stop(self) -> None:
+        if not self._mine or _Shared.step is None:
+            return
+        self._mine = False
+        _Shared.depth -= 1
+        if _Shared.depth <= 0:
+            self.profiler.stop()
+            self.profiler.flush()
+            _Shared.step, _Shared.depth = None, 0
+
+    def step(self) -> None:
+        """verl advances its profiler once per update mini-batch."""
+        if _Shared.profiler is not None:
+            _Shared.profiler.sub_step("mini_batch")
+
+    def annotate(self, message: Optional[str] = None, color: Optional[str] = None,
+                 domain: Optional[str] = None, category: Optional[str] = None,
+                 role: Optional[str] = None, **kwargs: Any
+                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            stage = role or message or fn.__name__
+            owner = _rl_role(stage)
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kw: Any) -> Any:
+                with _annotate(stage, role=owner):
+                    return fn(*args, **kw)
+            return wrapper
+        return decorator
+
+
+def patch_dist_profiler(module: Any) -> None:
+    """Makes verl.utils.profiler.profile.DistProfiler build RlprofBackend for tool rlprof."""
+    cls = getattr(module, "DistProfiler")
+    if getattr(cls.__init__, "_rlprof_patched", False):
+        return
+    orig = cls.__init__
+
+    @functools.wraps(orig)
+    def __init__(self: Any, rank: int, config: Any = None, tool_config: Any = None,
+                 save_file_prefix: Optional[str] = None, **kwargs: Any) -> None:
+        orig(self, rank, config=config, tool_config=tool_config,
+             save_file_prefix=save_file_prefix, **kwargs)
+        if getattr(self, "_tool", None) == "rlprof":
+            self._impl = RlprofBackend(rank=rank, config=self.config,
+                                       tool_config=self.tool_config,
+                                       save_file_prefix=save_file_prefix)
+            tc = _rlprof_block(self.tool_config)
+            self._discrete = bool(tc.get("discrete", False))
+
+    __init__._rlprof_patched = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+
+
+# verl's marker functions (mark_start_range/mark_end_range/mark_annotate/marked_timer): each
+# also records an rlprof range, or an rlprof stage when the name is one of rlprof's stages
+# (docs/config.md, "Stage vocabulary"). Without an open window they cost one check.
+
+def _stage_or_range(name: Optional[str]) -> Any:
+    n = name or "range"
+    owner = _rlprof.stage_role(n)
+    return _annotate(n, role=owner) if owner else _annotate(n)
+
+
+def _wrap_marked_timer(orig: Callable[..., Any]) -> Callable[..., Any]:
+    import contextlib
+
+    @contextlib.contextmanager
+    @functools.wraps(orig)
+    def marked_timer(name: str, timing_raw: Any, *args: Any, **kwargs: Any) -> Any:
+        with orig(name, timing_raw, *args, **kwargs) as v:
+            with _stage_or_range(name):
+                yield v
+    return marked_timer
+
+
+_open_ranges: Dict[Any, List[int]] = {}
+
+
+def _wrap_start_range(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def mark_start_range(message: Optional[str] = None, *args: Any, **kwargs: Any) -> Any:
+        rid = orig(message, *args, **kwargs)
+        ours = _rlprof.range_start(message or "range")
+        # Keyed by the id the caller gets back (None from verl's no-op markers: then the most
+        # recent open one, as nested ranges close).
+        _open_ranges.setdefault(rid, []).append(ours)
+        return rid
+    return mark_start_range
+
+
+def _wrap_end_range(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def mark_end_range(range_id: Any, *args: Any, **kwargs: Any) -> Any:
+        out = orig(range_id, *args, **kwargs)
+        ids = _open_ranges.get(range_id)
+        if ids:
+            _rlprof.range_end(ids.pop())
+            if not ids:
+                del _open_ranges[range_id]
+        return out
+    return mark_end_range
+
+
+def _wrap_mark_annotate(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(orig)
+    def mark_annotate(message: Optional[str] = None, *args: Any, **kwargs: Any) -> Any:
+        inner = orig(message, *args, **kwargs)
+
+        def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            wrapped = inner(fn)
+            name = message or fn.__name__
+
+            @functools.wraps(fn)
+            def wrapper(*a: Any, **kw: Any) -> Any:
+                with _stage_or_range(name):
+                    return wrapped(*a, **kw)
+            return wrapper
+        return decorator
+    return mark_annotate
+
+
+_WRAPPERS = {"marked_timer": _wrap_marked_timer, "mark_start_range": _wrap_start_range,
+             "mark_end_range": _wrap_end_range, "mark_annotate": _wrap_mark_annotate}
+
+
+def patch_markers(module: Any) -> None:
+    """Wraps the marker functions a verl module exports (verl.utils.profiler, .performance)."""
+    for name, wrap in _WRAPPERS.items():
+        fn = getattr(module, name, None)
+        if fn is None or getattr(fn, "_rlprof_patched", False):
+            continue
+        new = wrap(fn)
+        new._rlprof_patched = True  # type: ignore[attr-defined]
+        setattr(module, name, new)

@@ -1,0 +1,167 @@
+"""Lazy framework patches, installed by the launcher's bootstrap (rlprof/_bootstrap) when
+rlprof's environment variables are set.
+
+A meta-path finder watches a few module names; when the program imports one, the module runs
+as usual and then the matching patch is applied to it, before anyone else can use it. Nothing
+is imported ahead of the program, and modules the program never imports cost nothing. The
+patches themselves live in rlprof.integrations (verl, vllm, ray).
+
+Environment (docs/integrations.md):
+  RLPROF_CONFIG     the rlprof/verl/MindSpeed-RL config file (optional for verl)
+  RLPROF_OVERRIDES  KEY=VALUE overrides, one per line
+  RLPROF_ENABLE     1: install the hooks even without RLPROF_CONFIG
+  RLPROF_RUN_ID     one run directory for every process of the job (set here when missing)
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import threading
+import time
+import secrets
+from typing import Any, Callable, Dict, List, Optional
+
+_Patch = Callable[[Any], None]
+
+
+def _verl_profile(module: Any) -> None:
+    from rlprof.integrations import verl
+    verl.patch_dist_profiler(module)
+
+
+def _verl_package(module: Any) -> None:
+    from rlprof.integrations import verl
+    verl.patch_markers(module)
+
+
+def _verl_performance(module: Any) -> None:
+    from rlprof.integrations import verl
+    verl.patch_markers(module)
+
+
+def _vllm_runner(module: Any) -> None:
+    from rlprof.integrations import vllm
+    vllm.patch_model_runner_module(module)
+
+
+def _vllm_worker(module: Any) -> None:
+    from rlprof.integrations import vllm
+    vllm.patch_worker_module(module)
+
+
+def _sglang_runner(module: Any) -> None:
+    from rlprof.integrations import vllm
+    vllm.patch_model_runner_module(module, class_names=("ModelRunner",), method="forward")
+
+
+def _ray(module: Any) -> None:
+    from rlprof.integrations import ray
+    ray.patch_ray(module)
+
+
+# module name -> patch applied right after the module has executed.
+PATCHES: Dict[str, _Patch] = {
+    "verl.utils.profiler.profile": _verl_profile,
+    "verl.utils.profiler.performance": _verl_performance,
+    "verl.utils.profiler": _verl_package,
+    "vllm.v1.worker.gpu_model_runner": _vllm_runner,
+    "vllm.v1.worker.cpu_model_runner": _vllm_runner,
+    "vllm.v1.worker.gpu_worker": _vllm_worker,
+    "sglang.srt.model_executor.model_runner": _sglang_runner,
+    "ray": _ray,
+}
+
+_applied: Dict[str, bool] = {}
+_lock = threading.Lock()
+
+
+def _apply(name: str, module: Any) -> None:
+    with _lock:
+        if _applied.get(name):
+            return
+        _applied[name] = True
+    try:
+        PATCHES[name](module)
+    except Exception as e:  # a framework version we do not know: warn, never break it
+        sys.stderr.write(f"rlprof: warning: could not patch {name} ({e!r}); it runs "
+                         "unprofiled\n")
+
+
+class _Loader(importlib.abc.Loader):
+    """Delegates to the real loader, then applies the patch."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self._inner = inner
+        self._name = name
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._inner.exec_module(module)
+        _apply(self._name, module)
+
+    def __getattr__(self, attr: str) -> Any:  # get_resource_reader, is_package, ...
+        return getattr(self._inner, attr)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self._busy = threading.local()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in PATCHES or _applied.get(name):
+            return None
+        busy = getattr(self._busy, "names", None)
+        if busy is None:
+            busy = self._busy.names = set()
+        if name in busy:
+            return None
+        busy.add(name)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            busy.discard(name)
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _Loader(spec.loader, name)
+        return spec
+
+
+_finder: Optional[_Finder] = None
+
+
+def overrides_from_env() -> List[str]:
+    text = os.environ.get("RLPROF_OVERRIDES", "")
+    return [w for w in text.splitlines() if w.strip()]
+
+
+def install() -> None:
+    """Installs the finder once; patches modules that are already imported."""
+    global _finder
+    if _finder is not None:
+        return
+    # One run directory for the whole job: processes started from here inherit it.
+    if not os.environ.get("RLPROF_RUN_ID"):
+        os.environ["RLPROF_RUN_ID"] = (time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" +
+                                       secrets.token_hex(3))
+    _finder = _Finder()
+    sys.meta_path.insert(0, _finder)
+    for name in PATCHES:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            _apply(name, mod)
+
+
+def installed() -> bool:
+    return _finder is not None
