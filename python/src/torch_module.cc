@@ -163,6 +163,7 @@ py::dict Stats() {
   d["shapes"] = s.shapes;
   d["bound"] = s.bound;
   d["stacks"] = s.stacks;
+  d["correlated"] = s.correlated;  // operators that pushed an external correlation id
   d["allocations"] = m.events;
   d["out_of_memory"] = m.out_of_memory;
   d["memory_installed"] = m.installed;
