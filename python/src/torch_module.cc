@@ -68,6 +68,9 @@ void Start(uint32_t kind, uint32_t contents, uint32_t /*window*/) {
     o.shapes = (contents & kTorchShapes) != 0;
     o.stack = (contents & kTorchStack) != 0;
     o.context = (contents & kTorchMemory) != 0;  // the operator an allocation happens in
+    // Device capture: operators push external correlation ids (the core's runtime; nothing
+    // on the CPU-only path).
+    o.correlate = o.record && sources::TorchOps::Get().Correlating();
     sources::TorchOps::Get().Configure(o.record || o.context, o);
   } else if (kind == kTorchMemory) {
     sources::TorchMemory::Get().Sync(true);  // false: another reporter holds it (stats)
@@ -160,6 +163,7 @@ py::dict Stats() {
   d["shapes"] = s.shapes;
   d["bound"] = s.bound;
   d["stacks"] = s.stacks;
+  d["correlated"] = s.correlated;  // operators that pushed an external correlation id
   d["allocations"] = m.events;
   d["out_of_memory"] = m.out_of_memory;
   d["memory_installed"] = m.installed;

@@ -56,3 +56,44 @@ def test_without_libcupti_the_host_capture_goes_on(tmp_path):
     m = manifest(cap)
     assert m["complete"] is True
     assert m["sources"]["cupti"]["status"].startswith("off: libcupti not found")
+
+
+OPS_SCRIPT = r"""
+import sys, rlprof, torch
+import rlprof.torch
+cfg = {"rlprof": {"steps": [1], "save_path": sys.argv[1],
+                  "roles": {"actor": {"ranks": [0], "contents": sys.argv[2].split(","), "level": "level0"}}}}
+prof = rlprof.Profiler(cfg, role="actor", quiet=True)
+a = torch.ones(4)
+with prof.step(1):
+    for _ in range(3):
+        torch.neg(a)
+caps = prof.shutdown()
+print(caps[0], rlprof.torch.stats()["correlated"])
+"""
+
+
+@pytest.mark.skipif(not __import__("rlprof").HAVE_TORCH_OPS, reason="built without libtorch")
+@pytest.mark.parametrize("device", [True, False])
+def test_operators_push_external_correlation_ids_only_with_device_capture(tmp_path, rlprof_cli, device):
+    """rlprof._torch_ops pushes through the core extension's runtime: the fake CUPTI sees the
+    ids (test/data/cupti/ops.records tags its two launches with the 1st and 2nd id pushed)."""
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake CUPTI is not built")
+    env = dict(os.environ, RLPROF_CUPTI_LIBRARY=fake,
+               RLPROF_FAKE_CUPTI_RECORDS=os.path.join(ROOT, "test", "data", "cupti", "ops.records"))
+    contents = "cpu,ops,device" if device else "cpu,ops"
+    p = subprocess.run([sys.executable, "-c", OPS_SCRIPT, str(tmp_path / "out"), contents], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    cap, correlated = p.stdout.split()
+    evs = events(rlprof_cli, cap, str(tmp_path))
+    ids = [e for e in evs if e.get("name") == "external_id"]
+    launches = [e for e in evs if e.get("cat") == "runtime"]
+    if not device:
+        assert int(correlated) == 0 and not ids and not launches
+        return
+    assert int(correlated) >= 3 and len(ids) == int(correlated)  # one per recorded operator
+    ext = sorted(e["args"]["external_id"] for e in launches)
+    assert len(ext) == 2 and ext[0] != ext[1] and ext[0] > 0, launches

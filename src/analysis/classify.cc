@@ -249,6 +249,18 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
       }
     }
   }
+  // And kernels launched by a communication operator by external correlation (CUPTI), even when
+  // the launch is not nested inside it.
+  const std::vector<int32_t> op_of = LaunchingOperators(t);
+  for (size_t i = 0; i < n; ++i) {
+    if (op_of[i] < 0 || t.correlation[i] < 0) continue;
+    for (int32_t p = op_of[i]; p >= 0; p = t.parent[p]) {
+      if (IsHostCommName(t.str(t.name[p]))) {
+        comm_correlations.insert(t.correlation[i]);
+        break;
+      }
+    }
+  }
   uint64_t unclassified = 0;
   for (size_t i = 0; i < n; ++i) {
     const bool device = t.tracks[t.track[i]].type == TrackType::kDeviceStream;
@@ -268,6 +280,30 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
     }
   }
   if (unclassified && diag) diag->Add("unclassified_device_events", unclassified);
+  return out;
+}
+
+std::vector<int32_t> LaunchingOperators(const Trace& t) {
+  const size_t n = t.size();
+  std::vector<int32_t> out(n, -1);
+  std::unordered_map<int64_t, int32_t> op_of;  // external id -> host operator row
+  bool any_device = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (t.external[i] < 0) continue;
+    if (t.tracks[t.track[i]].type == TrackType::kDeviceStream) {
+      any_device = true;
+      continue;
+    }
+    if (t.correlation[i] >= 0) continue;  // a launch (runtime API call), not an operator
+    auto [it, fresh] = op_of.emplace(t.external[i], static_cast<int32_t>(i));
+    // Ids are unique per operator; should two share one, the later (inner, after Finalize's
+    // enclosing-first order) wins.
+    if (!fresh) it->second = static_cast<int32_t>(i);
+  }
+  if (!any_device || op_of.empty()) return out;
+  for (size_t i = 0; i < n; ++i)
+    if (t.external[i] >= 0 && t.tracks[t.track[i]].type == TrackType::kDeviceStream)
+      if (auto it = op_of.find(t.external[i]); it != op_of.end()) out[i] = it->second;
   return out;
 }
 

@@ -93,6 +93,11 @@ class Classifier {
 // than `SendRecv`, or a collective-name arg of `recv`/`receive`).
 bool IsRecvName(std::string_view name, std::string_view collective);
 
+// For each slice of device work, the host operator that launched it by external correlation
+// (Trace::external: the operator whose id its launch carried; the innermost when several
+// share one), else -1 (also for host slices). Needs a finalised trace.
+std::vector<int32_t> LaunchingOperators(const Trace& t);
+
 }  // namespace rlprof::analysis
 
 #endif  // RLPROF_SRC_ANALYSIS_CLASSIFY_H_

@@ -71,6 +71,7 @@ size_t Trace::AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t
   group.push_back(0);
   collective.push_back(0);
   detail.push_back(0);
+  external.push_back(-1);
   parent.push_back(-1);
   return ts.size() - 1;
 }
@@ -106,6 +107,7 @@ void Trace::Finalize() {
   Permute(group, order);
   Permute(collective, order);
   Permute(detail, order);
+  Permute(external, order);
   parent.assign(n, -1);
   // Nesting per track with a stack of open slices.
   std::vector<int32_t> stack;

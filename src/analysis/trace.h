@@ -117,6 +117,10 @@ struct Trace {
   // (frames "file:line:function", innermost first, '\n'-joined), a module range's class, an
   // allocation's operator.
   std::vector<uint32_t> detail;
+  // External correlation id (CUPTI external correlation, rlprof captures): a host operator's
+  // own id, and on a device launch (runtime API call) and the device work it launched the id
+  // of the operator that launched it; -1 if none. LaunchingOperators() (classify.h) joins them.
+  std::vector<int64_t> external;
   std::vector<int32_t> parent;        // enclosing slice on the same track, -1 (Finalize)
 
   std::vector<Marker> steps;          // step markers

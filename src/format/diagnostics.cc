@@ -28,6 +28,7 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"export_skipped_events", S::kDataLoss, "export", "events the output format cannot represent (time before the trace start, negative duration, NaN counter): left out"},
     {"export_tracks_dropped", S::kDataLoss, "export", "tracks beyond the 65535 an rlprof capture holds: their events left out"},
     {"export_unmatched_async", S::kWarning, "export", "async begin without end, or end without begin: written open-ended or left out"},
+    {"external_id_without_operator", S::kInfo, "trace", "operator external correlation id whose operator is not in the capture (the window closed inside it): its launches keep no operator"},
     {"fewer_than_two_ranks", S::kInfo, "cluster", "the cluster view needs at least two ranks; skew tables are empty"},
     {"flow_unbound", S::kInfo, "json", "flow point (s/t/f) that no slice encloses or starts at: ignored"},
     {"flow_without_id", S::kWarning, "json", "flow point without an id: ignored"},

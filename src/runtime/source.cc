@@ -25,6 +25,10 @@ void PopCorrelation() noexcept {
     h->pop();
 }
 
+bool CorrelationActive() noexcept {
+  return g_correlation.load(std::memory_order_acquire) != nullptr;
+}
+
 SourceRegistry& SourceRegistry::Get() {
   static SourceRegistry* r = new SourceRegistry;  // never destroyed: sources outlive exit order
   return *r;

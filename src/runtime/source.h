@@ -89,6 +89,9 @@ struct CorrelationHooks {
 void SetCorrelationHooks(const CorrelationHooks* hooks) noexcept;
 void PushCorrelation(uint64_t id) noexcept;
 void PopCorrelation() noexcept;
+// True while hooks are installed (a device source that takes external correlation ids is
+// configured for the session): host sources push ids only then, so the CPU path pays nothing.
+bool CorrelationActive() noexcept;
 
 // One manifest entry: sources.<name>.<key> = value.
 using SourceValue = std::variant<int64_t, double, std::string>;

@@ -65,6 +65,7 @@ struct State {
   uint64_t pending_dropped = 0;
   uint64_t delivered = 0, replays = 0, flushes = 0;
   std::vector<uint64_t> ext_stack;
+  std::vector<uint64_t> window_pushed;  // external ids pushed since the window opened, in order
 };
 
 State& St() {
@@ -315,6 +316,17 @@ void Place(State& s, Spec& sp, uint8_t* p) {
       RLPROF_FAKE_SHIFT(g->start), RLPROF_FAKE_SHIFT(g->end);
       break;
     }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      // id=@K: the K-th id the client pushed in this window (0 if it pushed fewer), as CUPTI
+      // reports the id on top of the launching thread's stack at the launch.
+      const std::string id = sp.S("id");
+      if (!id.empty() && id[0] == '@') {
+        const size_t k = std::strtoull(id.c_str() + 1, nullptr, 10);
+        auto* x = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(p);
+        x->externalId = k >= 1 && k <= s.window_pushed.size() ? s.window_pushed[k - 1] : 0;
+      }
+      break;
+    }
     default: break;
   }
 #undef RLPROF_FAKE_SHIFT
@@ -443,6 +455,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
     s.main_tid = static_cast<uint32_t>(syscall(SYS_gettid));
     s.due = true;
     s.window_kinds.clear();
+    s.window_pushed.clear();
   }
   s.enabled.insert(k);
   s.window_kinds.insert(k);
@@ -487,6 +500,7 @@ CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind
   State& s = St();
   std::lock_guard<std::recursive_mutex> l(s.mu);
   s.ext_stack.push_back(id);
+  s.window_pushed.push_back(id);
   return CUPTI_SUCCESS;
 }
 

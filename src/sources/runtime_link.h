@@ -23,13 +23,14 @@
 
 #include "rlprof/format/event.h"
 #include "rlprof/rlprof.hpp"
+#include "src/runtime/source.h"
 #include "src/runtime/thread_buffer.h"
 
 namespace rlprof::sources {
 
 struct RuntimeLink {
   // Layout version and size: a link from an extension built with another layout is refused.
-  static constexpr uint32_t kAbi = 1;
+  static constexpr uint32_t kAbi = 2;
   uint32_t abi = kAbi;
   uint32_t size = sizeof(RuntimeLink);
   const std::atomic<uint32_t>* window_gen = nullptr;  // generation of the open window; 0 = none
@@ -38,6 +39,11 @@ struct RuntimeLink {
   void (*emit)(uint32_t gen, const format::Event& e) noexcept = nullptr;
   // Id of `s` in the current session's string table.
   uint32_t (*intern)(std::string_view s) = nullptr;
+  // External correlation (runtime::CorrelationActive / PushCorrelation / PopCorrelation of the
+  // runtime that has the windows: a device source configured in that copy takes the ids).
+  bool (*correlating)() noexcept = nullptr;
+  void (*push_correlation)(uint64_t id) noexcept = nullptr;
+  void (*pop_correlation)() noexcept = nullptr;
 };
 
 inline uint32_t InternInLocalRuntime(std::string_view s) {
@@ -51,6 +57,9 @@ inline RuntimeLink LocalRuntimeLink() {
   l.use_tsc = &internal::g_hot.use_tsc;
   l.emit = &runtime::EmitRecord;
   l.intern = &InternInLocalRuntime;
+  l.correlating = &runtime::CorrelationActive;
+  l.push_correlation = &runtime::PushCorrelation;
+  l.pop_correlation = &runtime::PopCorrelation;
   return l;
 }
 

@@ -28,6 +28,9 @@ RuntimeLink g_link;
 // What the callbacks do; written by Configure() only while the callback is not registered.
 TorchOpsOptions g_opt;
 StackFn g_stack_fn = nullptr;
+// External correlation ids (TorchOptions::correlate): 32-bit (the capture keeps 32 bits of the
+// id a launch carried), never 0.
+std::atomic<uint32_t> g_next_external{0};
 
 inline uint32_t OpenWindow() { return g_link.window_gen->load(std::memory_order_relaxed); }
 
@@ -73,6 +76,7 @@ struct ThreadState {
   std::unordered_map<std::string, NameInfo, TextHash, std::equal_to<>> by_text;
   std::string shapes;  // reused: formatting allocates only when a longer text appears
   TextMap shape_ids;
+  uint32_t external_name = 0;  // string id of "external_id" in window `gen` (0: not yet)
 };
 
 // A trivially destructible thread_local pointer (one TLS load on the hot path); the state is
@@ -96,6 +100,7 @@ ThreadState* State(uint32_t gen) {
     for (NameSlot& slot : s->slots) slot = NameSlot{};
     s->by_text.clear();
     s->shape_ids.clear();
+    s->external_name = 0;
     s->gen = gen;
   }
   return s;
@@ -172,6 +177,7 @@ struct OpContext final : at::ObserverContext {
   bool async = false;   // ends on another thread (c10d work): counted in flight
   bool tracked = false; // entered the thread's operator context / depth (synchronous ops only)
   bool user = false;    // a record_function scope: does not count as an enclosing operator
+  uint32_t external = 0;  // external correlation id pushed at the start (0: none)
 
   static void* operator new(size_t n);
   static void operator delete(void* p) noexcept;
@@ -252,7 +258,25 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
     ctx->shapes = it->second;
     ctx->bytes = bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(bytes);
   }
+  if (g_opt.correlate && g_opt.record && !ctx->async) {  // async ops end on another thread
+    uint32_t id = g_next_external.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (id == 0) id = g_next_external.fetch_add(1, std::memory_order_relaxed) + 1;
+    ctx->external = id;
+    g_link.push_correlation(id);
+  }
   ctx->t0 = ReadTicks();  // last: formatting is not the operator's time
+  if (ctx->external != 0) {  // the operator's id, at its begin on its thread (reader pairs)
+    ThreadState* s = State(gen);
+    if (s->external_name == 0) s->external_name = g_link.intern("external_id");
+    format::Event e{};
+    e.ts_ns = static_cast<int64_t>(ctx->t0);
+    e.name = s->external_name;
+    e.kind = EventKind::kInstant;
+    e.category = Category::kCapture;
+    e.arg0 = ctx->external;
+    g_link.emit(gen, e);
+    TorchOps::Get().correlated.fetch_add(1, std::memory_order_relaxed);
+  }
   if (stack != 0) {  // at the operator's begin, on its thread: the reader pairs the two
     format::Event e{};
     e.ts_ns = static_cast<int64_t>(ctx->t0);
@@ -275,6 +299,7 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
       if (on) TorchOps::Get().async_in_flight.fetch_sub(1, std::memory_order_release);
     }
   } done{ctx->async};
+  if (ctx->external != 0) g_link.pop_correlation();  // also when the window closed meanwhile
   if (ctx->tracked) {  // synchronous: the thread that entered it
     if (g_opt.context) t_current_op = ctx->parent_op;
     if (!ctx->user && t_depth > 0) --t_depth;
@@ -328,7 +353,8 @@ TorchOps& TorchOps::Get() {
 bool TorchOps::Bind(const RuntimeLink& link) {
   if (link.abi != RuntimeLink::kAbi || link.size != sizeof(RuntimeLink) ||
       link.window_gen == nullptr || link.use_tsc == nullptr || link.emit == nullptr ||
-      link.intern == nullptr)
+      link.intern == nullptr || link.correlating == nullptr || link.push_correlation == nullptr ||
+      link.pop_correlation == nullptr)
     return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (enabled_) return false;  // never swap the runtime under a running callback
@@ -380,6 +406,11 @@ void TorchOps::Configure(bool want, const TorchOpsOptions& options) {
   enabled_ = true;
 }
 
+bool TorchOps::Correlating() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bound_ && g_link.correlating();
+}
+
 bool TorchOps::WaitForAsync(int64_t timeout_us) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
   while (async_in_flight.load(std::memory_order_acquire) > 0) {
@@ -406,6 +437,7 @@ TorchOpsStats TorchOps::stats() const {
   s.shapes = opt_.shapes;
   s.bound = bound_;
   s.stacks = stacks_recorded.load(std::memory_order_relaxed);
+  s.correlated = correlated.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -49,6 +49,13 @@ struct TorchOpsOptions {
   bool shapes = false;   // input shapes (contents shapes)
   bool context = false;  // keep the innermost operator per thread (CurrentOperator; memory)
   bool stack = false;    // call the stack function for outermost operators (contents stack)
+  // External correlation (device capture): each recorded synchronous operator pushes a fresh
+  // id (RuntimeLink::push_correlation) at its start and pops it at its end, so the device work
+  // it launches carries the id (CUPTI: the launch's kRuntime event arg1); the operator's id is
+  // recorded as a kCapture instant named "external_id" (arg0 = id) at the operator's ts on its
+  // thread, which the capture reader pairs with the operator (Trace::external). Set it only
+  // while RuntimeLink::correlating() (TorchOps::Correlating()).
+  bool correlate = false;
   bool operator==(const TorchOpsOptions&) const = default;
 };
 
@@ -75,6 +82,7 @@ struct TorchOpsStats {
   bool shapes = false;
   bool bound = false;           // a runtime is bound
   uint64_t stacks = 0;          // stacks recorded
+  uint64_t correlated = 0;      // operators that pushed an external correlation id
 };
 
 class TorchOps {
@@ -105,6 +113,10 @@ class TorchOps {
   std::atomic<uint64_t> comm_recorded{0};
   std::atomic<int64_t> async_in_flight{0};
   std::atomic<uint64_t> stacks_recorded{0};  // async scopes begun in a window, not yet ended
+  std::atomic<uint64_t> correlated{0};       // operators that pushed an external id
+
+  // True when the bound runtime has a device source taking external correlation ids.
+  bool Correlating() const;
 
  private:
   TorchOps() = default;

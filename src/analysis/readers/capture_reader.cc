@@ -95,6 +95,15 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
   // thread gets its stack (the operator's event comes after it, at the operator's end).
   std::map<std::pair<uint16_t, int64_t>, uint32_t> pending_stack;
   auto stack_key = [](uint16_t track, int64_t ts) { return std::make_pair(track, ts); };
+  // External correlation ids of operators (torch source, device capture): kCapture instants
+  // named "external_id" (arg0 = id) at the operator's begin on its thread.
+  std::map<std::pair<uint16_t, int64_t>, uint32_t> pending_external;
+  uint32_t external_name = UINT32_MAX;
+  for (uint32_t i = 0; i < c.raw.strings.size(); ++i)
+    if (c.raw.strings[i] == "external_id") external_name = i;
+  auto is_external = [&](const Event& e) {
+    return e.kind == EventKind::kInstant && e.category == Category::kCapture && e.name == external_name;
+  };
   std::vector<uint32_t> cat_ids(format::kCategoryCount + 1);
   for (int i = 0; i < format::kCategoryCount; ++i)
     cat_ids[i] = t.Intern(format::CategoryName(static_cast<Category>(i)));
@@ -122,6 +131,13 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
             pending_stack.erase(it);
           }
         }
+        if (!pending_external.empty()) {
+          auto it = pending_external.find(stack_key(e.track, e.ts_ns));
+          if (it != pending_external.end()) {
+            t.external[row] = it->second;
+            pending_external.erase(it);
+          }
+        }
         break;
       case Category::kModule:
         if (e.arg1) t.detail[row] = name_of(e.arg1);
@@ -146,6 +162,9 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
         }
         break;
       case Category::kRuntime:
+        if (e.arg0) t.correlation[row] = e.arg0;
+        if (e.arg1) t.external[row] = e.arg1;  // the external id pushed when it ran
+        break;
       case Category::kSync:
         if (e.arg0) t.correlation[row] = e.arg0;
         break;
@@ -171,6 +190,8 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
   for (const Event& e : c.raw.events)
     if (e.kind == EventKind::kInstant && e.category == Category::kStack)
       pending_stack[stack_key(e.track, e.ts_ns)] = name_of(e.name);
+    else if (is_external(e))
+      pending_external[stack_key(e.track, e.ts_ns)] = e.arg0;
   t.ts.reserve(c.raw.events.size());
   std::unordered_map<int64_t, std::vector<Event>> open;  // range id → begins
   for (const Event& e : c.raw.events) {
@@ -179,7 +200,7 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
         add(e, e.ts_ns, e.payload, track_for(e.track), SliceKind::kRange);
         break;
       case EventKind::kInstant:
-        if (e.category == Category::kStack) {  // an attribute of its operator (above), not a slice
+        if (e.category == Category::kStack || is_external(e)) {  // attributes of their operator
         } else if (opts.keep_instants || e.category == Category::kAllocation) {
           add(e, e.ts_ns, 0, track_for(e.track), SliceKind::kInstant);
         }
@@ -211,6 +232,21 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
   for (const auto& [id, v] : open) unmatched += v.size();
   if (unmatched) t.diagnostics.Add("unmatched_begin", unmatched);
   if (!pending_stack.empty()) t.diagnostics.Add("stack_without_operator", pending_stack.size());
+  if (!pending_external.empty())
+    t.diagnostics.Add("external_id_without_operator", pending_external.size());
+  // Device work carries the external id of its launch (same correlation id).
+  {
+    std::unordered_map<int64_t, int64_t> launch_external;
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t.external[i] >= 0 && t.correlation[i] >= 0 &&
+          t.tracks[t.track[i]].type != TrackType::kDeviceStream)
+        launch_external.emplace(t.correlation[i], t.external[i]);
+    if (!launch_external.empty())
+      for (size_t i = 0; i < t.size(); ++i)
+        if (t.correlation[i] >= 0 && t.tracks[t.track[i]].type == TrackType::kDeviceStream)
+          if (auto it = launch_external.find(t.correlation[i]); it != launch_external.end())
+            t.external[i] = it->second;
+  }
 
   // A discrete capture opens inside its step (and a scheduled one inside its stage), so the
   // step / stage ranges that began earlier are not in it. The manifest says which step and

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "src/analysis/analyse.h"
+#include "src/analysis/classify.h"
 #include "src/analysis/readers/readers.h"
 #include "src/format/raw.h"
 #include "src/format/test_util.h"
@@ -167,6 +168,69 @@ TEST(CaptureReader, CarriesTheRawReadersTruncationDiagnostics) {
   auto in = FindTraceInputs({root});
   ASSERT_TRUE(in.ok());
   EXPECT_EQ(*in, std::vector<std::string>{dir});
+}
+
+// CUPTI external correlation: torch operators record their external id ("external_id"
+// instants at their begin), launches carry the id pushed when they ran, kernels take it from
+// their launch by correlation id: each kernel is attributed to the operator that launched it,
+// even where time nesting would say otherwise, and a kernel launched by a communication
+// operator is communication.
+TEST(CaptureReader, AttributesKernelsToTheOperatorThatPushedTheirExternalId) {
+  std::string dir = format::TestDir() + "/xcorr";
+  std::filesystem::create_directories(dir);
+  auto w = format::RawWriter::Create(dir + "/events.rlp", {.rank = 0, .pid = 7, .host = "h"});
+  ASSERT_TRUE(w.ok());
+  std::vector<format::StringEntry> s = {{1, "aten::linear"}, {2, "record_param_comms"},
+                                        {3, "external_id"},  {4, "cudaLaunchKernel"},
+                                        {5, "gemm_kernel"},  {6, "reduce_kernel"},
+                                        {7, "aten::mm"}};
+  ASSERT_TRUE((*w)->AddStrings(s).ok());
+  std::vector<format::TrackEntry> tracks = {
+      {1, format::TrackKind::kThread, 10, 7, "main"},
+      {2, format::TrackKind::kDeviceStream, (uint64_t{0} << 32) | 7, 7, "stream 7"}};
+  ASSERT_TRUE((*w)->AddTracks(tracks).ok());
+  std::vector<Event> ev = {
+      // aten::linear (id 11) encloses aten::mm (id 12), which launches the GEMM (corr 501).
+      Ev(1000, 0, 3, 1, EventKind::kInstant, Category::kCapture, 11),
+      Ev(1000, 900, 1, 1, EventKind::kComplete, Category::kOperator),
+      Ev(1100, 0, 3, 1, EventKind::kInstant, Category::kCapture, 12),
+      Ev(1100, 300, 7, 1, EventKind::kComplete, Category::kOperator),
+      Ev(1150, 20, 4, 1, EventKind::kComplete, Category::kRuntime, 501, 12),
+      // record_param_comms (id 13) pushed its id; its launch (corr 502) lies outside it in time.
+      Ev(2000, 0, 3, 1, EventKind::kInstant, Category::kCapture, 13),
+      Ev(2000, 100, 2, 1, EventKind::kComplete, Category::kOperator),
+      Ev(2150, 20, 4, 1, EventKind::kComplete, Category::kRuntime, 502, 13),
+      Ev(1300, 400, 5, 2, EventKind::kComplete, Category::kKernel, 501),
+      Ev(2300, 400, 6, 2, EventKind::kComplete, Category::kKernel, 502),
+      // An id whose operator ended after the window closed: counted, not a slice.
+      Ev(2900, 0, 3, 1, EventKind::kInstant, Category::kCapture, 14)};
+  ASSERT_TRUE((*w)->AddEvents(ev).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  std::ofstream(dir + "/manifest.json") << R"({"format": "rlprof-capture", "format_version": 1,
+    "run_id": "r", "scope": "step", "mode": "discrete", "steps": [1],
+    "identity": {"rank": 0, "world_size": 1, "host": "h", "pid": 7},
+    "window": {"open_ns": 900, "close_ns": 3000, "close_reason": "step"},
+    "counts": {"events": 11, "dropped_events": 0, "threads": 1}, "complete": true})";
+  auto read = ReadTrace(dir);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  Trace& t = *read;
+  std::map<std::string, size_t> row;
+  for (size_t i = 0; i < t.size(); ++i) row[t.str(t.name[i])] = i;
+  EXPECT_EQ(row.count("external_id"), 0u);  // attributes, not slices
+  EXPECT_EQ(t.external[row["aten::mm"]], 12);
+  EXPECT_EQ(t.external[row["aten::linear"]], 11);
+  EXPECT_EQ(t.external[row["gemm_kernel"]], 12);
+  EXPECT_EQ(t.external[row["reduce_kernel"]], 13);
+  EXPECT_EQ(t.diagnostics.Get("external_id_without_operator"), 1u);
+  const std::vector<int32_t> op = LaunchingOperators(t);
+  EXPECT_EQ(op[row["gemm_kernel"]], static_cast<int32_t>(row["aten::mm"]));
+  EXPECT_EQ(op[row["reduce_kernel"]], static_cast<int32_t>(row["record_param_comms"]));
+  EXPECT_EQ(op[row["aten::mm"]], -1);
+  // The kernel launched by the communication operator is communication (nesting alone would
+  // not tell: its launch is outside the operator).
+  Classification c = Classifier::Default().Classify(t, &t.diagnostics);
+  EXPECT_EQ(c.of[row["reduce_kernel"]], WorkClass::kCommunication);
+  EXPECT_EQ(c.of[row["gemm_kernel"]], WorkClass::kCompute);
 }
 
 }  // namespace
