@@ -97,6 +97,11 @@ struct OpStat {
   std::string shapes;  // "" in the by-name table
   int64_t count = 0, total = 0, self = 0, min = 0, max = 0, p50 = 0, p99 = 0;
   double mean = 0;
+  // Host operators: Σ durations and count of the device work they launched (the kernel's
+  // launching operator: by external correlation id where the capture has it, else the
+  // innermost host operator enclosing the launch with the kernel's correlation id). 0 on
+  // device rows.
+  int64_t device_total = 0, kernels = 0;
 };
 
 // One device work interval (kernel_details.csv).

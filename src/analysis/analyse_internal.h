@@ -16,6 +16,9 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
 // TraceLens gpu_timeline (§4.5): memset counts as computation, unclassified is not read.
 void ComputeTraceLens(const Timeline& tl, TraceAnalysis* out);
 // Operator statistics: host operators and device kernels, by name (and name + shapes).
+// For each device slice, the host operator that launched it (external correlation, else the
+// innermost counted host operator enclosing its correlated launch); -1 otherwise.
+std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c);
 void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out);
 
 }  // namespace rlprof::analysis::internal

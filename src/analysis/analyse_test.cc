@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <regex>
 
@@ -458,6 +459,45 @@ TEST(OpStatsTest, NestedHostOpsGetSelfTimeAndPercentiles) {
   EXPECT_EQ(mm.p50, 10 * kUs);
   EXPECT_EQ(mm.p99, 20 * kUs);
   EXPECT_DOUBLE_EQ(mm.mean, 12.5 * kUs);
+}
+
+// Kineto-style trace (no external ids): a kernel's device time goes to the innermost host
+// operator enclosing the cudaLaunchKernel with its correlation id (HTA / TraceLens).
+TEST(OpStatsTest, HostOpsCarryTheDeviceTimeOfTheKernelsTheyLaunched) {
+  TraceBuilder b;
+  uint32_t th = b.host();
+  b.HostOp(th, "aten::linear", "cpu_op", 0, 50);
+  b.HostOp(th, "aten::addmm", "cpu_op", 10, 30);
+  b.Launch(1, 12);  // inside addmm
+  b.Launch(2, 40);  // inside linear only
+  b.HostOp(th, "aten::linear", "cpu_op", 100, 150);
+  size_t mm2 = b.HostOp(th, "aten::addmm", "cpu_op", 105, 120);
+  b.trace().shapes[mm2] = b.trace().Intern("[[8, 4], [4, 4]]");
+  b.Launch(3, 110);
+  b.Launch(4, 200);  // outside every operator: attributed to none
+  b.Kernel(7, "gemm", 60, 80, 1);
+  b.Kernel(7, "bias", 80, 85, 2);
+  b.Kernel(7, "gemm", 160, 170, 3);
+  b.Kernel(7, "orphan", 210, 212, 4);
+  b.Kernel(7, "unlaunched", 220, 223, 99);  // no launch with its correlation id
+  TraceAnalysis a = Analyse(b.Build());
+  std::map<std::string, OpStat> ops;
+  for (const OpStat& o : a.host_ops) ops[o.name] = o;
+  ASSERT_TRUE(ops.count("aten::addmm"));
+  EXPECT_EQ(ops["aten::addmm"].device_total, 30 * kUs);
+  EXPECT_EQ(ops["aten::addmm"].kernels, 2);
+  EXPECT_EQ(ops["aten::linear"].device_total, 5 * kUs);  // not inclusive of addmm's kernels
+  EXPECT_EQ(ops["aten::linear"].kernels, 1);
+  EXPECT_EQ(ops["cudaLaunchKernel"].device_total, 0);  // the launch itself is not the operator
+  EXPECT_EQ(ops["cudaLaunchKernel"].kernels, 0);
+  int64_t kernels = 0;
+  for (const OpStat& o : a.host_ops) kernels += o.kernels;
+  EXPECT_EQ(kernels, 3);  // orphan and unlaunched belong to no operator
+  for (const OpStat& o : a.kernels) EXPECT_EQ(o.kernels, 0);
+  ASSERT_EQ(a.host_ops_by_shape.size(), 1u);
+  EXPECT_EQ(a.host_ops_by_shape[0].device_total, 10 * kUs);
+  EXPECT_EQ(a.host_ops_by_shape[0].kernels, 1);
+  ExpectNoInvariantViolations(a);
 }
 
 TEST(CpuOnlyTest, HostOpsAreComputeAndGlooCollectivesAreCommunication) {

@@ -84,6 +84,42 @@ TEST(GoldenTest, TraceLensH100TimelineMatchesTraceLensWithinOnePpm) {
   ExpectTablesGolden("tracelens_h100", a, {"step_trace_time", "hta_temporal_breakdown", "classes"});
 }
 
+// A small hand-written Kineto trace with known launches (inputs/kineto_launches.json): each
+// host operator's device time is that of the kernels launched by runtime calls it innermost
+// encloses (docs/definitions.md §5.5). aten::mul's External id equals a kernel's correlation
+// id (Kineto numbers them apart): it launched nothing.
+TEST(GoldenTest, KinetoHostOpsCarryTheDeviceTimeTheyLaunched) {
+  auto t = ReadTrace(kGolden + "inputs/kineto_launches.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), {});
+  std::map<std::string, OpStat> ops;
+  for (const OpStat& o : a.host_ops) ops[o.name] = o;
+  EXPECT_EQ(ops["aten::addmm"].device_total, 30000);
+  EXPECT_EQ(ops["aten::addmm"].kernels, 2);
+  EXPECT_EQ(ops["aten::linear"].device_total, 5000);
+  EXPECT_EQ(ops["aten::linear"].kernels, 1);
+  EXPECT_EQ(ops["aten::copy_"].device_total, 15000);  // the memcpy
+  EXPECT_EQ(ops["aten::copy_"].kernels, 1);
+  EXPECT_EQ(ops["aten::mul"].kernels, 0);
+  EXPECT_EQ(ops["cudaLaunchKernel"].kernels, 0);
+  ExpectTablesGolden("kineto_launches", a, {"op_statistic"});
+}
+
+// A real H100 Kineto trace: every host-credited kernel is a counted device row, and most
+// device work is credited to some operator.
+TEST(GoldenTest, TraceLensH100DeviceTimeOfHostOpsIsBoundedByTheDeviceRows) {
+  auto t = ReadTrace(kGolden + "inputs/tracelens_h100_falconsai.json.gz");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TraceAnalysis a = AnalyseTrace(*t, Classifier::Default(), {});
+  int64_t host_kernels = 0, host_time = 0, device_kernels = 0, device_time = 0;
+  for (const OpStat& o : a.host_ops) host_kernels += o.kernels, host_time += o.device_total;
+  for (const OpStat& o : a.kernels) device_kernels += o.count, device_time += o.total;
+  EXPECT_GT(host_kernels, 0);
+  EXPECT_LE(host_kernels, device_kernels);
+  EXPECT_LE(host_time, device_time);
+  EXPECT_GT(host_time, device_time / 2);
+}
+
 TEST(GoldenTest, TorchWithoutKinetoGivesCpuOnlyBreakdowns) {
   auto t = ReadTrace(kGolden + "inputs/torch113_legacy_gloo_ddp_rank0.json.gz");
   ASSERT_TRUE(t.ok()) << t.status().ToString();

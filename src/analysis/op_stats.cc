@@ -1,10 +1,13 @@
 // Operator statistics: per name (and name + input shapes) for host operators and device
-// kernels: count, total, self, mean, min, max, p50, p99 (nearest rank).
+// kernels: count, total, self, mean, min, max, p50, p99 (nearest rank); host operators also
+// carry the device time and count of the device work they launched.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <unordered_map>
 
 #include "src/analysis/analyse_internal.h"
+#include "src/analysis/classify.h"
 #include "src/base/time_math.h"
 
 namespace rlprof::analysis::internal {
@@ -14,6 +17,7 @@ namespace {
 struct Acc {
   std::vector<int64_t> durs;
   int64_t self = 0;
+  int64_t device = 0, kernels = 0;  // device work launched (host operators)
 };
 
 int64_t NearestRank(const std::vector<int64_t>& sorted, double p) {
@@ -40,6 +44,8 @@ std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
     s.count = static_cast<int64_t>(acc.durs.size());
     for (int64_t d : acc.durs) s.total = base::SatAdd(s.total, d);  // many long slices saturate
     s.self = acc.self;
+    s.device_total = acc.device;
+    s.kernels = acc.kernels;
     s.min = acc.durs.front();
     s.max = acc.durs.back();
     s.mean = static_cast<double>(s.total) / static_cast<double>(s.count);
@@ -55,7 +61,58 @@ std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
   return out;
 }
 
+bool CountedDevice(WorkClass k) {
+  return k != WorkClass::kSync && k != WorkClass::kMarker && k != WorkClass::kHost;
+}
+
+bool CountedHost(WorkClass k) { return k == WorkClass::kHost || k == WorkClass::kCommunication; }
+
+// Runtime / driver API calls (the launches), as written by Kineto, rlprof captures, Ascend.
+bool IsRuntimeCategory(const std::string& cat) {
+  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" || cat == "hip_runtime" ||
+         cat == "cann" || cat == "acl";
+}
+
 }  // namespace
+
+std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {
+  const size_t n = t.size();
+  // External correlation (rlprof captures) first: it names the operator even when the launch
+  // lies outside it in time.
+  std::vector<int32_t> op = LaunchingOperators(t);
+  // Else the innermost host operator enclosing the runtime launch call with the kernel's
+  // correlation id (HTA / TraceLens "GPU time of a CPU op"). A launch is a runtime-category
+  // host slice with a correlation id (Kineto also gives operators one, their External id: the
+  // category tells them apart); the operator is its nearest enclosing counted host slice that
+  // is not itself a runtime call.
+  std::vector<int8_t> runtime_cat(t.strings.size(), -1);  // per category string id, lazily
+  auto is_runtime = [&](size_t i) {
+    const uint32_t cat = t.category[i];
+    if (cat >= runtime_cat.size()) return IsRuntimeCategory(t.str(cat));
+    if (runtime_cat[cat] < 0) runtime_cat[cat] = IsRuntimeCategory(t.str(cat)) ? 1 : 0;
+    return runtime_cat[cat] == 1;
+  };
+  std::unordered_map<int64_t, int32_t> by_correlation;
+  for (size_t i = 0; i < n; ++i) {
+    if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
+    if (!is_runtime(i)) continue;
+    for (int32_t p = t.parent[i]; p >= 0; p = t.parent[p]) {
+      if (t.kind[p] == SliceKind::kRange && CountedHost(c.of[p]) && !is_runtime(p)) {
+        by_correlation.emplace(t.correlation[i], p);
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (t.tracks[t.track[i]].type != TrackType::kDeviceStream) {
+      op[i] = -1;
+      continue;
+    }
+    if (op[i] >= 0 || t.correlation[i] < 0) continue;
+    if (auto it = by_correlation.find(t.correlation[i]); it != by_correlation.end()) op[i] = it->second;
+  }
+  return op;
+}
 
 void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out) {
   const size_t n = t.size();
@@ -63,6 +120,17 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
   std::vector<int64_t> child_sum(n, 0);
   for (size_t i = 0; i < n; ++i)
     if (t.parent[i] >= 0) child_sum[t.parent[i]] = base::SatAdd(child_sum[t.parent[i]], t.dur[i]);
+  // Device time and count of the device work each host slice launched.
+  std::vector<int64_t> launched_time(n, 0), launched_count(n, 0);
+  {
+    const std::vector<int32_t> launcher = DeviceLaunchers(t, c);
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t p = launcher[i];
+      if (p < 0 || t.kind[i] != SliceKind::kRange || !CountedDevice(c.of[i])) continue;
+      launched_time[p] = base::SatAdd(launched_time[p], t.dur[i]);
+      ++launched_count[p];
+    }
+  }
   AccMap host, host_shapes, kernels;
   for (size_t i = 0; i < n; ++i) {
     if (t.kind[i] != SliceKind::kRange) continue;
@@ -70,20 +138,24 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
     const bool device = t.tracks[t.track[i]].type == TrackType::kDeviceStream;
     const uint32_t name = t.name[i];
     if (device) {
-      if (k == WorkClass::kSync || k == WorkClass::kMarker || k == WorkClass::kHost) continue;
+      if (!CountedDevice(k)) continue;
       Acc& a = kernels[{name, 0}];
       a.durs.push_back(t.dur[i]);
       a.self = base::SatAdd(a.self, t.dur[i]);
     } else {
-      if (k != WorkClass::kHost && k != WorkClass::kCommunication) continue;
+      if (!CountedHost(k)) continue;
       const int64_t self = std::max<int64_t>(0, t.dur[i] - child_sum[i]);
       Acc& a = host[{name, 0}];
       a.durs.push_back(t.dur[i]);
       a.self = base::SatAdd(a.self, self);
+      a.device = base::SatAdd(a.device, launched_time[i]);
+      a.kernels += launched_count[i];
       if (t.shapes[i] != 0) {
         Acc& b = host_shapes[{name, t.shapes[i]}];
         b.durs.push_back(t.dur[i]);
         b.self = base::SatAdd(b.self, self);
+        b.device = base::SatAdd(b.device, launched_time[i]);
+        b.kernels += launched_count[i];
       }
     }
   }

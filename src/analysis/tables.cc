@@ -85,12 +85,13 @@ Table OpStatisticTable(const TraceAnalysis& a) {
   Table t{"op_statistic",
           {Text("type"), Text("name"), Text("shapes"), Int("count"), Real("total", "us"),
            Real("self", "us"), Real("mean", "us"), Real("min", "us"), Real("max", "us"),
-           Real("p50", "us"), Real("p99", "us")},
+           Real("p50", "us"), Real("p99", "us"), Real("device_total", "us"), Int("kernels")},
           {}};
   auto add = [&](const char* type, const std::vector<OpStat>& v) {
     for (const auto& s : v)
       t.rows.push_back({std::string(type), s.name, s.shapes, s.count, Us(s.total), Us(s.self),
-                        s.mean / 1e3, Us(s.min), Us(s.max), Us(s.p50), Us(s.p99)});
+                        s.mean / 1e3, Us(s.min), Us(s.max), Us(s.p50), Us(s.p99),
+                        Us(s.device_total), s.kernels});
   };
   add("host", a.host_ops);
   add("host_by_shape", a.host_ops_by_shape);

@@ -231,6 +231,18 @@ TEST(CaptureReader, AttributesKernelsToTheOperatorThatPushedTheirExternalId) {
   Classification c = Classifier::Default().Classify(t, &t.diagnostics);
   EXPECT_EQ(c.of[row["reduce_kernel"]], WorkClass::kCommunication);
   EXPECT_EQ(c.of[row["gemm_kernel"]], WorkClass::kCompute);
+  // Operator statistics carry the device time of what each operator launched (docs/
+  // definitions.md §5.5): by external id, so record_param_comms gets its kernel although its
+  // launch lies outside it in time.
+  TraceAnalysis a = AnalyseTrace(t, Classifier::Default(), {});
+  std::map<std::string, OpStat> ops;
+  for (const OpStat& o : a.host_ops) ops[o.name] = o;
+  EXPECT_EQ(ops["aten::mm"].device_total, 400);
+  EXPECT_EQ(ops["aten::mm"].kernels, 1);
+  EXPECT_EQ(ops["record_param_comms"].device_total, 400);
+  EXPECT_EQ(ops["record_param_comms"].kernels, 1);
+  EXPECT_EQ(ops["aten::linear"].device_total, 0);  // innermost only
+  EXPECT_EQ(ops["aten::linear"].kernels, 0);
 }
 
 }  // namespace
