@@ -67,10 +67,11 @@ bool CountedDevice(WorkClass k) {
 
 bool CountedHost(WorkClass k) { return k == WorkClass::kHost || k == WorkClass::kCommunication; }
 
-// Runtime / driver API calls (the launches), as written by Kineto, rlprof captures, Ascend.
+// Runtime / driver API calls (the launches), as written by Kineto, rlprof captures, Ascend
+// (the same list as to_capture.cc).
 bool IsRuntimeCategory(const std::string& cat) {
-  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" || cat == "hip_runtime" ||
-         cat == "cann" || cat == "acl";
+  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" ||
+         cat == "hip_runtime" || cat == "cann" || cat == "acl";
 }
 
 }  // namespace
@@ -109,7 +110,8 @@ std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {
       continue;
     }
     if (op[i] >= 0 || t.correlation[i] < 0) continue;
-    if (auto it = by_correlation.find(t.correlation[i]); it != by_correlation.end()) op[i] = it->second;
+    if (auto it = by_correlation.find(t.correlation[i]); it != by_correlation.end())
+      op[i] = it->second;
   }
   return op;
 }
