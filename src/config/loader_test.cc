@@ -100,6 +100,22 @@ TEST(LoaderErrorsTest, AnInterpolationDefaultThatYamlDecodesToNonUtf8IsAnError) 
       << p.status().message();
 }
 
+TEST(LoaderTest, MindSpeedDpoCollectsOneStepMoreAndIgnoresStages) {
+  const std::string cfg =
+      "megatron_training: {stage: dpo}\n"
+      "profiler_config:\n  integrated:\n    profile: true\n    profile_step_start: 2\n"
+      "    profile_step_end: 4\n    stage: [actor_update]\n";
+  Plan dpo = MustLoad(cfg);
+  EXPECT_EQ(dpo.steps.start, 2);
+  EXPECT_EQ(dpo.steps.end, 5);  // half-open: 2, 3, 4
+  ASSERT_EQ(dpo.roles.size(), 1u);
+  EXPECT_EQ(dpo.roles[0].mode, CaptureMode::kEndToEnd);
+  EXPECT_TRUE(dpo.roles[0].stages.empty());
+  Plan grpo = MustLoad("megatron_training: {stage: grpo}\n" + cfg.substr(cfg.find('\n') + 1));
+  EXPECT_EQ(grpo.steps.end, 4);
+  EXPECT_EQ(grpo.roles[0].mode, CaptureMode::kDiscrete);
+}
+
 TEST(LoaderTest, LegacyEmptyRanksMeanNoRankButGen3MeansRankZero) {
   Plan legacy = MustLoad("trainer: {profile_steps: [1]}\ncritic: {profiler: {ranks: []}}\n");
   EXPECT_FALSE(legacy.FindRole("critic")->enabled);

@@ -1,6 +1,7 @@
 // MindSpeed-RL `profiler_config.integrated` (config-schemas.md §5).
 #include <algorithm>
 
+#include "src/base/time_math.h"
 #include "src/config/schemas.h"
 
 namespace rlprof::config {
@@ -61,10 +62,21 @@ void ParseMindSpeed(ParseContext& ctx) {
               "profile_step_start (" + std::to_string(start) + "); the end is exclusive");
     steps_ok = false;
   }
+  // DPO (cli/train_dpo.py, `megatron_training.stage: dpo`) copies the profile* keys onto
+  // Megatron's arguments and uses Megatron's profiler, which warms up one extra step: it
+  // collects end − start + 1 iterations, steps start..end (config-schemas.md §5, §7).
+  Ref trainer_stage = doc.Get({"megatron_training", "stage"});
+  const bool dpo = trainer_stage.present() && trainer_stage.node.IsScalar() &&
+                   trainer_stage.node.Scalar() == "dpo";
   if (profile && steps_ok) {
     plan.steps.kind = StepSelection::Kind::kRange;
     plan.steps.start = start;
-    plan.steps.end = end;
+    plan.steps.end = dpo ? base::SatAdd(end, 1) : end;
+    if (dpo)
+      plan.notes.push_back("DPO (megatron_training.stage: dpo): Megatron's profiler warms up one "
+                           "extra step and collects profile_step_end - profile_step_start + 1 "
+                           "iterations: steps " + std::to_string(start) + ".." +
+                           std::to_string(end));
   }
   std::string level = rd.Enum(b, "profile_level", KnownLevels()).value_or("level0");
 
@@ -106,6 +118,14 @@ void ParseMindSpeed(ParseContext& ctx) {
         stages = *list;
       }
     }
+  }
+  if (dpo && !all) {
+    // Megatron's profiler has no RL stages: one window over the iterations, whatever `stage`.
+    plan.warnings.push_back(doc.Where(stage) + ": stage: DPO (megatron_training.stage: dpo) "
+                            "profiles whole iterations with Megatron's profiler; the stage list "
+                            "is ignored, as in MindSpeed-RL");
+    all = true;
+    stages.clear();
   }
   if (all) {
     r.mode = CaptureMode::kEndToEnd;
