@@ -307,4 +307,9 @@ std::vector<int32_t> LaunchingOperators(const Trace& t) {
   return out;
 }
 
+bool IsRuntimeCategory(std::string_view cat) {
+  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" ||
+         cat == "hip_runtime" || cat == "cann" || cat == "acl";
+}
+
 }  // namespace rlprof::analysis

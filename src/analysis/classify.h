@@ -93,6 +93,10 @@ class Classifier {
 // than `SendRecv`, or a collective-name arg of `recv`/`receive`).
 bool IsRecvName(std::string_view name, std::string_view collective);
 
+// A runtime / driver API call (a launch) by its category, as Kineto, rlprof captures and Ascend
+// write it: cuda_runtime, cuda_driver, runtime, hip_runtime, cann, acl.
+bool IsRuntimeCategory(std::string_view cat);
+
 // For each slice of device work, the host operator that launched it by external correlation
 // (Trace::external: the operator whose id its launch carried; the innermost when several
 // share one), else -1 (also for host slices). Needs a finalised trace.

@@ -67,13 +67,6 @@ bool CountedDevice(WorkClass k) {
 
 bool CountedHost(WorkClass k) { return k == WorkClass::kHost || k == WorkClass::kCommunication; }
 
-// Runtime / driver API calls (the launches), as written by Kineto, rlprof captures, Ascend
-// (the same list as to_capture.cc).
-bool IsRuntimeCategory(const std::string& cat) {
-  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" ||
-         cat == "hip_runtime" || cat == "cann" || cat == "acl";
-}
-
 }  // namespace
 
 std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {

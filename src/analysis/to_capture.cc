@@ -16,11 +16,6 @@ uint32_t Saturate(int64_t v) {
                                                   : static_cast<uint32_t>(v);
 }
 
-bool IsRuntimeCategory(const std::string& cat) {
-  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" || cat == "hip_runtime" ||
-         cat == "cann" || cat == "acl";
-}
-
 Category CategoryOf(const Trace& t, const Classification& c, size_t i) {
   const bool device = t.tracks[t.track[i]].type == TrackType::kDeviceStream;
   switch (c.of[i]) {
