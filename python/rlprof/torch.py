@@ -205,14 +205,19 @@ def _latest_capture_dir() -> Optional[str]:
     if p is None:
         return None
     import glob
-    best, best_t = None, -1.0
+    import re
+    # File times are as coarse as the kernel's tick (~4 ms): two windows a few ms apart can
+    # carry the same ctime, so ties go to the later step (its number is in the path).
+    best, best_key = None, None
     for d in glob.glob(os.path.join(glob.escape(p.run_dir), "*", "*", f"rank*-{os.getpid()}")):
         try:
-            t = os.stat(os.path.join(d, "manifest.json")).st_ctime
+            t = os.stat(os.path.join(d, "manifest.json")).st_ctime_ns
         except OSError:
             continue
-        if t > best_t:
-            best, best_t = d, t
+        m = re.search(r"step(\d+)", os.path.relpath(d, p.run_dir))
+        key = (t, int(m.group(1)) if m else -1)
+        if best_key is None or key > best_key:
+            best, best_key = d, key
     return best
 
 
