@@ -52,6 +52,7 @@ struct StageStats {
 
 struct OpTotals {
   double count = 0, total = 0;  // Σ over the side's inputs
+  double device = 0;            // host operators: Σ device time they launched (OpStat::device_total)
 };
 
 // Everything one side contributes.
@@ -112,6 +113,7 @@ Side Collect(const std::vector<InputResult>& results, const char* side, Diagnost
         OpTotals& t = s.ops[{type, o.name}];
         t.count += static_cast<double>(o.count);
         t.total += static_cast<double>(o.total);
+        t.device += static_cast<double>(o.device_total);
       }
     };
     add_ops("host", a.host_ops);
@@ -191,7 +193,8 @@ Table StagesTable(const Side& b, const Side& t) {
 Table OpsTable(const Side& b, const Side& t, size_t top) {
   Table out{"compare_ops",
             {T("type"), T("name"), T("change"), R("baseline_count", ""), R("new_count", ""),
-             R("baseline", "us"), R("new", "us"), R("delta", "us"), R("delta_pct", "%"), R("ratio", "")},
+             R("baseline", "us"), R("new", "us"), R("delta", "us"), R("delta_pct", "%"), R("ratio", ""),
+             R("baseline_device", "us"), R("new_device", "us"), R("device_delta", "us")},
             {}};
   const double bs = static_cast<double>(std::max<int64_t>(1, b.steps));
   const double ts = static_cast<double>(std::max<int64_t>(1, t.steps));
@@ -208,12 +211,17 @@ Table OpsTable(const Side& b, const Side& t, size_t top) {
     const bool hb = bi != b.ops.end(), ht = ti != t.ops.end();
     const double bt = Us(hb ? bi->second.total / bs : 0), tt = Us(ht ? ti->second.total / ts : 0);
     const double d = tt - bt;
+    // Device time launched by a host operator (docs/definitions.md §5.5); empty on device rows
+    // and where neither side attributed any kernel to it.
+    const double bd = Us(hb ? bi->second.device / bs : 0), td = Us(ht ? ti->second.device / ts : 0);
+    const bool has_device = k.first == "host" && ((hb && bi->second.device > 0) || (ht && ti->second.device > 0));
     // HTA trace_diff's categories, on time per rank-step.
     const char* change = !hb ? "added" : !ht ? "removed" : d > 0 ? "increased" : d < 0 ? "decreased" : "unchanged";
     rows.push_back({std::fabs(d),
                     {k.first, k.second, std::string(change), Opt(hb, hb ? bi->second.count / bs : 0),
                      Opt(ht, ht ? ti->second.count / ts : 0), Opt(hb, bt), Opt(ht, tt), d,
-                     Pct(hb && ht, bt, d), Opt(hb && ht, Ratio(bt, tt))}});
+                     Pct(hb && ht, bt, d), Opt(hb && ht, Ratio(bt, tt)), Opt(has_device && hb, bd),
+                     Opt(has_device && ht, td), Opt(has_device, td - bd)}});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& p, const Row& q) { return p.order > q.order; });
   if (rows.size() > top) rows.resize(top);

@@ -140,5 +140,42 @@ TEST(CompareTest, UnreadableInputsAreCountedPerSide) {
   EXPECT_EQ(c.ops.rows.size(), 1u);
 }
 
+TEST(CompareTest, HostOperatorsCarryTheDeviceTimeTheyLaunchedPerRankStep) {
+  auto with_op = [](InputResult r, int64_t device_us) {
+    OpStat o;
+    o.name = "aten::mm";
+    o.count = 2;
+    o.total = 5 * kUs;
+    o.device_total = device_us * kUs;
+    o.kernels = 2;
+    r.analysis.host_ops.push_back(o);
+    OpStat cpu_only = o;
+    cpu_only.name = "aten::view";
+    cpu_only.device_total = cpu_only.kernels = 0;
+    r.analysis.host_ops.push_back(cpu_only);
+    return r;
+  };
+  // Two steps per side: device time per rank-step = Σ / 2.
+  Comparison c = CompareRuns({with_op(SyntheticRun(2, 40, 10), 30)}, {with_op(SyntheticRun(2, 40, 10), 50)}, {});
+  const size_t n = c.ops.columns.size();
+  ASSERT_EQ(c.ops.columns[n - 3].name, "baseline_device");
+  ASSERT_EQ(c.ops.columns[n - 1].name, "device_delta");
+  bool seen_mm = false, seen_view = false;
+  for (const auto& row : c.ops.rows) {
+    const std::string& name = std::get<std::string>(row[1]);
+    if (name == "aten::mm") {
+      seen_mm = true;
+      EXPECT_DOUBLE_EQ(Real(row[n - 3]), 15.0);
+      EXPECT_DOUBLE_EQ(Real(row[n - 2]), 25.0);
+      EXPECT_DOUBLE_EQ(Real(row[n - 1]), 10.0);
+    } else if (name == "aten::view" || std::get<std::string>(row[0]) == "device") {
+      seen_view = seen_view || name == "aten::view";
+      EXPECT_TRUE(std::holds_alternative<std::monostate>(row[n - 1])) << name;  // no device work launched
+    }
+  }
+  EXPECT_TRUE(seen_mm);
+  EXPECT_TRUE(seen_view);
+}
+
 }  // namespace
 }  // namespace rlprof::analysis
