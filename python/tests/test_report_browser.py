@@ -1,0 +1,201 @@
+"""The HTML report in a real browser (Debian's Chromium driven by Selenium): it loads without
+console errors, the RL timeline draws every stage block, a click on a block shows that stage's
+breakdown, zooming changes the visible range, the heatmap and the charts draw, tables filter.
+Screenshots are kept under <build>/test-artifacts/ to look at."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import BUILD
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+try:
+    import selenium  # noqa: F401
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    HAVE_SELENIUM = True
+except ImportError:  # pragma: no cover - scripts/setup installs it
+    HAVE_SELENIUM = False
+
+if not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM):
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("CI must run the report's browser tests: scripts/setup installs chromium, "
+                           "chromium-driver and selenium")
+    pytest.skip("chromium, chromedriver or selenium missing (scripts/setup installs them)",
+                allow_module_level=True)
+
+RANK_SCRIPT = textwrap.dedent("""
+    import sys, time, rlprof
+    rank, slow = int(sys.argv[1]), float(sys.argv[2])
+    cfg = {"rlprof": {"steps": [1, 2, 3], "save_path": sys.argv[3],
+                      "roles": {"actor": {"ranks": [0, 1]}, "rollout": {"ranks": [0, 1]}}}}
+    prof = rlprof.Profiler(cfg, rank=rank, world_size=2, roles=["actor", "rollout"],
+                           run_id=sys.argv[4], quiet=True, measure_clock_offset=False)
+    def spin(s):
+        end = time.perf_counter() + s
+        while time.perf_counter() < end:
+            pass
+    for step in range(1, 4):
+        with prof.step(step):
+            with rlprof.annotate("rollout_generate", role="rollout"):
+                spin(0.004 * (1 + rank * slow))
+            time.sleep(0.001)
+            with rlprof.annotate("actor_update", role="actor"):
+                spin(0.006)
+    prof.shutdown()
+""")
+
+
+def _make_run(tmp_path, run_id: str, slow: float) -> str:
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    save = tmp_path / "runs"
+    env = dict(os.environ)
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(slow), str(save), run_id], env=env)
+             for r in (0, 1)]   # the two ranks run side by side, as in a job
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    return str(save / run_id)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, rlprof_cli):
+    tmp = tmp_path_factory.mktemp("report")
+    base = _make_run(tmp, "base", 0.0)
+    new = _make_run(tmp, "new", 1.5)   # rank 1's rollout 2.5× slower
+    out = str(tmp / "report.html")
+    subprocess.run([rlprof_cli, "report", new, "--baseline", base, "-o", out], check=True,
+                   capture_output=True, text=True, timeout=120)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1800"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    drv.set_page_load_timeout(60)
+    yield drv
+    drv.quit()
+
+
+def _artifacts() -> str:
+    d = os.path.join(BUILD or ".", "test-artifacts")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _severe(drv):
+    return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def test_report_loads_without_console_errors_and_draws_every_section(browser, report):
+    browser.get("file://" + report)
+    assert _severe(browser) == []
+    tl = browser.execute_script("return window.rlprofReport.timeline && "
+                                "{lanes: window.rlprofReport.timeline.lanes, blocks: window.rlprofReport.timeline.blocks}")
+    # 2 roles × 2 ranks lanes; 2 stages × 3 steps × 2 ranks blocks.
+    assert tl == {"lanes": 4, "blocks": 12}
+    assert browser.find_element(By.ID, "hm").find_element(By.TAG_NAME, "canvas").size["height"] > 20
+    # Chart.js is embedded: the stage chart and the comparison chart are drawn.
+    assert browser.execute_script("return typeof Chart") == "function"
+    for cid in ("stagechart", "comparechart"):
+        assert browser.execute_script(f"return !!Chart.getChart(document.getElementById('{cid}'))"), cid
+    text = browser.find_element(By.ID, "steps").text
+    assert "step 1" in text and "rank 1" in text
+    browser.save_screenshot(os.path.join(_artifacts(), "report_overview.png"))
+
+
+def test_a_click_on_a_stage_shows_its_breakdown_and_operators(browser, report):
+    browser.get("file://" + report)
+    blocks = browser.execute_script("return window.rlprofReport.timeline.blocks")
+    # The slow rank's rollout of step 2.
+    for i in range(blocks):
+        pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({i})")
+        if pt["stage"] == "rollout_generate" and pt["rank"] == 1 and pt["step"] == 2:
+            break
+    else:
+        pytest.fail("no block for rank 1's rollout of step 2")
+    canvas = browser.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
+    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
+    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
+                                                      int(pt["y"] - r["y"] - r["h"] / 2)).click().perform()
+    detail = browser.find_element(By.ID, "stagedetail").text
+    assert "rollout_generate · rollout · rank 1 · step 2" in detail
+    assert "compute only" in detail and "idle" in detail and "duration" in detail
+    assert "baseline run" in detail   # the comparison's number for this stage
+    assert _severe(browser) == []
+    browser.save_screenshot(os.path.join(_artifacts(), "report_stage_detail.png"))
+
+
+def test_zoom_changes_the_visible_range_and_reset_restores_it(browser, report):
+    browser.get("file://" + report)
+    tl = browser.find_element(By.ID, "tl")
+    a0, b0 = float(tl.get_attribute("data-view-start")), float(tl.get_attribute("data-view-end"))
+    browser.find_element(By.ID, "tlzoomin").click()
+    a1, b1 = float(tl.get_attribute("data-view-start")), float(tl.get_attribute("data-view-end"))
+    assert b1 - a1 < (b0 - a0) * 0.7
+    # The keyboard zooms too (W in, S out), and the step selector frames one step.
+    tl.click()
+    tl.send_keys("w")
+    a2, b2 = float(tl.get_attribute("data-view-start")), float(tl.get_attribute("data-view-end"))
+    assert b2 - a2 < b1 - a1
+    browser.execute_script("const s = document.getElementById('tlstep'); s.value = '2'; s.dispatchEvent(new Event('change'))")
+    a3, b3 = float(tl.get_attribute("data-view-start")), float(tl.get_attribute("data-view-end"))
+    assert 0 < b3 - a3 < b0 - a0
+    browser.find_element(By.ID, "tlreset").click()
+    assert (float(tl.get_attribute("data-view-start")), float(tl.get_attribute("data-view-end"))) == (a0, b0)
+    assert _severe(browser) == []
+    browser.save_screenshot(os.path.join(_artifacts(), "report_zoomed.png"))
+
+
+def test_heatmap_metric_and_table_filter(browser, report):
+    browser.get("file://" + report)
+    legend0 = browser.find_element(By.ID, "hmtools").text
+    browser.execute_script("const s = document.getElementById('hmmetric'); s.value = 'stage:rollout_generate'; s.dispatchEvent(new Event('change'))")
+    assert browser.find_element(By.ID, "hmtools").text != legend0
+    box = browser.find_element(By.CSS_SELECTOR, "#runviewtable input.filter")
+    n0 = len(browser.find_elements(By.CSS_SELECTOR, "#runviewtable tbody tr"))
+    box.send_keys("actor_update")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runviewtable tbody tr")
+    assert 0 < len(rows) < n0
+    assert all("actor_update" in r.text for r in rows)
+    assert _severe(browser) == []
+
+
+def test_hostile_names_stay_text(browser, tmp_path, rlprof_cli):
+    evil = "<img src=x onerror=window.__pwned=1>"
+    script = tmp_path / "evil.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, rlprof
+        prof = rlprof.Profiler({{"rlprof": {{"steps": [1], "save_path": sys.argv[1],
+                               "roles": {{"actor": {{"ranks": [0]}}}}}}}}, rank=0, world_size=1,
+                               roles=["actor"], run_id="evil", quiet=True, measure_clock_offset=False)
+        with prof.step(1):
+            with rlprof.annotate({json.dumps(evil)}, role="actor"):
+                pass
+            with rlprof.annotate("actor_update", role="actor"):
+                with rlprof.annotate({json.dumps(evil)}):
+                    pass
+        prof.shutdown()
+    """))
+    subprocess.run([sys.executable, str(script), str(tmp_path / "runs")], check=True, timeout=120)
+    out = str(tmp_path / "evil.html")
+    subprocess.run([rlprof_cli, "report", str(tmp_path / "runs" / "evil"), "-o", out], check=True,
+                   capture_output=True, timeout=120)
+    browser.get("file://" + out)
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
