@@ -39,6 +39,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddCompareCommand(app));
   add(AddReportCommand(app));
   add(AddClusterCommand(app));
+  add(AddServeCommand(app));
   add(AddRunCommand(app));
 
   if (argc >= 2 && std::string(argv[1]) == "run") {

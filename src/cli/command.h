@@ -38,6 +38,7 @@ Command AddSummaryCommand(CLI::App& app);
 Command AddCompareCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
 Command AddClusterCommand(CLI::App& app);
+Command AddServeCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 
 // `rlprof run ...` (run_command.cc): the words after `run`; execs the command.

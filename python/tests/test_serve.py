@@ -1,0 +1,203 @@
+"""`rlprof serve`: the run list, reports analysed on first view and cached, comparisons,
+.pftrace downloads; read-only, loopback by default, a token elsewhere, and nothing outside the
+save path reachable (traversal attempts, links), hostile names escaped."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import BUILD
+
+RANK = textwrap.dedent("""
+    import sys, rlprof
+    save, run_id, name = sys.argv[1], sys.argv[2], sys.argv[3]
+    prof = rlprof.Profiler({"rlprof": {"steps": [1, 2], "save_path": save,
+                            "roles": {"actor": {"ranks": [0]}}}}, rank=0, world_size=1,
+                           roles=["actor"], run_id=run_id, quiet=True, measure_clock_offset=False)
+    for step in (1, 2):
+        with prof.step(step):
+            with rlprof.annotate("actor_update", role="actor"):
+                with rlprof.annotate(name):
+                    sum(range(20000))
+    prof.shutdown()
+""")
+
+EVIL = "<img src=x onerror=window.__pwned=1>"
+
+
+@pytest.fixture(scope="module")
+def save_path(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("serve")
+    script = tmp / "rank.py"
+    script.write_text(RANK)
+    save = tmp / "save"
+    for run_id, name in (("run-a", "forward"), ("run-b", "forward"), ("evil", EVIL)):
+        subprocess.run([sys.executable, str(script), str(save), run_id, name], check=True, timeout=120)
+        time.sleep(0.05)
+    os.rename(save / "evil", save / EVIL)   # the runtime sanitises run ids; a user's folder need not be
+    # A link to a run outside the save path must not be served.
+    outside = tmp / "outside"
+    subprocess.run([sys.executable, str(script), str(outside), "secret", "forward"], check=True, timeout=120)
+    os.symlink(outside / "secret", save / "linked-secret")
+    return save
+
+
+class Server:
+    def __init__(self, cli, save, *args):
+        self.proc = subprocess.Popen([cli, "serve", str(save), "--port", "0", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        self.url = None
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            m = re.search(r"(http://\S+)", line or "")
+            if m:
+                self.url = m.group(1)
+                break
+        assert self.url, self.proc.stderr.read() if self.proc.poll() is not None else "no URL printed"
+        self.base = re.match(r"(http://[^/]+)", self.url).group(1)
+        self.query = self.url[self.url.index("/", 7) + 1:]
+
+    def get(self, path, method="GET"):
+        req = urllib.request.Request(self.base + path, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, r.read(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), dict(e.headers)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        return self.proc.returncode, out
+
+
+@pytest.fixture(scope="module")
+def server(rlprof_cli, save_path):
+    s = Server(rlprof_cli, save_path)
+    yield s
+    rc, out = s.stop()
+    assert rc == 0 and "stopped" in out
+
+
+def test_lists_runs_newest_first_with_escaped_names(server):
+    status, body, headers = server.get("/")
+    page = body.decode()
+    assert status == 200 and "text/html" in headers["Content-Type"]
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    ids = re.findall(r'class="report" href="/runs/([^/]+)/report.html">', page)
+    assert ids == ["%3Cimg%20src%3Dx%20onerror%3Dwindow.__pwned%3D1%3E", "run-b", "run-a"]
+    assert "<img" not in page and "&lt;img src=x" in page
+    # The linked folder outside the save path is not served, and the page says so.
+    assert "/runs/linked-secret" not in page and "linked-secret: outside the save path" in page
+
+
+def test_report_is_analysed_once_and_cached_beside_the_run(server, save_path):
+    status, body, headers = server.get("/runs/run-a/report.html")
+    assert status == 200 and b'id="rlprof-data"' in body and b"actor_update" in body
+    assert "script-src 'unsafe-inline'" in headers["Content-Security-Policy"]
+    cached = save_path / "run-a" / ".rlprof-serve" / "report.html"
+    assert cached.is_file()
+    mtime = cached.stat().st_mtime_ns
+    status2, body2, _ = server.get("/runs/run-a/report.html")
+    assert status2 == 200 and body2 == body and cached.stat().st_mtime_ns == mtime
+    # The cache is not an input of the next analysis.
+    status3, _, _ = server.get("/runs/run-a/report.html")
+    assert status3 == 200
+
+
+def test_compare_and_pftrace_downloads(server):
+    status, body, _ = server.get("/compare?baseline=run-a&new=run-b")
+    assert status == 200 and b'"compare"' in body and b"run-a" in body
+    status, body, _ = server.get("/runs/run-b/captures")
+    assert status == 200 and b"step1" in body and b".pftrace" in body
+    status, data, headers = server.get("/runs/run-b/captures/0.pftrace")
+    assert status == 200 and len(data) > 100
+    assert headers["Content-Type"] == "application/octet-stream"
+    assert 'filename="run-b-0.pftrace"' in headers["Content-Disposition"]
+    assert server.get("/runs/run-b/captures/99.pftrace")[0] == 404
+
+
+@pytest.mark.parametrize("path", [
+    "/runs/../../etc/passwd", "/runs/..%2F..%2Fetc/report.html", "/runs/%2e%2e/report.html",
+    "/runs/run-a/../../../etc/passwd", "/../../etc/passwd", "/runs/linked-secret/report.html",
+    "/runs/%2Fetc/report.html", "/runs/run-a%00/report.html", "/etc/passwd",
+    "/compare?baseline=../run-a&new=run-b", "/runs/run-a/captures/-1.pftrace",
+    "/runs/run-a/captures/00000000001.pftrace",
+])
+def test_nothing_outside_the_listed_runs_is_reachable(server, path):
+    status, body, _ = server.get(path)
+    assert status in (400, 404), (path, status)
+    assert b"root:" not in body and b"secret" not in body
+
+
+def test_read_only(server):
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        assert server.get("/", method=method)[0] == 405
+
+
+def test_off_loopback_a_token_is_required(rlprof_cli, save_path):
+    s = Server(rlprof_cli, save_path, "--host", "127.0.0.2")
+    try:
+        assert "token=" in s.url
+        assert s.get("/")[0] == 403
+        assert s.get("/runs/run-a/report.html")[0] == 403
+        assert s.get("/?token=wrong-token")[0] == 403
+        status, body, _ = s.get("/" + s.query)
+        assert status == 200 and b"run-a" in body
+        token = s.query.split("=", 1)[1]
+        assert f"/runs/run-a/report.html?token={token}".encode() in body   # links carry it
+        assert s.get(f"/runs/run-a/report.html?token={token}")[0] == 200
+    finally:
+        s.stop()
+
+
+def test_bad_arguments(rlprof_cli, tmp_path):
+    r = subprocess.run([rlprof_cli, "serve", str(tmp_path / "missing")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "not a folder" in r.stderr
+    r = subprocess.run([rlprof_cli, "serve", str(tmp_path), "--token", "a b"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") and shutil.which("chromedriver")), reason="no chromium")
+def test_run_list_links_work_in_a_browser(server):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1300,900"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    try:
+        drv.get(server.url)
+        links = drv.find_elements(By.CSS_SELECTOR, "a.report")
+        assert len(links) == 3
+        assert drv.execute_script("return window.__pwned === undefined")
+        [l for l in links if l.text == "run-a"][0].click()
+        from selenium.webdriver.support.ui import WebDriverWait
+        WebDriverWait(drv, 60).until(lambda d: "/report.html" in d.current_url and
+                                     d.execute_script("return !!window.rlprofReport"))
+        assert drv.execute_script("return window.rlprofReport.timeline.blocks") == 2
+        drv.back()
+        drv.find_element(By.CSS_SELECTOR, "#compare button").click()
+        from selenium.webdriver.support.ui import WebDriverWait
+        WebDriverWait(drv, 60).until(lambda d: "/compare?" in d.current_url and
+                                     d.execute_script("return !!window.rlprofReport"))
+        assert [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"] == []
+        build = BUILD or "."
+        os.makedirs(os.path.join(build, "test-artifacts"), exist_ok=True)
+        drv.get(server.url)
+        drv.save_screenshot(os.path.join(build, "test-artifacts", "serve_runs.png"))
+    finally:
+        drv.quit()

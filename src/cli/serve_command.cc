@@ -1,0 +1,294 @@
+// `rlprof serve SAVE_PATH [--host ADDR] [--port N] [--token TEXT] [-j N] [analysis options]`
+// Serves every run under a save path to a browser: the list of runs (newest first, with
+// their plan and size), each run's HTML report (analysed on first view and cached in the
+// run's .rlprof-serve folder, recomputed when a capture is newer), a comparison of any two
+// runs, and each capture as a .pftrace download for the Perfetto UI.
+// Read-only (GET and HEAD only). It binds to 127.0.0.1 by default; bound to any other address
+// it requires a token (--token, or a random one it prints) on every request. Requests name
+// runs by their listed id and captures by their index (src/report/run_index.h): no path
+// from a request is ever opened, so nothing outside SAVE_PATH is reachable.
+// Stops on SIGINT / SIGTERM. Exit codes: 1 usage, 2 SAVE_PATH not a folder, 4 cannot bind.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "src/analysis/compare.h"
+#include "src/analysis/run.h"
+#include "src/cli/analysis_setup.h"
+#include "src/cli/cli.h"
+#include "src/cli/command.h"
+#include "src/format/export.h"
+#include "src/report/html_report.h"
+#include "src/report/run_index.h"
+
+namespace rlprof::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct ServeArgs {
+  std::string save_path, host = "127.0.0.1", token;
+  int port = 8470;
+  size_t jobs = 2;
+  AnalysisArgs analysis;
+};
+
+bool IsLoopbackName(const std::string& h) { return h == "127.0.0.1" || h == "localhost" || h == "::1"; }
+
+std::string RandomToken() {
+  std::random_device rd;
+  std::string t;
+  static const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) t += hex[rd() & 15];
+  return t;
+}
+
+// What the server holds: the save path, the analysis settings, the cache of built pages.
+class Site {
+ public:
+  Site(const ServeArgs& a, analysis::AnalysisOptions opts, analysis::Classifier cls)
+      : args_(a), opts_(std::move(opts)), cls_(std::move(cls)) {}
+
+  std::string query() const { return args_.token.empty() ? "" : "?token=" + report::UrlEncode(args_.token); }
+
+  // The report of `run` (with `baseline` when not null), from the cache when it is newer than
+  // every capture of both runs.
+  base::StatusOr<std::string> Report(const report::RunInfo& run, const report::RunInfo* baseline) {
+    const std::string name = baseline ? "compare-" + report::UrlEncode(baseline->id) + ".html" : "report.html";
+    const int64_t newest = std::max(run.newest_ns, baseline ? baseline->newest_ns : 0);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto hit = Cached(run, name, newest)) return *hit;
+    std::ostringstream out, err;
+    Io io{out, err};
+    std::vector<analysis::InputResult> results, base;
+    bool bad = false;
+    analysis::Diagnostics found;
+    if (!AnalysePath(run.path, "serve", "", cls_, opts_, args_.jobs, io, &results, &bad, &found) ||
+        (baseline && !AnalysePath(baseline->path, "serve", "baseline", cls_, opts_, args_.jobs, io, &base, &bad, &found)))
+      return base::InvalidArgument(err.str());
+    std::unique_ptr<analysis::Comparison> cmp;
+    if (baseline) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
+    const auto data = report::ReportData(results, analysis::SummaryJson(results, opts_, &found), run.id,
+                                         RLPROF_VERSION, cmp.get(), baseline ? baseline->id : "", run.id);
+    std::string page = report::RenderHtmlReport(data);
+    Store(run, name, page);
+    return page;
+  }
+
+  // Capture `i` of `run` as Perfetto protobuf bytes.
+  base::StatusOr<std::string> Pftrace(const report::RunInfo& run, size_t i) {
+    const std::string name = "capture-" + std::to_string(i) + ".pftrace";
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto hit = Cached(run, name, run.newest_ns)) return *hit;
+    RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(run.captures[i]));
+    std::error_code ec;
+    const fs::path tmp = fs::temp_directory_path(ec) / ("rlprof-serve-" + std::to_string(::getpid()) + "-" + name);
+    auto st = format::ExportCaptures(std::span<const format::Capture>(&c, 1), format::ExportFormat::kPftrace, tmp.string());
+    if (!st.ok()) return st.status();
+    std::ifstream in(tmp, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    fs::remove(tmp, ec);
+    Store(run, name, bytes.str());
+    return bytes.str();
+  }
+
+ private:
+  std::optional<std::string> Cached(const report::RunInfo& run, const std::string& name, int64_t newest) {
+    const std::string key = run.path + "/" + name;
+    if (auto it = memory_.find(key); it != memory_.end() && it->second.first >= newest) return it->second.second;
+    const fs::path f = fs::path(run.path) / ".rlprof-serve" / name;
+    struct stat s{};
+    if (::stat(f.c_str(), &s) != 0) return std::nullopt;
+    const int64_t mtime = int64_t(s.st_mtim.tv_sec) * 1000000000 + s.st_mtim.tv_nsec;
+    if (mtime < newest) return std::nullopt;
+    std::ifstream in(f, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  // Into the run's .rlprof-serve folder; in memory when that cannot be written (a read-only
+  // save path is served all the same).
+  void Store(const report::RunInfo& run, const std::string& name, const std::string& bytes) {
+    const fs::path dir = fs::path(run.path) / ".rlprof-serve";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const fs::path tmp = dir / (name + ".tmp");
+    bool written = false;
+    if (!ec) {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      out.close();
+      if (out) {
+        fs::rename(tmp, dir / name, ec);
+        written = !ec;
+      }
+      if (!written) fs::remove(tmp, ec);
+    }
+    if (!written) {
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      memory_[run.path + "/" + name] = {std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), bytes};
+    }
+  }
+
+  ServeArgs args_;
+  analysis::AnalysisOptions opts_;
+  analysis::Classifier cls_;
+  std::mutex mu_;
+  std::map<std::string, std::pair<int64_t, std::string>> memory_;
+};
+
+void Html(httplib::Response& res, const std::string& page, bool report = false) {
+  // Nothing on a page may reach the network; the report's own scripts are inline.
+  res.set_header("Content-Security-Policy", report ? "default-src 'none'; script-src 'unsafe-inline'; "
+                                                     "style-src 'unsafe-inline'; img-src data:"
+                                                   : "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'");
+  res.set_content(page, "text/html; charset=utf-8");
+}
+
+void Fail(httplib::Response& res, int status, const std::string& why) {
+  res.status = status;
+  Html(res, report::ErrorPage(status, why));
+}
+
+int Run(const ServeArgs& in, Io& io) {
+  ServeArgs a = in;
+  analysis::AnalysisOptions opts;
+  analysis::Classifier cls;
+  if (int rc = PrepareAnalysis(a.analysis, "serve", io, &opts, &cls); rc != kExitOk) return rc;
+  std::error_code ec;
+  if (!fs::is_directory(a.save_path, ec)) {
+    io.err << "rlprof serve: " << a.save_path << ": not a folder\n";
+    return kExitBadInput;
+  }
+  if (!IsLoopbackName(a.host) && a.token.empty()) a.token = RandomToken();
+  Site site(a, opts, cls);
+
+  httplib::Server svr;
+  const std::string token = a.token;
+  svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Cache-Control", "no-store");
+    if (req.method != "GET" && req.method != "HEAD") {
+      Fail(res, 405, "read-only: only GET and HEAD");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!token.empty() && req.get_param_value("token") != token) {
+      Fail(res, 403, "this server needs the token it printed when it started (?token=…)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  const std::string root = a.save_path;
+  svr.Get("/", [&site, root](const httplib::Request&, httplib::Response& res) {
+    Html(res, report::RunListPage(report::ListRuns(root), site.query()));
+  });
+  svr.Get(R"(/runs/([^/]+)/report\.html)", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const report::RunIndex idx = report::ListRuns(root);
+    const report::RunInfo* run = report::FindRun(idx, req.matches[1].str());
+    if (run == nullptr) return Fail(res, 404, "no such run");
+    auto page = site.Report(*run, nullptr);
+    if (!page.ok()) return Fail(res, 500, page.status().message());
+    Html(res, *page, /*report=*/true);
+  });
+  svr.Get("/compare", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const report::RunIndex idx = report::ListRuns(root);
+    const report::RunInfo* base = report::FindRun(idx, req.get_param_value("baseline"));
+    const report::RunInfo* run = report::FindRun(idx, req.get_param_value("new"));
+    if (base == nullptr || run == nullptr) return Fail(res, 404, "compare needs ?baseline=RUN&new=RUN of listed runs");
+    auto page = site.Report(*run, base);
+    if (!page.ok()) return Fail(res, 500, page.status().message());
+    Html(res, *page, /*report=*/true);
+  });
+  svr.Get(R"(/runs/([^/]+)/captures)", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const report::RunIndex idx = report::ListRuns(root);
+    const report::RunInfo* run = report::FindRun(idx, req.matches[1].str());
+    if (run == nullptr) return Fail(res, 404, "no such run");
+    Html(res, report::CaptureListPage(*run, site.query()));
+  });
+  svr.Get(R"(/runs/([^/]+)/captures/([0-9]{1,9})\.pftrace)", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const report::RunIndex idx = report::ListRuns(root);
+    const report::RunInfo* run = report::FindRun(idx, req.matches[1].str());
+    const size_t i = std::stoul(req.matches[2].str());
+    if (run == nullptr || i >= run->captures.size()) return Fail(res, 404, "no such capture");
+    auto bytes = site.Pftrace(*run, i);
+    if (!bytes.ok()) return Fail(res, 500, bytes.status().message());
+    std::string file;
+    for (char c : run->id + "-" + std::to_string(i)) file += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+    res.set_header("Content-Disposition", "attachment; filename=\"" + file + ".pftrace\"");
+    res.set_content(*bytes, "application/octet-stream");
+  });
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) Html(res, report::ErrorPage(res.status, res.status == 404 ? "not found" : "error"));
+  });
+
+  int port = a.port;
+  if (port == 0) {
+    port = svr.bind_to_any_port(a.host);
+    if (port < 0) port = -1;
+  } else if (!svr.bind_to_port(a.host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    io.err << "rlprof serve: cannot listen on " << a.host << ":" << a.port << "\n";
+    return kExitOutputError;
+  }
+  // SIGINT / SIGTERM end the server: blocked here (the server's threads inherit the mask) and
+  // waited for by this thread.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::thread listener([&svr] { svr.listen_after_bind(); });
+  const std::string host = a.host.find(':') != std::string::npos ? "[" + a.host + "]" : a.host;
+  io.out << "rlprof serve: " << report::ListRuns(a.save_path).runs.size() << " run(s) under " << a.save_path
+         << "\n  http://" << host << ":" << port << "/" << site.query() << "\n"
+         << (a.token.empty() ? "  (loopback only; Ctrl-C stops)\n" : "  (token required: the URL above carries it; Ctrl-C stops)\n");
+  io.out.flush();
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  svr.stop();
+  listener.join();
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+  io.out << "rlprof serve: stopped\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddServeCommand(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Browse every run under a save path: reports, comparisons, Perfetto downloads");
+  cmd->add_option("save_path", args->save_path, "The save path (a folder of runs)")->required();
+  cmd->add_option("--host", args->host, "Address to bind (default 127.0.0.1; any other needs a token)");
+  cmd->add_option("--port", args->port, "Port (default 8470; 0 picks a free one)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--token", args->token, "Require ?token=TEXT on every request (default: a random one off loopback)")
+      ->check([](const std::string& t) {
+        if (t.size() < 8) return std::string("a token has at least 8 characters");
+        for (char c : t) {
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+            return std::string("a token is letters, digits, '-' and '_'");
+        }
+        return std::string();
+      });
+  cmd->add_option("-j,--jobs", args->jobs, "Inputs analysed in parallel (default: 2)")->check(CLI::Range(1, 256));
+  AddAnalysisOptions(cmd, &args->analysis);
+  return {cmd, [args](Io& io) { return Run(*args, io); }};
+}
+
+}  // namespace rlprof::cli
