@@ -4,8 +4,8 @@
 #include <map>
 #include <ostream>
 
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/analysis/run_pipeline.h"
 #include "src/base/files.h"
 #include "src/cli/cli.h"
 #include "src/format/diagnostics.h"
@@ -55,13 +55,21 @@ bool AnalysePath(const std::string& path, const char* command, const std::string
                  Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
                  analysis::Diagnostics* found) {
   const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
-  auto inputs = analysis::FindTraceInputs({path}, found);
-  if (!inputs.ok() || inputs->empty()) {
-    io.err << prefix << (inputs.ok() ? "no trace found under " + path : inputs.status().message()) << "\n";
-    for (const auto& d : found->details) io.err << prefix << d << "\n";  // why nothing was found
+  analysis::RunConfig cfg{.options = opts, .classifier = cls, .jobs = jobs, .progress = nullptr};
+  auto run = analysis::AnalyseRun({path}, cfg);
+  if (!run.ok()) {
+    // "no trace found under PATH" and, one per line, why (what the search passed over).
+    const std::string& m = run.status().message();
+    for (size_t at = 0; at <= m.size();) {
+      size_t nl = m.find('\n', at);
+      if (nl == std::string::npos) nl = m.size();
+      io.err << prefix << m.substr(at, nl - at) << "\n";
+      at = nl + 1;
+    }
     return false;
   }
-  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
+  found->Merge(run->found);
+  *out = std::move(run->inputs);
   for (const auto& r : *out) {
     if (r.status.ok()) continue;
     io.err << prefix << r.input << ": " << r.status.message() << "\n";
