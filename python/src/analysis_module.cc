@@ -1,0 +1,328 @@
+// rlprof._analysis: the pybind11 extension behind `rlprof.analysis` (python/rlprof/analysis.py).
+// A thin layer over the analysis library's run pipeline (src/analysis/run_pipeline.h): the same
+// finding, reading, analysing and tables as `rlprof analyse`, handed to Python column by column
+// (numbers as native-endian bytearrays of int64 / float64 that numpy wraps without a copy,
+// np.frombuffer; text as lists of str) for pandas to wrap without building Python rows. The
+// extension itself does not use numpy's C API (pybind11 2.10's numpy support misreads numpy 2
+// descriptors), so it imports without numpy.
+//
+// GIL: analysing, comparing, clustering and writing release it (they run for seconds on big
+// traces, on `jobs` worker threads); building the column arrays holds it.
+// Errors: usage errors raise (ValueError for a bad option, FileNotFoundError when no trace is
+// found under the paths, OSError when outputs cannot be written); bad data never does — an
+// unreadable input keeps its error in inputs(), corrupt events are counted in diagnostics().
+// Text from traces that is not UTF-8 is decoded with U+FFFD replacements, never an exception.
+// Thread-safety: a Run is immutable after analyse(); use it from any thread.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/analysis/cluster.h"
+#include "src/analysis/compare.h"
+#include "src/analysis/run_pipeline.h"
+#include "src/analysis/tables.h"
+#include "src/format/diagnostics.h"
+
+namespace py = pybind11;
+
+namespace rlprof::python {
+namespace {
+
+using analysis::Cell;
+using analysis::ColumnType;
+using analysis::Table;
+
+// The exception a Status becomes (only for usage and output errors; see the file comment).
+[[noreturn]] void Raise(const base::Status& s) {
+  switch (s.code()) {
+    case base::StatusCode::kNotFound: {
+      py::object e = py::module_::import("builtins").attr("FileNotFoundError")(s.message());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(e.ptr())), e.ptr());
+      throw py::error_already_set();
+    }
+    case base::StatusCode::kIoError: {
+      py::object e = py::module_::import("builtins").attr("OSError")(s.message());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(e.ptr())), e.ptr());
+      throw py::error_already_set();
+    }
+    default: throw py::value_error(s.message());
+  }
+}
+
+py::str Str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::object Buffer(const void* data, size_t bytes) {
+  PyObject* o = PyByteArray_FromStringAndSize(static_cast<const char*>(data), static_cast<Py_ssize_t>(bytes));
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(o);
+}
+
+// One column: a bytearray of int64 (ints without nulls) or float64 (reals; null → NaN), or a
+// list (text; ints with nulls, whose nulls are None: pandas makes those the nullable Int64).
+py::object ColumnData(const Table& t, size_t c) {
+  const size_t n = t.rows.size();
+  const ColumnType type = t.columns[c].type;
+  if (type == ColumnType::kText) {
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Cell& v = t.rows[i][c];
+      if (const auto* s = std::get_if<std::string>(&v)) out[i] = Str(*s);
+      else out[i] = py::none();
+    }
+    return out;
+  }
+  if (type == ColumnType::kReal) {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Cell& cell = t.rows[i][c];
+      if (const auto* d = std::get_if<double>(&cell)) v[i] = *d;
+      else if (const auto* k = std::get_if<int64_t>(&cell)) v[i] = static_cast<double>(*k);
+      else v[i] = std::numeric_limits<double>::quiet_NaN();
+    }
+    return Buffer(v.data(), n * sizeof(double));
+  }
+  bool nulls = false;
+  for (size_t i = 0; i < n && !nulls; ++i) nulls = !std::holds_alternative<int64_t>(t.rows[i][c]);
+  if (nulls) {
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Cell& v = t.rows[i][c];
+      if (const auto* k = std::get_if<int64_t>(&v)) out[i] = py::int_(*k);
+      else out[i] = py::none();
+    }
+    return out;
+  }
+  std::vector<int64_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::get<int64_t>(t.rows[i][c]);
+  return Buffer(v.data(), n * sizeof(int64_t));
+}
+
+// {"name", "columns": [..], "types": ["int"|"real"|"text"], "units": [..], "data": [col, ..]}
+py::dict TableToPy(const Table& t) {
+  py::list names, types, units, data;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    const auto& col = t.columns[c];
+    names.append(Str(col.name));
+    types.append(col.type == ColumnType::kInt ? "int" : col.type == ColumnType::kReal ? "real" : "text");
+    units.append(Str(col.unit));
+    data.append(ColumnData(t, c));
+  }
+  py::dict d;
+  d["name"] = Str(t.name);
+  d["columns"] = names;
+  d["types"] = types;
+  d["units"] = units;
+  d["data"] = data;
+  return d;
+}
+
+// Diagnostics as a table: scope, name, count, severity, source, description (the catalogue's).
+void AddDiagnostics(Table* t, const std::string& scope, const analysis::Diagnostics& d) {
+  for (const auto& [name, count] : d.counts) {
+    const format::DiagnosticSpec* spec = format::FindDiagnostic(name);
+    t->rows.push_back({scope, name, static_cast<int64_t>(count),
+                       std::string(format::SeverityName(format::DiagnosticSeverity(name))),
+                       spec ? std::string(spec->source) : std::string(),
+                       spec ? std::string(spec->description) : std::string()});
+  }
+}
+
+Table DiagnosticsTable() {
+  return Table{"diagnostics",
+               {{"input", ColumnType::kText, ""},
+                {"name", ColumnType::kText, ""},
+                {"count", ColumnType::kInt, ""},
+                {"severity", ColumnType::kText, ""},
+                {"source", ColumnType::kText, ""},
+                {"description", ColumnType::kText, ""}},
+               {}};
+}
+
+py::list Details(const analysis::Diagnostics& d) {
+  py::list out;
+  for (const auto& s : d.details) out.append(Str(s));
+  return out;
+}
+
+using RunPtr = std::shared_ptr<const analysis::RunAnalysis>;
+
+RunPtr Analyse(const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
+               const std::string& compat, const std::string& step_marker, size_t jobs) {
+  auto cfg = analysis::MakeRunConfig({.rules = rules, .assign = assign, .compat = compat,
+                                      .step_marker = step_marker},
+                                     jobs);
+  if (!cfg.ok()) {
+    // A rules file that is missing is a FileNotFoundError, every other setting a ValueError.
+    if (cfg.status().code() == base::StatusCode::kNotFound) Raise(cfg.status());
+    throw py::value_error(cfg.status().message());
+  }
+  base::StatusOr<analysis::RunAnalysis> run = base::Internal("not run");
+  {
+    py::gil_scoped_release release;
+    run = analysis::AnalyseRun(paths, *cfg);
+  }
+  if (!run.ok()) Raise(run.status());
+  return std::make_shared<const analysis::RunAnalysis>(std::move(*run));
+}
+
+py::dict InputsTable(const analysis::RunAnalysis& r) {
+  Table t{"inputs",
+          {{"input", ColumnType::kText, ""},
+           {"path", ColumnType::kText, ""},
+           {"format", ColumnType::kText, ""},
+           {"rank", ColumnType::kInt, ""},
+           {"cpu_only", ColumnType::kInt, ""},
+           {"steps", ColumnType::kInt, ""},
+           {"stages", ColumnType::kInt, ""},
+           {"error", ColumnType::kText, ""}},
+          {}};
+  for (const auto& in : r.inputs) {
+    if (in.status.ok()) {
+      const auto& a = in.analysis;
+      t.rows.push_back({in.name, in.input, a.format, a.rank, static_cast<int64_t>(a.cpu_only),
+                        static_cast<int64_t>(a.steps.size()), static_cast<int64_t>(a.stages.size()),
+                        Cell{}});
+    } else {
+      t.rows.push_back({in.name, in.input, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, in.status.ToString()});
+    }
+  }
+  return TableToPy(t);
+}
+
+py::dict RunDiagnostics(const analysis::RunAnalysis& r) {
+  Table t = DiagnosticsTable();
+  for (const auto& in : r.inputs)
+    if (in.status.ok()) AddDiagnostics(&t, in.name, in.analysis.diagnostics);
+  // Run level (input ""): finding inputs, unreadable inputs, building the run view.
+  analysis::Diagnostics run = r.found;
+  for (const auto& in : r.inputs)
+    if (!in.status.ok()) run.Note("unreadable_inputs", in.input + ": " + in.status.message());
+  run.Merge(r.view.diagnostics);
+  AddDiagnostics(&t, "", run);
+  py::dict d = TableToPy(t);
+  analysis::Diagnostics all = r.AllDiagnostics();
+  d["details"] = Details(all);
+  return d;
+}
+
+py::list RunTablesPy(const analysis::RunAnalysis& r) {
+  std::vector<Table> tables;
+  {
+    py::gil_scoped_release release;
+    tables = analysis::RunTables(r);
+  }
+  py::list out;
+  for (const auto& t : tables) out.append(TableToPy(t));
+  return out;
+}
+
+py::dict ComparePy(const RunPtr& base, const RunPtr& test, size_t top) {
+  if (top == 0) throw py::value_error("top must be at least 1");
+  analysis::Comparison c;
+  {
+    py::gil_scoped_release release;
+    c = analysis::CompareRuns(base->inputs, test->inputs, {.top_ops = top});
+    // As `rlprof compare`: one sink with what each side's search and inputs counted.
+    c.diagnostics.Merge(base->found);
+    c.diagnostics.Merge(test->found);
+    for (const auto* side : {base.get(), test.get()})
+      for (const auto& in : side->inputs)
+        if (in.status.ok()) c.diagnostics.Merge(in.analysis.diagnostics);
+  }
+  py::dict d;
+  for (const Table* t : {&c.steps, &c.stages, &c.ops}) d[Str(t->name)] = TableToPy(*t);
+  Table diag = DiagnosticsTable();
+  AddDiagnostics(&diag, "", c.diagnostics);
+  d["diagnostics"] = TableToPy(diag);
+  d["details"] = Details(c.diagnostics);
+  return d;
+}
+
+py::dict ClusterPy(const RunPtr& run) {
+  analysis::ClusterResult c;
+  {
+    py::gil_scoped_release release;
+    c = analysis::AnalyseCluster(run->inputs);
+    c.diagnostics.Merge(run->found);
+    for (const auto& in : run->inputs)
+      if (in.status.ok()) c.diagnostics.Merge(in.analysis.diagnostics);
+  }
+  py::dict d;
+  for (const Table* t : {&c.step_time, &c.balance, &c.slow_ranks, &c.collectives}) d[Str(t->name)] = TableToPy(*t);
+  Table diag = DiagnosticsTable();
+  AddDiagnostics(&diag, "", c.diagnostics);
+  d["diagnostics"] = TableToPy(diag);
+  d["details"] = Details(c.diagnostics);
+  return d;
+}
+
+py::list Write(const RunPtr& run, const std::string& dir, const std::vector<std::string>& exports) {
+  base::StatusOr<analysis::RunOutputs> w = base::Internal("not run");
+  {
+    py::gil_scoped_release release;
+    w = analysis::WriteRunOutputs(*run, dir, {.exports = exports});
+  }
+  if (!w.ok()) {
+    if (w.status().code() == base::StatusCode::kInvalidArgument) throw py::value_error(w.status().message());
+    Raise(base::IoError(w.status().message()));
+  }
+  py::list files;
+  for (const auto& f : w->written) files.append(Str(f));
+  for (const auto& f : w->exported) files.append(Str(f));
+  return files;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_analysis, m) {
+  m.doc() = "rlprof's analysis library (src/analysis/run_pipeline.h); use rlprof.analysis";
+  py::class_<analysis::RunAnalysis, std::shared_ptr<analysis::RunAnalysis>>(m, "Run")
+      .def_property_readonly("paths", [](const analysis::RunAnalysis& r) {
+        py::list out;  // bytes: paths need not be UTF-8
+        for (const auto& p : r.paths) out.append(py::bytes(p));
+        return out;
+      })
+      .def_property_readonly("assign", [](const analysis::RunAnalysis& r) {
+        return std::string(analysis::AssignModeName(r.options.assign));
+      })
+      .def_property_readonly("compat", [](const analysis::RunAnalysis& r) {
+        return std::string(analysis::CompatModeName(r.options.compat));
+      })
+      .def_property_readonly("step_marker", [](const analysis::RunAnalysis& r) { return r.options.step_marker; })
+      .def("tables", &RunTablesPy, "The run's tables, as analysis.db holds them")
+      .def("inputs", &InputsTable, "One row per input found")
+      .def("diagnostics", &RunDiagnostics, "Every diagnostic with the catalogue's severity")
+      .def("summary_json", [](const analysis::RunAnalysis& r) {
+        std::string s;
+        {
+          py::gil_scoped_release release;
+          s = analysis::RunSummaryJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        }
+        return Str(s);
+      });
+  m.def("analyse", [](const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
+                      const std::string& compat, const std::string& step_marker, size_t jobs) {
+          return std::const_pointer_cast<analysis::RunAnalysis>(
+              Analyse(paths, rules, assign, compat, step_marker, jobs));
+        },
+        py::arg("paths"), py::arg("rules") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
+        py::arg("step_marker") = "", py::arg("jobs") = 2);
+  m.def("compare", [](const std::shared_ptr<analysis::RunAnalysis>& b, const std::shared_ptr<analysis::RunAnalysis>& t,
+                      size_t top) { return ComparePy(b, t, top); },
+        py::arg("baseline"), py::arg("new"), py::arg("top") = 30);
+  m.def("cluster", [](const std::shared_ptr<analysis::RunAnalysis>& r) { return ClusterPy(r); }, py::arg("run"));
+  m.def("write", [](const std::shared_ptr<analysis::RunAnalysis>& r, const std::string& dir,
+                    const std::vector<std::string>& exports) { return Write(r, dir, exports); },
+        py::arg("run"), py::arg("dir"), py::arg("exports") = std::vector<std::string>{});
+}
+
+}  // namespace rlprof::python
