@@ -93,7 +93,7 @@ class Analysis:
 
     def __init__(self, run: "_analysis.Run") -> None:
         self._run = run
-        self._tables: Optional[Dict[str, Dict[str, Any]]] = None
+        self._names: Optional[List[str]] = None
         self._frames: Dict[str, pd.DataFrame] = {}
 
     def __repr__(self) -> str:
@@ -112,30 +112,26 @@ class Analysis:
         return {"assign": self._run.assign, "compat": self._run.compat, "step_marker": self._run.step_marker}
 
     # -- tables ----------------------------------------------------------------------------
-    def _all(self) -> Dict[str, Dict[str, Any]]:
-        if self._tables is None:
-            self._tables = {t["name"]: t for t in self._run.tables()}
-        return self._tables
-
     @property
     def table_names(self) -> List[str]:
         """Every table, as analysis.db holds them."""
-        return list(self._all())
+        if self._names is None:
+            self._names = list(self._run.table_names())
+        return list(self._names)
 
     def table(self, name: str) -> pd.DataFrame:
         """One table of analysis.db (an `input` column first for per-input tables). A copy."""
         if name not in self._frames:
-            tables = self._all()
-            if name not in tables:
-                raise KeyError(f"rlprof.analysis: no table '{name}' (tables: {', '.join(tables)})")
-            self._frames[name] = _frame(tables[name])
+            if name not in self.table_names:
+                raise KeyError(f"rlprof.analysis: no table '{name}' (tables: {', '.join(self.table_names)})")
+            self._frames[name] = _frame(self._run.table(name))
         return self._frames[name].copy()
 
     def view(self, name: str) -> Dict[str, pd.DataFrame]:
         """The tables `rlprof summary --view NAME` shows, by table name."""
         if name not in VIEWS:
             raise ValueError(f"rlprof.analysis: unknown view '{name}' ({' | '.join(VIEWS)})")
-        have = self._all()
+        have = self.table_names
         return {t: self.table(t) for t in VIEWS[name] if t in have}
 
     @property

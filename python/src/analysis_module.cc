@@ -214,15 +214,35 @@ py::dict RunDiagnostics(const analysis::RunAnalysis& r) {
   return d;
 }
 
-py::list RunTablesPy(const analysis::RunAnalysis& r) {
-  std::vector<Table> tables;
-  {
-    py::gil_scoped_release release;
-    tables = analysis::RunTables(r);
+// The Python object: the analysed run, and its tables once asked for (built once, with the
+// GIL released; converted to Python one table at a time).
+struct PyRun {
+  RunPtr run;
+  std::shared_ptr<const std::vector<Table>> tables;
+
+  const std::vector<Table>& Tables() {
+    if (!tables) {
+      std::shared_ptr<const std::vector<Table>> built;
+      {
+        py::gil_scoped_release release;
+        built = std::make_shared<const std::vector<Table>>(analysis::RunTables(*run));
+      }
+      if (!tables) tables = std::move(built);  // another thread may have built them meanwhile
+    }
+    return *tables;
   }
+};
+
+py::list TableNames(PyRun& r) {
   py::list out;
-  for (const auto& t : tables) out.append(TableToPy(t));
+  for (const auto& t : r.Tables()) out.append(Str(t.name));
   return out;
+}
+
+py::dict TablePy(PyRun& r, const std::string& name) {
+  for (const auto& t : r.Tables())
+    if (t.name == name) return TableToPy(t);
+  throw py::key_error("no table '" + name + "'");
 }
 
 py::dict ComparePy(const RunPtr& base, const RunPtr& test, size_t top) {
@@ -285,43 +305,46 @@ py::list Write(const RunPtr& run, const std::string& dir, const std::vector<std:
 
 PYBIND11_MODULE(_analysis, m) {
   m.doc() = "rlprof's analysis library (src/analysis/run_pipeline.h); use rlprof.analysis";
-  py::class_<analysis::RunAnalysis, std::shared_ptr<analysis::RunAnalysis>>(m, "Run")
-      .def_property_readonly("paths", [](const analysis::RunAnalysis& r) {
+  py::class_<PyRun, std::shared_ptr<PyRun>>(m, "Run")
+      .def_property_readonly("paths", [](const PyRun& r) {
         py::list out;  // bytes: paths need not be UTF-8
-        for (const auto& p : r.paths) out.append(py::bytes(p));
+        for (const auto& p : r.run->paths) out.append(py::bytes(p));
         return out;
       })
-      .def_property_readonly("assign", [](const analysis::RunAnalysis& r) {
-        return std::string(analysis::AssignModeName(r.options.assign));
+      .def_property_readonly("assign", [](const PyRun& r) {
+        return std::string(analysis::AssignModeName(r.run->options.assign));
       })
-      .def_property_readonly("compat", [](const analysis::RunAnalysis& r) {
-        return std::string(analysis::CompatModeName(r.options.compat));
+      .def_property_readonly("compat", [](const PyRun& r) {
+        return std::string(analysis::CompatModeName(r.run->options.compat));
       })
-      .def_property_readonly("step_marker", [](const analysis::RunAnalysis& r) { return r.options.step_marker; })
-      .def("tables", &RunTablesPy, "The run's tables, as analysis.db holds them")
-      .def("inputs", &InputsTable, "One row per input found")
-      .def("diagnostics", &RunDiagnostics, "Every diagnostic with the catalogue's severity")
-      .def("summary_json", [](const analysis::RunAnalysis& r) {
+      .def_property_readonly("step_marker", [](const PyRun& r) { return r.run->options.step_marker; })
+      .def("table_names", &TableNames, "The run's tables, as analysis.db holds them")
+      .def("table", &TablePy, py::arg("name"), "One table: {name, columns, types, units, data}")
+      .def("inputs", [](const PyRun& r) { return InputsTable(*r.run); }, "One row per input found")
+      .def("diagnostics", [](const PyRun& r) { return RunDiagnostics(*r.run); },
+           "Every diagnostic with the catalogue's severity")
+      .def("summary_json", [](const PyRun& r) {
         std::string s;
         {
           py::gil_scoped_release release;
-          s = analysis::RunSummaryJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+          s = analysis::RunSummaryJson(*r.run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         }
         return Str(s);
       });
   m.def("analyse", [](const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
                       const std::string& compat, const std::string& step_marker, size_t jobs) {
-          return std::const_pointer_cast<analysis::RunAnalysis>(
-              Analyse(paths, rules, assign, compat, step_marker, jobs));
+          auto r = std::make_shared<PyRun>();
+          r->run = Analyse(paths, rules, assign, compat, step_marker, jobs);
+          return r;
         },
         py::arg("paths"), py::arg("rules") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
         py::arg("step_marker") = "", py::arg("jobs") = 2);
-  m.def("compare", [](const std::shared_ptr<analysis::RunAnalysis>& b, const std::shared_ptr<analysis::RunAnalysis>& t,
-                      size_t top) { return ComparePy(b, t, top); },
+  m.def("compare", [](const PyRun& b, const PyRun& t, size_t top) { return ComparePy(b.run, t.run, top); },
         py::arg("baseline"), py::arg("new"), py::arg("top") = 30);
-  m.def("cluster", [](const std::shared_ptr<analysis::RunAnalysis>& r) { return ClusterPy(r); }, py::arg("run"));
-  m.def("write", [](const std::shared_ptr<analysis::RunAnalysis>& r, const std::string& dir,
-                    const std::vector<std::string>& exports) { return Write(r, dir, exports); },
+  m.def("cluster", [](const PyRun& r) { return ClusterPy(r.run); }, py::arg("run"));
+  m.def("write", [](const PyRun& r, const std::string& dir, const std::vector<std::string>& exports) {
+          return Write(r.run, dir, exports);
+        },
         py::arg("run"), py::arg("dir"), py::arg("exports") = std::vector<std::string>{});
 }
 
