@@ -155,10 +155,20 @@ class Analysis:
         """step_trace_time (msprof columns, µs) of every input, with its rank."""
         return self._with_rank("step_trace_time")
 
+    def _with_ns(self, name: str) -> pd.DataFrame:
+        df = self.table(name)
+        for col, buf in self._run.ns_columns(name).items():
+            v = np.frombuffer(buf, dtype=np.int64)
+            assert len(v) == len(df), (name, col)
+            df[col] = v
+            df.attrs["units"][col] = "ns"
+        return df
+
     @property
     def stages(self) -> pd.DataFrame:
-        """stage_time: every stage window of every rank and step (µs)."""
-        return self.table("stage_time")
+        """stage_time: every stage window of every rank and step (µs), plus start_ns, end_ns and
+        duration_ns (exact int64 ns on the trace's clock)."""
+        return self._with_ns("stage_time")
 
     @property
     def step_breakdown(self) -> pd.DataFrame:
@@ -188,8 +198,9 @@ class Analysis:
 
     @property
     def kernels(self) -> pd.DataFrame:
-        """kernel_details: every device work interval (µs)."""
-        return self.table("kernel_details")
+        """kernel_details: every device work interval (µs), plus start_ns, duration_ns, wait_ns
+        (exact int64 ns)."""
+        return self._with_ns("kernel_details")
 
     @property
     def comm_by_group(self) -> pd.DataFrame:

@@ -301,6 +301,37 @@ py::list Write(const RunPtr& run, const std::string& dir, const std::vector<std:
   return files;
 }
 
+// Exact int64 ns columns for the rows of a µs table (stage_time, kernel_details), in the
+// table's row order (inputs in order, each input's rows in order): µs in a double cannot hold
+// every ns of an epoch-based timestamp, these can. {} for other tables.
+py::dict NsColumns(const PyRun& r, const std::string& name) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> cols;
+  if (name == "stage_time") {
+    cols = {{"start_ns", {}}, {"end_ns", {}}, {"duration_ns", {}}};
+    for (const auto& in : r.run->inputs) {
+      if (!in.status.ok()) continue;
+      for (const auto& st : in.analysis.stages) {
+        cols[0].second.push_back(st.start);
+        cols[1].second.push_back(st.end);
+        cols[2].second.push_back(st.duration);
+      }
+    }
+  } else if (name == "kernel_details") {
+    cols = {{"start_ns", {}}, {"duration_ns", {}}, {"wait_ns", {}}};
+    for (const auto& in : r.run->inputs) {
+      if (!in.status.ok()) continue;
+      for (const auto& k : in.analysis.kernel_rows) {
+        cols[0].second.push_back(k.start);
+        cols[1].second.push_back(k.dur);
+        cols[2].second.push_back(k.wait);
+      }
+    }
+  }
+  py::dict d;
+  for (const auto& [col, v] : cols) d[Str(col)] = Buffer(v.data(), v.size() * sizeof(int64_t));
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_analysis, m) {
@@ -320,6 +351,7 @@ PYBIND11_MODULE(_analysis, m) {
       .def_property_readonly("step_marker", [](const PyRun& r) { return r.run->options.step_marker; })
       .def("table_names", &TableNames, "The run's tables, as analysis.db holds them")
       .def("table", &TablePy, py::arg("name"), "One table: {name, columns, types, units, data}")
+      .def("ns_columns", &NsColumns, py::arg("name"), "Exact ns (int64) columns of a µs table's rows")
       .def("inputs", [](const PyRun& r) { return InputsTable(*r.run); }, "One row per input found")
       .def("diagnostics", [](const PyRun& r) { return RunDiagnostics(*r.run); },
            "Every diagnostic with the catalogue's severity")

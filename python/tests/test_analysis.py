@@ -85,7 +85,14 @@ def test_frames_equal_the_csvs_of_rlprof_analyse(tmp_path, rlprof_cli, inputs):
     assert (sb["compute"] == sb["compute_only"] + sb["overlap"]).all()
     assert (sb["communication"] == sb["comm_only"] + sb["overlap"]).all()
     assert sb["idle"].dtype == "int64" and sb.attrs["units"]["idle"] == "ns"
-    assert a.stages.attrs["units"]["duration"] == "us"
+    st = a.stages
+    assert st.attrs["units"]["duration"] == "us" and st.attrs["units"]["duration_ns"] == "ns"
+    assert st.drop(columns=["start_ns", "end_ns", "duration_ns"]).equals(a.table("stage_time"))
+    assert (st["duration_ns"] / 1e3 == st["duration"]).all()    # the µs column is ns / 1000
+    assert (st["start_ns"] / 1e3 == st["start"]).all()
+    kd = a.kernels
+    assert kd.drop(columns=["start_ns", "duration_ns", "wait_ns"]).equals(a.table("kernel_details"))
+    assert (kd["duration_ns"] / 1e3 == kd["Duration"]).all()
     for frame in (a.op_stats, a.comm_by_group, a.kernels, a.hta, a.gpu_timeline):
         assert "input" in frame.columns
     # summary.json is the CLI's, but for the output folder.
