@@ -188,6 +188,16 @@ class Analysis:
         return self.table("run_view")
 
     @property
+    def run_view_long(self) -> pd.DataFrame:
+        """The run view in long form, exact: step, kind (stage | gap | step_window | stage_span),
+        role, stage, lane ("rank<R>"), rank, start_ns (from the step's start, null for gaps),
+        value_ns (int64), partial — one row per rank that has the value. Pivot it at will:
+        `a.run_view_long.pivot_table(index=["step", "stage"], columns="rank", values="value_ns")`."""
+        if "run_view_long" not in self._frames:
+            self._frames["run_view_long"] = _frame(self._run.run_view_long())
+        return self._frames["run_view_long"].copy()
+
+    @property
     def stage_across_ranks(self) -> pd.DataFrame:
         return self.table("stage_across_ranks")
 

@@ -332,6 +332,32 @@ py::dict NsColumns(const PyRun& r, const std::string& name) {
   return d;
 }
 
+// The run view in long form, exact: one row per (row of the run view, rank lane) with a value.
+py::dict RunViewLong(const PyRun& r) {
+  const analysis::RunView& v = r.run->view;
+  Table t{"run_view_long",
+          {{"step", ColumnType::kInt, ""},
+           {"kind", ColumnType::kText, ""},
+           {"role", ColumnType::kText, ""},
+           {"stage", ColumnType::kText, ""},
+           {"lane", ColumnType::kText, ""},
+           {"rank", ColumnType::kInt, ""},
+           {"start_ns", ColumnType::kInt, "ns"},
+           {"value_ns", ColumnType::kInt, "ns"},
+           {"partial", ColumnType::kInt, ""}},
+          {}};
+  for (const auto& row : v.rows) {
+    for (size_t l = 0; l < row.per_lane.size() && l < v.lanes.size(); ++l) {
+      if (!row.per_lane[l]) continue;
+      t.rows.push_back({row.step, std::string(analysis::RunViewKindName(row.kind)), row.role, row.stage,
+                        v.lanes[l], l < v.lane_ranks.size() ? v.lane_ranks[l] : int64_t{-1},
+                        row.start ? Cell{*row.start} : Cell{}, *row.per_lane[l],
+                        static_cast<int64_t>(row.partial)});
+    }
+  }
+  return TableToPy(t);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_analysis, m) {
@@ -351,6 +377,7 @@ PYBIND11_MODULE(_analysis, m) {
       .def_property_readonly("step_marker", [](const PyRun& r) { return r.run->options.step_marker; })
       .def("table_names", &TableNames, "The run's tables, as analysis.db holds them")
       .def("table", &TablePy, py::arg("name"), "One table: {name, columns, types, units, data}")
+      .def("run_view_long", &RunViewLong, "The run view, one row per (row, rank), exact ns")
       .def("ns_columns", &NsColumns, py::arg("name"), "Exact ns (int64) columns of a µs table's rows")
       .def("inputs", [](const PyRun& r) { return InputsTable(*r.run); }, "One row per input found")
       .def("diagnostics", [](const PyRun& r) { return RunDiagnostics(*r.run); },

@@ -126,6 +126,12 @@ def test_a_capture_recorded_by_the_runtime_matches_the_cli(tmp_path, rlprof_cli)
     assert sorted(set(st["step"])) == [2, 3]
     rv = a.run_view
     assert {"stage", "gap", "step_window"} <= set(rv["kind"])
+    # The long form holds the wide table's per-rank values exactly (µs = ns / 1000).
+    lv = a.run_view_long
+    assert lv["value_ns"].dtype == "int64" and set(lv["rank"]) == {0}
+    wide = rv.set_index(["step", "kind", "role", "stage"])["rank0"]
+    for _, row in lv.iterrows():
+        assert wide.loc[(row["step"], row["kind"], row["role"], row["stage"])] == row["value_ns"] / 1e3
     assert list(a.inputs["format"]) == ["rlprof", "rlprof"]
 
 
