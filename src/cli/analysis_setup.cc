@@ -50,23 +50,16 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
   return kExitOk;
 }
 
-bool AnalysePath(const std::string& path, const char* command, const std::string& side,
-                 const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
-                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                 analysis::Diagnostics* found) {
+base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
+                         const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
+                         Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
+                         analysis::Diagnostics* found) {
   const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
   analysis::RunConfig cfg{.options = opts, .classifier = cls, .jobs = jobs, .progress = nullptr};
   auto run = analysis::AnalyseRun({path}, cfg);
   if (!run.ok()) {
     // "no trace found under PATH" and, one per line, why (what the search passed over).
-    const std::string& m = run.status().message();
-    for (size_t at = 0; at <= m.size();) {
-      size_t nl = m.find('\n', at);
-      if (nl == std::string::npos) nl = m.size();
-      io.err << prefix << m.substr(at, nl - at) << "\n";
-      at = nl + 1;
-    }
-    return false;
+    return base::Status(run.status().code(), (side.empty() ? "" : side + ": ") + run.status().message());
   }
   found->Merge(run->found);
   *out = std::move(run->inputs);
@@ -75,7 +68,12 @@ bool AnalysePath(const std::string& path, const char* command, const std::string
     io.err << prefix << r.input << ": " << r.status.message() << "\n";
     *bad_inputs = true;
   }
-  return true;
+  return base::Status::Ok();
+}
+
+base::Status UnreadableInputs(bool bad_inputs) {
+  return bad_inputs ? base::DataLoss("some inputs could not be read (see above); the others were analysed")
+                    : base::Status::Ok();
 }
 
 void PrintDiagnostics(Io& io, const analysis::Diagnostics& d, const std::string& scope) {
