@@ -94,7 +94,7 @@ class Analysis:
     def __init__(self, run: "_analysis.Run") -> None:
         self._run = run
         self._names: Optional[List[str]] = None
-        self._frames: Dict[str, pd.DataFrame] = {}
+        self._frames: Dict[str, pd.DataFrame] = {}  # tables by name; "#inputs" … for the others
 
     def __repr__(self) -> str:
         inp = self.inputs
@@ -138,9 +138,9 @@ class Analysis:
     def inputs(self) -> pd.DataFrame:
         """One row per input: input (its name), path, format, rank, cpu_only, steps, stages, and
         error (NaN when it was read; else why not: it is left out of every other table)."""
-        if "inputs" not in self._frames:
-            self._frames["inputs"] = _frame(self._run.inputs())
-        return self._frames["inputs"].copy()
+        if "#inputs" not in self._frames:
+            self._frames["#inputs"] = _frame(self._run.inputs())
+        return self._frames["#inputs"].copy()
 
     def _with_rank(self, name: str) -> pd.DataFrame:
         df = self.table(name)
@@ -193,9 +193,9 @@ class Analysis:
         role, stage, lane ("rank<R>"), rank, start_ns (from the step's start, null for gaps),
         value_ns (int64), partial — one row per rank that has the value. Pivot it at will:
         `a.run_view_long.pivot_table(index=["step", "stage"], columns="rank", values="value_ns")`."""
-        if "run_view_long" not in self._frames:
-            self._frames["run_view_long"] = _frame(self._run.run_view_long())
-        return self._frames["run_view_long"].copy()
+        if "#run_view_long" not in self._frames:
+            self._frames["#run_view_long"] = _frame(self._run.run_view_long())
+        return self._frames["#run_view_long"].copy()
 
     @property
     def stage_across_ranks(self) -> pd.DataFrame:
@@ -232,10 +232,10 @@ class Analysis:
         """Every diagnostic: input ("" for the run: finding inputs, unreadable inputs, the run
         view), name, count, and the catalogue's severity, source and description.
         attrs["details"]: the detail lines (which file, why)."""
-        if "diagnostics" not in self._frames:
-            self._frames["diagnostics"] = _diagnostics(self._run.diagnostics())
-        df = self._frames["diagnostics"].copy()
-        df.attrs["details"] = list(self._frames["diagnostics"].attrs["details"])
+        if "#diagnostics" not in self._frames:
+            self._frames["#diagnostics"] = _diagnostics(self._run.diagnostics())
+        df = self._frames["#diagnostics"].copy()
+        df.attrs["details"] = list(self._frames["#diagnostics"].attrs["details"])
         return df
 
     @property

@@ -201,6 +201,9 @@ def test_corrupt_and_unreadable_traces_give_diagnostics_not_exceptions(tmp_path)
     assert len(cut) > 0 and (cut["count"] > 0).all()
     assert set(cut["severity"]) <= {"info", "warning", "error", "data_loss"}
     assert any("bad.json" in line for line in d.attrs["details"])
+    # The per-input `diagnostics` table (analysis.db's) is another frame than the property.
+    assert list(a.table("diagnostics").columns) == ["input", "name", "count"]
+    assert "details" in a.diagnostics.attrs
     assert cut.set_index("name").loc["truncated_input", "severity"] == "data_loss"
     ops = a.op_stats
     assert len(ops[ops["input"] == "cut.json"]) > 0  # partial: what was read is analysed
