@@ -244,11 +244,15 @@ class Analysis:
         return json.loads(self._run.summary_json())
 
     # -- actions ---------------------------------------------------------------------------
-    def write(self, directory: PathArg, export: Iterable[str] = ()) -> List[str]:
-        """Writes what `rlprof analyse -o DIRECTORY [--export …]` writes but report.html: one folder
-        of CSVs per input, run_view.csv, summary.json, analysis.db (and exports of rlprof
-        captures: text, db, pftrace). Returns the run-level files and the exports."""
-        return [os.fsdecode(f) for f in _analysis.write(self._run, os.fsencode(directory), list(export))]
+    def write(self, directory: PathArg, export: Iterable[str] = (), report: bool = True,
+              title: Optional[str] = None) -> List[str]:
+        """Writes what `rlprof analyse -o DIRECTORY [--export …]` writes: one folder of CSVs per
+        input, run_view.csv, summary.json, analysis.db, report.html (unless report=False; titled
+        `title`, else the path), and exports of rlprof captures (text, db, pftrace). Returns the
+        run-level files and the exports."""
+        files = _analysis.write(self._run, os.fsencode(directory), list(export), bool(report),
+                                title or "")
+        return [os.fsdecode(f) for f in files]
 
     def compare(self, new: RunArg, top: int = 30) -> "Comparison":
         """This run as the baseline against `new` (see compare())."""

@@ -27,6 +27,7 @@
 #include "src/analysis/run_pipeline.h"
 #include "src/analysis/tables.h"
 #include "src/format/diagnostics.h"
+#include "src/report/html_report.h"
 
 namespace py = pybind11;
 
@@ -285,18 +286,30 @@ py::dict ClusterPy(const RunPtr& run) {
   return d;
 }
 
-py::list Write(const RunPtr& run, const std::string& dir, const std::vector<std::string>& exports) {
+py::list Write(const RunPtr& run, const std::string& dir, const std::vector<std::string>& exports, bool report,
+               const std::string& title) {
   base::StatusOr<analysis::RunOutputs> w = base::Internal("not run");
+  base::Status page;
   {
     py::gil_scoped_release release;
     w = analysis::WriteRunOutputs(*run, dir, {.exports = exports});
+    if (w.ok() && report) {
+      // As `rlprof analyse`: the page's title is the path, or how many paths.
+      const std::string t = !title.empty()        ? title
+                            : run->paths.size() == 1 ? run->paths[0]
+                                                     : std::to_string(run->paths.size()) + " paths";
+      page = report::WriteHtmlReport(dir + "/report.html",
+                                     report::ReportData(run->inputs, w->summary, t, RLPROF_VERSION));
+    }
   }
   if (!w.ok()) {
     if (w.status().code() == base::StatusCode::kInvalidArgument) throw py::value_error(w.status().message());
     Raise(base::IoError(w.status().message()));
   }
+  if (!page.ok()) Raise(base::IoError(page.message()));
   py::list files;
   for (const auto& f : w->written) files.append(Str(f));
+  if (report) files.append(Str(dir + "/report.html"));
   for (const auto& f : w->exported) files.append(Str(f));
   return files;
 }
@@ -401,10 +414,10 @@ PYBIND11_MODULE(_analysis, m) {
   m.def("compare", [](const PyRun& b, const PyRun& t, size_t top) { return ComparePy(b.run, t.run, top); },
         py::arg("baseline"), py::arg("new"), py::arg("top") = 30);
   m.def("cluster", [](const PyRun& r) { return ClusterPy(r.run); }, py::arg("run"));
-  m.def("write", [](const PyRun& r, const std::string& dir, const std::vector<std::string>& exports) {
-          return Write(r.run, dir, exports);
-        },
-        py::arg("run"), py::arg("dir"), py::arg("exports") = std::vector<std::string>{});
+  m.def("write", [](const PyRun& r, const std::string& dir, const std::vector<std::string>& exports, bool report,
+                    const std::string& title) { return Write(r.run, dir, exports, report, title); },
+        py::arg("run"), py::arg("dir"), py::arg("exports") = std::vector<std::string>{}, py::arg("report") = true,
+        py::arg("title") = "");
 }
 
 }  // namespace rlprof::python

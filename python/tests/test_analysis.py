@@ -233,8 +233,11 @@ def test_usage_errors_raise():
 
 def test_write_produces_the_cli_outputs(tmp_path, rlprof_cli):
     a = ra.load([KINETO_CPU, COMPARE_BASE])
-    files = a.write(tmp_path / "py")
-    assert sorted(os.path.basename(f) for f in files) == ["analysis.db", "run_view.csv", "summary.json"]
+    files = a.write(tmp_path / "py", title="two traces")
+    assert sorted(os.path.basename(f) for f in files) == ["analysis.db", "report.html", "run_view.csv",
+                                                          "summary.json"]
+    assert "two traces" in (tmp_path / "py" / "report.html").read_text()
+    assert len(a.write(tmp_path / "noreport", report=False)) == 3
     check_run_against_cli(a, str(tmp_path / "py"))
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError):
