@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -293,14 +293,15 @@ class Cluster:
 
 def load(paths: Union[PathArg, Sequence[PathArg]], *, rules: Optional[PathArg] = None,
          assign: str = "clip", compat: str = "native", step_marker: Optional[str] = None,
-         jobs: int = 2) -> Analysis:
+         jobs: int = 2, progress: Optional[Callable[[int, int], Any]] = None) -> Analysis:
     """Finds and analyses every trace under `paths` (rlprof captures and run folders, Kineto /
     torch JSON, Ascend trace_view.json), like `rlprof analyse PATHS --rules … --assign …
-    --compat … --step-marker … --jobs …`."""
+    --compat … --step-marker … --jobs …`. `progress(done, total)` is called after each input
+    (from a worker thread; what it raises goes to sys.unraisablehook)."""
     if jobs < 1:
         raise ValueError("rlprof.analysis: jobs must be at least 1")
     run = _analysis.analyse(_paths(paths), os.fsencode(rules) if rules is not None else b"", assign,
-                            compat, step_marker or "", int(jobs))
+                            compat, step_marker or "", int(jobs), progress)
     return Analysis(run)
 
 

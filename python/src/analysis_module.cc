@@ -157,7 +157,8 @@ py::list Details(const analysis::Diagnostics& d) {
 using RunPtr = std::shared_ptr<const analysis::RunAnalysis>;
 
 RunPtr Analyse(const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
-               const std::string& compat, const std::string& step_marker, size_t jobs) {
+               const std::string& compat, const std::string& step_marker, size_t jobs,
+               const py::object& progress) {
   auto cfg = analysis::MakeRunConfig({.rules = rules, .assign = assign, .compat = compat,
                                       .step_marker = step_marker},
                                      jobs);
@@ -166,11 +167,26 @@ RunPtr Analyse(const std::vector<std::string>& paths, const std::string& rules, 
     if (cfg.status().code() == base::StatusCode::kNotFound) Raise(cfg.status());
     throw py::value_error(cfg.status().message());
   }
+  // progress(done, total) from the worker threads, with the GIL taken for the call; what it
+  // raises is reported as unraisable (sys.unraisablehook), never stops the analysis. The
+  // callable is referenced, not copied: no reference counting without the GIL.
+  if (!progress.is_none()) {
+    const py::object* fn = &progress;
+    cfg->progress = [fn](size_t done, size_t total) {
+      py::gil_scoped_acquire gil;
+      try {
+        (*fn)(done, total);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("rlprof.analysis progress callback");
+      }
+    };
+  }
   base::StatusOr<analysis::RunAnalysis> run = base::Internal("not run");
   {
     py::gil_scoped_release release;
     run = analysis::AnalyseRun(paths, *cfg);
   }
+  cfg->progress = nullptr;
   if (!run.ok()) Raise(run.status());
   return std::make_shared<const analysis::RunAnalysis>(std::move(*run));
 }
@@ -404,13 +420,14 @@ PYBIND11_MODULE(_analysis, m) {
         return Str(s);
       });
   m.def("analyse", [](const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
-                      const std::string& compat, const std::string& step_marker, size_t jobs) {
+                      const std::string& compat, const std::string& step_marker, size_t jobs,
+                      const py::object& progress) {
           auto r = std::make_shared<PyRun>();
-          r->run = Analyse(paths, rules, assign, compat, step_marker, jobs);
+          r->run = Analyse(paths, rules, assign, compat, step_marker, jobs, progress);
           return r;
         },
         py::arg("paths"), py::arg("rules") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
-        py::arg("step_marker") = "", py::arg("jobs") = 2);
+        py::arg("step_marker") = "", py::arg("jobs") = 2, py::arg("progress") = py::none());
   m.def("compare", [](const PyRun& b, const PyRun& t, size_t top) { return ComparePy(b.run, t.run, top); },
         py::arg("baseline"), py::arg("new"), py::arg("top") = 30);
   m.def("cluster", [](const PyRun& r) { return ClusterPy(r.run); }, py::arg("run"));

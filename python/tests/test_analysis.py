@@ -211,6 +211,25 @@ def test_corrupt_and_unreadable_traces_give_diagnostics_not_exceptions(tmp_path)
     assert d[(d["input"] == "hostile.json") & (d["name"] == "invalid_utf8_bytes")]["count"].tolist() == [2]
 
 
+def test_progress_is_reported_per_input_and_a_raising_callback_does_not_stop_the_analysis():
+    seen = []
+    a = ra.load(GRPO_RUN, jobs=2, progress=lambda done, total: seen.append((done, total)))
+    assert sorted(seen) == [(i, 8) for i in range(1, 9)]
+    assert len(a.inputs) == 8
+
+    def boom(done, total):
+        raise RuntimeError("callback failed")
+
+    hook, caught = sys.unraisablehook, []
+    sys.unraisablehook = lambda u: caught.append(u.exc_value)
+    try:
+        b = ra.load(GRPO_RUN, progress=boom)
+    finally:
+        sys.unraisablehook = hook
+    assert len(b.inputs) == 8 and b.inputs["error"].isna().all()
+    assert len(caught) == 8 and all(isinstance(e, RuntimeError) for e in caught)
+
+
 def test_usage_errors_raise():
     with pytest.raises(FileNotFoundError):
         ra.load(os.path.join(ROOT, "no", "such", "run"))
