@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -258,6 +259,14 @@ def test_write_produces_the_cli_outputs(tmp_path, rlprof_cli):
     assert "two traces" in (tmp_path / "py" / "report.html").read_text()
     assert len(a.write(tmp_path / "noreport", report=False)) == 3
     check_run_against_cli(a, str(tmp_path / "py"))
+    # A file name that is not UTF-8: analysed and written (U+FFFD in JSON), never an exception.
+    odd = os.path.join(os.fsencode(str(tmp_path)), b"odd")
+    os.makedirs(odd)
+    shutil.copyfile(KINETO_CPU, os.path.join(odd, b"tr\xff.json.gz"))
+    b = ra.load(odd)
+    assert b.inputs["format"].tolist() == ["kineto"] and "\ufffd" in b.inputs["path"][0]
+    b.write(os.path.join(odd, b"out"))
+    assert os.path.exists(os.path.join(odd, b"out", b"summary.json"))
     (tmp_path / "file").write_text("x")
     with pytest.raises(OSError):
         a.write(tmp_path / "file" / "sub")

@@ -155,7 +155,9 @@ base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::st
   RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
   // The run view, the run's one table of steps × stages × ranks (also in summary.json).
   RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", ToCsv(tables.back())));
-  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", out.summary.dump(2) + "\n"));
+  // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
+  const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary + "\n"));
   RLPROF_RETURN_IF_ERROR(WriteSqlite(tables, dir + "/analysis.db"));
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
   return out;

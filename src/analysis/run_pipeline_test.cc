@@ -96,6 +96,19 @@ TEST_F(RunPipelineTest, WritesTheSameFilesAsTheCommandAndKeepsUnreadableInputsWi
   EXPECT_EQ(WriteRunOutputs(*run, root_ + "/file/sub").status().code(), base::StatusCode::kIoError);
 }
 
+TEST_F(RunPipelineTest, AFileNameThatIsNotUtf8IsWrittenNotThrown) {
+  fs::create_directories(root_ + "/in");
+  fs::copy_file(kInputs + "hta_cpu_only_rank-34.json.gz", root_ + "/in/tr\xff.json.gz");
+  auto cfg = MakeRunConfig({});
+  ASSERT_TRUE(cfg.ok());
+  auto run = AnalyseRun({root_ + "/in"}, *cfg);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->analysed(), 1u);
+  auto w = WriteRunOutputs(*run, root_ + "/out");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_NE(Slurp(root_ + "/out/summary.json").find("tr\xef\xbf\xbd.json.gz"), std::string::npos);  // U+FFFD
+}
+
 TEST_F(RunPipelineTest, NoTraceUnderThePathsIsNotFound) {
   auto cfg = MakeRunConfig({});
   ASSERT_TRUE(cfg.ok());

@@ -57,7 +57,7 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
       bad ? base::DataLoss(std::to_string(bad) + " input(s) or export(s) could not be read (see above)")
           : base::Status::Ok();
   if (a.json) {
-    io.out << w.summary.dump(2) << "\n";
+    io.out << w.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return partial;
   }
   for (const auto& r : run.inputs) {

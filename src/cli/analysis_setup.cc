@@ -117,7 +117,9 @@ base::Status WriteTableFiles(const std::string& dir, const std::vector<const ana
   RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
   for (const analysis::Table* t : tables)
     RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/" + t->name + ".csv", analysis::ToCsv(*t)));
-  return base::WriteFileAtomic(dir + "/" + json_name, doc.dump(1) + "\n");
+  // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
+  const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return base::WriteFileAtomic(dir + "/" + json_name, text + "\n");
 }
 
 }  // namespace rlprof::cli

@@ -45,7 +45,7 @@ base::Status Cluster(const ClusterArgs& a, const analysis::AnalysisOptions& opts
   if (!c.diagnostics.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(c.diagnostics);
   if (!a.output.empty()) RLPROF_RETURN_IF_ERROR(WriteTableFiles(a.output, tables, "cluster.json", j));
   if (a.json) {
-    io.out << j.dump(2) << "\n";
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return UnreadableInputs(bad);
   }
   // The terminal shows what needs attention: imbalanced columns, slow ranks, and the

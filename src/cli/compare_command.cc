@@ -61,7 +61,7 @@ base::Status Compare(const CompareArgs& a, const analysis::AnalysisOptions& opts
   if (!a.output.empty())
     RLPROF_RETURN_IF_ERROR(WriteTableFiles(a.output, {&c.steps, &c.stages, &c.ops}, "compare.json", j));
   if (a.json) {
-    io.out << j.dump(2) << "\n";
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return UnreadableInputs(bad);
   }
   io.out << "baseline: " << a.baseline << " (" << base.size() << " inputs)\n"

@@ -195,7 +195,7 @@ int Run(const SummaryArgs& a, Io& io) {
     found.Merge(run_diag);
     j["diagnostics"] = DiagnosticsJson(found);  // finding inputs, run view; each input has its own
     if (!found.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(found);
-    io.out << j.dump(2) << "\n";
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (!found.empty()) {
     PrintDiagnostics(io, found, "finding inputs");
   }
