@@ -1,5 +1,6 @@
 """Builds rlprof's extensions with CMake (the repository's own build) for pip: rlprof._rlprof
-(the runtime) and, when libtorch is found, rlprof._torch_ops (the operator hook). Metadata is
+(the runtime), rlprof._analysis (the analysis library behind rlprof.analysis; pandas is the
+user's to install) and, when libtorch is found, rlprof._torch_ops (the operator hook). Metadata is
 in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
 parallelism (else CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS, the CPU count).
 
@@ -43,7 +44,7 @@ class CMakeBuild(build_ext):
         subprocess.run(["cmake", *args], check=True)
         jobs = (os.environ.get("RLPROF_JOBS") or os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or
                 os.environ.get("MAX_JOBS") or str(os.cpu_count() or 2))
-        # rlprof_python builds _rlprof, and _torch_ops where libtorch is found; rlprof the CLI.
+        # rlprof_python builds _rlprof, _analysis, and _torch_ops where libtorch is found; rlprof the CLI.
         subprocess.run(["cmake", "--build", build, "--target", "rlprof_python", "rlprof",
                         "-j", jobs], check=True)
         self._install_from(build, ext)
@@ -55,8 +56,10 @@ class CMakeBuild(build_ext):
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[0], dest)
-        # The optional operator hook goes next to it (installed with the package directory).
-        for f in glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")):
+        # rlprof._analysis (rlprof.analysis) and the optional operator hook go next to it
+        # (installed with the package directory).
+        for f in (glob.glob(os.path.join(build, "python", "rlprof", "_analysis*.so")) +
+                  glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so"))):
             shutil.copyfile(f, os.path.join(os.path.dirname(dest), os.path.basename(f)))
         # The C++ command, run by the `rlprof` console script (rlprof/__main__.py).
         cli = os.path.join(build, "bin", "rlprof")

@@ -14,7 +14,8 @@
 
 The capture windows (steps, ranks, roles, stages, schedules) come from the config; outside a
 window every call here is a cheap no-op. `import rlprof` does not load torch; operator capture
-(rlprof.torch) is loaded when a Profiler's contents include operators. See docs/python.md.
+(rlprof.torch) is loaded when a Profiler's contents include operators. rlprof.analysis (pandas
+DataFrames of the analysis, imported on first use) reads captures and traces. See docs/python.md.
 """
 import importlib.util as _importlib_util
 
@@ -38,6 +39,18 @@ __version__ = "0.1.0"
 # Whether operator capture was built (rlprof.torch, which loads libtorch, is imported only by a
 # Profiler that captures operators, or explicitly).
 HAVE_TORCH_OPS: bool = _importlib_util.find_spec("rlprof._torch_ops") is not None
+
+
+
+def __getattr__(name: str):
+    # `rlprof.analysis` (pandas DataFrames) is imported on first use: `import rlprof` stays
+    # free of pandas.
+    if name == "analysis":
+        import importlib
+
+        return importlib.import_module("rlprof.analysis")
+    raise AttributeError(f"module 'rlprof' has no attribute '{name}'")
+
 
 __all__ = [
     "Profiler",

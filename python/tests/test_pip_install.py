@@ -42,6 +42,11 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
     assert run(py, "-m", "rlprof", "version").strip() == "rlprof 0.1.0"
     site = run(py, "-c", "import rlprof, os; print(os.path.dirname(rlprof.__file__))").strip()
     assert os.access(os.path.join(site, "_bin", "rlprof"), os.X_OK)
+    # rlprof._analysis (rlprof.analysis without pandas, which this environment lacks) analyses.
+    fixture = os.path.join(ROOT, "test", "data", "fixtures", "kineto", "hta_trace_compare_base_base.json.gz")
+    code = ("import json, sys, rlprof._analysis as a; r = a.analyse([sys.argv[1]]); "
+            "print(json.loads(r.summary_json())['inputs'][0]['format'])")
+    assert run(py, "-c", code, fixture).strip() == "kineto"
     eps = run(py, "-c", "from importlib.metadata import entry_points; "
               "print([e.value for e in entry_points(group='vllm.general_plugins')])")
     assert "rlprof.integrations.vllm:register" in eps

@@ -4,8 +4,8 @@
 #include <map>
 #include <ostream>
 
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/analysis/run_pipeline.h"
 #include "src/base/files.h"
 #include "src/cli/cli.h"
 #include "src/format/diagnostics.h"
@@ -50,24 +50,30 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
   return kExitOk;
 }
 
-bool AnalysePath(const std::string& path, const char* command, const std::string& side,
-                 const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
-                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                 analysis::Diagnostics* found) {
+base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
+                         const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
+                         Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
+                         analysis::Diagnostics* found) {
   const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
-  auto inputs = analysis::FindTraceInputs({path}, found);
-  if (!inputs.ok() || inputs->empty()) {
-    io.err << prefix << (inputs.ok() ? "no trace found under " + path : inputs.status().message()) << "\n";
-    for (const auto& d : found->details) io.err << prefix << d << "\n";  // why nothing was found
-    return false;
+  analysis::RunConfig cfg{.options = opts, .classifier = cls, .jobs = jobs, .progress = nullptr};
+  auto run = analysis::AnalyseRun({path}, cfg);
+  if (!run.ok()) {
+    // "no trace found under PATH" and, one per line, why (what the search passed over).
+    return base::Status(run.status().code(), (side.empty() ? "" : side + ": ") + run.status().message());
   }
-  *out = analysis::AnalyseInputs(*inputs, cls, opts, jobs);
+  found->Merge(run->found);
+  *out = std::move(run->inputs);
   for (const auto& r : *out) {
     if (r.status.ok()) continue;
     io.err << prefix << r.input << ": " << r.status.message() << "\n";
     *bad_inputs = true;
   }
-  return true;
+  return base::Status::Ok();
+}
+
+base::Status UnreadableInputs(bool bad_inputs) {
+  return bad_inputs ? base::DataLoss("some inputs could not be read (see above); the others were analysed")
+                    : base::Status::Ok();
 }
 
 void PrintDiagnostics(Io& io, const analysis::Diagnostics& d, const std::string& scope) {
@@ -111,7 +117,9 @@ base::Status WriteTableFiles(const std::string& dir, const std::vector<const ana
   RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
   for (const analysis::Table* t : tables)
     RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/" + t->name + ".csv", analysis::ToCsv(*t)));
-  return base::WriteFileAtomic(dir + "/" + json_name, doc.dump(1) + "\n");
+  // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
+  const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return base::WriteFileAtomic(dir + "/" + json_name, text + "\n");
 }
 
 }  // namespace rlprof::cli

@@ -37,14 +37,19 @@ void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args);
 int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
                     analysis::AnalysisOptions* opts, analysis::Classifier* cls);
 
-// Finds the traces under `path` and analyses them into `out`. Prints
-// "rlprof <command>: [<side>: ]<why>" when `path` holds no trace (returns false) and for every
-// input that could not be read (sets *bad_inputs; the others are still analysed). What the
-// search for inputs passed over (unreadable folders, empty files …) is counted in `found`.
-bool AnalysePath(const std::string& path, const char* command, const std::string& side,
-                 const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
-                 Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                 analysis::Diagnostics* found);
+// Finds the traces under `path` and analyses them into `out` (analysis::AnalyseRun). When `path`
+// holds no trace, returns that Status ("[<side>: ]no trace found under …" and why, one reason
+// a line; print it with ReportStatus). Prints "rlprof <command>: [<side>: ]<input>: <why>" for
+// every input that could not be read (sets *bad_inputs; the others are still analysed). What
+// the search for inputs passed over (unreadable folders, empty files …) is counted in `found`.
+base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
+                         const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
+                         Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
+                         analysis::Diagnostics* found);
+
+// The Status of a command whose inputs were partly unreadable (their reasons already printed):
+// DataLoss (exit 2) when `bad_inputs`, else Ok.
+base::Status UnreadableInputs(bool bad_inputs);
 
 // The one way every command prints a diagnostics sink (src/format/diagnostics.h): problems by
 // severity, worst first, then informational notes on their own line (never shown as

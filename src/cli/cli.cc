@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ int ExitCodeFor(const base::Status& s) {
     case StatusCode::kIoError: return kExitOutputError;
     default: return kExitAnalysisError;
   }
+}
+
+int ReportStatus(const base::Status& s, const char* command, Io& io) {
+  if (s.ok()) return kExitOk;
+  // One prefixed line per line of the message (e.g. "no trace found" and why).
+  const std::string& m = s.message();
+  for (size_t at = 0; at <= m.size();) {
+    size_t nl = m.find('\n', at);
+    if (nl == std::string::npos) nl = m.size();
+    io.err << "rlprof " << command << ": " << m.substr(at, nl - at) << "\n";
+    at = nl + 1;
+  }
+  return ExitCodeFor(s);
 }
 
 int RunCli(int argc, char** argv) { return RunCli(argc, argv, std::cout, std::cerr); }

@@ -1,5 +1,6 @@
 #include "src/cli/cli.h"
 #include "src/cli/cli_test_util.h"
+#include "src/cli/command.h"
 
 #include <gtest/gtest.h>
 
@@ -27,6 +28,24 @@ TEST(CliTest, UnknownSubcommandIsAUsageError) {
 TEST(CliTest, NoSubcommandIsAUsageError) {
   std::string out, err;
   EXPECT_EQ(RunArgs({}, &out, &err), kExitUsage);
+}
+
+TEST(CliTest, ReportStatusPrefixesEveryLineAndMapsTheCodeToTheExitCode) {
+  std::ostringstream out, err;
+  Io io{out, err};
+  EXPECT_EQ(ReportStatus(base::Status::Ok(), "analyse", io), kExitOk);
+  EXPECT_EQ(err.str(), "");
+  EXPECT_EQ(ReportStatus(base::NotFound("no trace found under x\nx/y: permission denied"), "analyse", io),
+            kExitBadInput);
+  EXPECT_EQ(err.str(), "rlprof analyse: no trace found under x\nrlprof analyse: x/y: permission denied\n");
+  EXPECT_EQ(ReportStatus(base::IoError("out/a.csv: read-only"), "analyse", io), kExitOutputError);
+  EXPECT_EQ(ReportStatus(base::Internal("bug"), "analyse", io), kExitAnalysisError);
+}
+
+TEST(CliTest, AnUnknownExportTypeIsAUsageError) {
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"analyse", "x.json", "--export", "text,xml"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("xml"), std::string::npos) << err;
 }
 
 }  // namespace

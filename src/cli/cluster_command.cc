@@ -28,15 +28,12 @@ struct ClusterArgs {
   AnalysisArgs analysis;
 };
 
-int Run(const ClusterArgs& a, Io& io) {
-  analysis::AnalysisOptions opts;
-  analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "cluster", io, &opts, &cls); rc != kExitOk) return rc;
+base::Status Cluster(const ClusterArgs& a, const analysis::AnalysisOptions& opts, const analysis::Classifier& cls,
+                     Io& io) {
   std::vector<analysis::InputResult> results;
   bool bad = false;
   analysis::Diagnostics found;
-  if (!AnalysePath(a.path, "cluster", "", cls, opts, a.jobs, io, &results, &bad, &found)) return kExitBadInput;
-  const int exit = bad ? kExitBadInput : kExitOk;
+  RLPROF_RETURN_IF_ERROR(AnalysePath(a.path, "cluster", "", cls, opts, a.jobs, io, &results, &bad, &found));
   analysis::ClusterResult c = analysis::AnalyseCluster(results);
   c.diagnostics.Merge(found);
   c.diagnostics.Merge(MergedDiagnostics(results));
@@ -46,15 +43,10 @@ int Run(const ClusterArgs& a, Io& io) {
   for (const auto* t : tables) j[t->name] = analysis::ToJson(*t);
   j["diagnostics"] = DiagnosticsJson(c.diagnostics);
   if (!c.diagnostics.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(c.diagnostics);
-  if (!a.output.empty()) {
-    if (base::Status s = WriteTableFiles(a.output, tables, "cluster.json", j); !s.ok()) {
-      io.err << "rlprof cluster: " << s.message() << "\n";
-      return kExitOutputError;
-    }
-  }
+  if (!a.output.empty()) RLPROF_RETURN_IF_ERROR(WriteTableFiles(a.output, tables, "cluster.json", j));
   if (a.json) {
-    io.out << j.dump(2) << "\n";
-    return exit;
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return UnreadableInputs(bad);
   }
   // The terminal shows what needs attention: imbalanced columns, slow ranks, and the
   // collectives with the largest start skew.
@@ -74,7 +66,14 @@ int Run(const ClusterArgs& a, Io& io) {
   }
   PrintDiagnostics(io, c.diagnostics);
   if (!a.output.empty()) io.out << "wrote " << a.output << "/{cluster_step_trace_time,cluster_balance,slow_rank,collectives}.csv, cluster.json\n";
-  return exit;
+  return UnreadableInputs(bad);
+}
+
+int Run(const ClusterArgs& a, Io& io) {
+  analysis::AnalysisOptions opts;
+  analysis::Classifier cls;
+  if (int rc = PrepareAnalysis(a.analysis, "cluster", io, &opts, &cls); rc != kExitOk) return rc;
+  return ReportStatus(Cluster(a, opts, cls, io), "cluster", io);
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ struct Command {
 // Maps a Status to the CLI's exit code (bad input 2, analysis 3, output 4).
 int ExitCodeFor(const base::Status& s);
 
+// The end of a subcommand written as `base::Status Run(…)`: a failure prints
+// "rlprof <command>: <line>" on io.err for each line of the message; returns ExitCodeFor(s).
+int ReportStatus(const base::Status& s, const char* command, Io& io);
+
 Command AddVersionCommand(CLI::App& app);
 Command AddPlanCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);

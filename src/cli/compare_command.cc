@@ -43,34 +43,26 @@ nlohmann::json ComparisonJson(const analysis::Comparison& c, const CompareArgs& 
   return j;
 }
 
-int Run(const CompareArgs& a, Io& io) {
-  analysis::AnalysisOptions opts;
-  analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "compare", io, &opts, &cls); rc != kExitOk) return rc;
+base::Status Compare(const CompareArgs& a, const analysis::AnalysisOptions& opts,
+                     const analysis::Classifier& cls, Io& io) {
   std::vector<analysis::InputResult> base, test;
   bool bad = false;
   analysis::Diagnostics found;
-  if (!AnalysePath(a.baseline, "compare", "baseline", cls, opts, a.jobs, io, &base, &bad, &found) ||
-      !AnalysePath(a.test, "compare", "new", cls, opts, a.jobs, io, &test, &bad, &found))
-    return kExitBadInput;
+  RLPROF_RETURN_IF_ERROR(AnalysePath(a.baseline, "compare", "baseline", cls, opts, a.jobs, io, &base, &bad, &found));
+  RLPROF_RETURN_IF_ERROR(AnalysePath(a.test, "compare", "new", cls, opts, a.jobs, io, &test, &bad, &found));
   analysis::Comparison c = analysis::CompareRuns(base, test, {.top_ops = a.top});
   // One sink: the comparison's own counts, what finding the inputs passed over, and what
   // reading and analysing each input counted (a damaged baseline must not go unnoticed).
   c.diagnostics.Merge(found);
   c.diagnostics.Merge(MergedDiagnostics(base));
   c.diagnostics.Merge(MergedDiagnostics(test));
-  const int exit = bad ? kExitBadInput : kExitOk;
 
   const nlohmann::json j = ComparisonJson(c, a, opts);
-  if (!a.output.empty()) {
-    if (base::Status s = WriteTableFiles(a.output, {&c.steps, &c.stages, &c.ops}, "compare.json", j); !s.ok()) {
-      io.err << "rlprof compare: " << s.message() << "\n";
-      return kExitOutputError;
-    }
-  }
+  if (!a.output.empty())
+    RLPROF_RETURN_IF_ERROR(WriteTableFiles(a.output, {&c.steps, &c.stages, &c.ops}, "compare.json", j));
   if (a.json) {
-    io.out << j.dump(2) << "\n";
-    return exit;
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return UnreadableInputs(bad);
   }
   io.out << "baseline: " << a.baseline << " (" << base.size() << " inputs)\n"
          << "new:      " << a.test << " (" << test.size() << " inputs)\n";
@@ -81,7 +73,14 @@ int Run(const CompareArgs& a, Io& io) {
   }
   PrintDiagnostics(io, c.diagnostics);
   if (!a.output.empty()) io.out << "wrote " << a.output << "/{compare_steps,compare_stages,compare_ops}.csv, compare.json\n";
-  return exit;
+  return UnreadableInputs(bad);
+}
+
+int Run(const CompareArgs& a, Io& io) {
+  analysis::AnalysisOptions opts;
+  analysis::Classifier cls;
+  if (int rc = PrepareAnalysis(a.analysis, "compare", io, &opts, &cls); rc != kExitOk) return rc;
+  return ReportStatus(Compare(a, opts, cls, io), "compare", io);
 }
 
 }  // namespace

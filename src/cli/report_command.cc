@@ -25,28 +25,21 @@ struct ReportArgs {
   AnalysisArgs analysis;
 };
 
-int Run(const ReportArgs& a, Io& io) {
-  analysis::AnalysisOptions opts;
-  analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
+base::Status Report(const ReportArgs& a, const analysis::AnalysisOptions& opts, const analysis::Classifier& cls,
+                    Io& io) {
   std::vector<analysis::InputResult> results, base;
   bool bad = false;
   analysis::Diagnostics found;
-  if (!AnalysePath(a.path, "report", "", cls, opts, a.jobs, io, &results, &bad, &found)) return kExitBadInput;
-  if (!a.baseline.empty() &&
-      !AnalysePath(a.baseline, "report", "baseline", cls, opts, a.jobs, io, &base, &bad, &found))
-    return kExitBadInput;
-  const int exit = bad ? kExitBadInput : kExitOk;
+  RLPROF_RETURN_IF_ERROR(AnalysePath(a.path, "report", "", cls, opts, a.jobs, io, &results, &bad, &found));
+  if (!a.baseline.empty())
+    RLPROF_RETURN_IF_ERROR(AnalysePath(a.baseline, "report", "baseline", cls, opts, a.jobs, io, &base, &bad, &found));
   std::unique_ptr<analysis::Comparison> cmp;
   if (!a.baseline.empty())
     cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   const std::string title = a.title.empty() ? a.path : a.title;
   const auto data = report::ReportData(results, analysis::SummaryJson(results, opts, &found), title,
                                        RLPROF_VERSION, cmp.get(), a.baseline, a.path);
-  if (base::Status s = report::WriteHtmlReport(a.output, data); !s.ok()) {
-    io.err << "rlprof report: " << s.message() << "\n";
-    return kExitOutputError;
-  }
+  RLPROF_RETURN_IF_ERROR(report::WriteHtmlReport(a.output, data));
   io.out << "wrote " << a.output << " (" << results.size() << " input(s)"
          << (cmp ? ", compared with " + a.baseline : std::string()) << ")\n";
   analysis::Diagnostics all = found;
@@ -54,7 +47,14 @@ int Run(const ReportArgs& a, Io& io) {
   all.Merge(MergedDiagnostics(base));
   if (cmp) all.Merge(cmp->diagnostics);
   PrintDiagnostics(io, all, "all inputs");
-  return exit;
+  return UnreadableInputs(bad);
+}
+
+int Run(const ReportArgs& a, Io& io) {
+  analysis::AnalysisOptions opts;
+  analysis::Classifier cls;
+  if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
+  return ReportStatus(Report(a, opts, cls, io), "report", io);
 }
 
 }  // namespace

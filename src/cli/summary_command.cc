@@ -10,8 +10,8 @@
 #include <optional>
 #include <ostream>
 
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
+#include "src/analysis/run_pipeline.h"
 #include "src/analysis/run_view.h"
 #include "src/analysis/tables.h"
 #include "src/base/files.h"
@@ -82,21 +82,14 @@ std::string StepsText(const std::vector<int64_t>& steps) {
 }
 
 int Run(const SummaryArgs& a, Io& io) {
-  analysis::AnalysisOptions opts;
-  analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "summary", io, &opts, &cls); rc != kExitOk) return rc;
-  analysis::Diagnostics found;
-  auto inputs = analysis::FindTraceInputs({a.path}, &found);
-  if (!inputs.ok()) {
-    io.err << "rlprof summary: " << inputs.status().message() << "\n";
-    return kExitBadInput;
-  }
-  if (inputs->empty()) {
-    io.err << "rlprof summary: no trace found under " << a.path << "\n";
-    for (const auto& d : found.details) io.err << "rlprof summary: " << d << "\n";
-    return kExitBadInput;
-  }
-  auto results = analysis::AnalyseInputs(*inputs, cls, opts, 2);
+  analysis::RunConfig cfg;
+  if (int rc = PrepareAnalysis(a.analysis, "summary", io, &cfg.options, &cfg.classifier); rc != kExitOk) return rc;
+  // Finding and analysing: the run pipeline (no trace under the path: its Status, exit 2).
+  auto run = analysis::AnalyseRun({a.path}, cfg);
+  if (!run.ok()) return ReportStatus(run.status(), "summary", io);
+  const analysis::AnalysisOptions& opts = cfg.options;
+  analysis::Diagnostics found = std::move(run->found);
+  const std::vector<analysis::InputResult>& results = run->inputs;
   const bool run_view_only = a.view == "rl" && !a.per_capture;  // one table for the run
   int exit = kExitOk;
   bool any_sampled = false;  // some capture holds only the sub-steps a schedule kept
@@ -172,7 +165,7 @@ int Run(const SummaryArgs& a, Io& io) {
   }
   analysis::Diagnostics run_diag;  // what building the run view counted
   if (a.view == "rl") {
-    analysis::RunView v = analysis::BuildRunView(results);
+    const analysis::RunView& v = run->view;
     run_diag = v.diagnostics;
     if (a.json) {
       j["run_view"] = analysis::ToJson(analysis::RunViewTable(v));
@@ -202,7 +195,7 @@ int Run(const SummaryArgs& a, Io& io) {
     found.Merge(run_diag);
     j["diagnostics"] = DiagnosticsJson(found);  // finding inputs, run view; each input has its own
     if (!found.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(found);
-    io.out << j.dump(2) << "\n";
+    io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (!found.empty()) {
     PrintDiagnostics(io, found, "finding inputs");
   }
