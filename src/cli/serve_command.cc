@@ -75,9 +75,12 @@ class Site {
     std::vector<analysis::InputResult> results, base;
     bool bad = false;
     analysis::Diagnostics found;
-    if (!AnalysePath(run.path, "serve", "", cls_, opts_, args_.jobs, io, &results, &bad, &found) ||
-        (baseline && !AnalysePath(baseline->path, "serve", "baseline", cls_, opts_, args_.jobs, io, &base, &bad, &found)))
-      return base::InvalidArgument(err.str());
+    // Inputs that cannot be read are listed in the page's diagnostics; only "no trace at all"
+    // (or a search that failed) is an error page.
+    RLPROF_RETURN_IF_ERROR(AnalysePath(run.path, "serve", "", cls_, opts_, args_.jobs, io, &results, &bad, &found));
+    if (baseline)
+      RLPROF_RETURN_IF_ERROR(
+          AnalysePath(baseline->path, "serve", "baseline", cls_, opts_, args_.jobs, io, &base, &bad, &found));
     std::unique_ptr<analysis::Comparison> cmp;
     if (baseline) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
     const auto data = report::ReportData(results, analysis::SummaryJson(results, opts_, &found), run.id,
