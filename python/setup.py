@@ -56,7 +56,8 @@ class CMakeBuild(build_ext):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[0], dest)
         # The optional operator hook goes next to it (installed with the package directory).
-        for f in glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")):
+        for f in glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")) + \
+                glob.glob(os.path.join(build, "python", "rlprof", "librlprof_nvtx.so")):
             shutil.copyfile(f, os.path.join(os.path.dirname(dest), os.path.basename(f)))
         # The C++ command, run by the `rlprof` console script (rlprof/__main__.py).
         cli = os.path.join(build, "bin", "rlprof")
