@@ -6,8 +6,10 @@
 // "NVTX source"):
 //   push/pop, start/end   → ranges (push/pop: complete events; start/end: async begin/end)
 //   marks                 → instant events
-//   domains               → tracks: one per (domain, thread) for push/pop and marks, one per
-//                           domain for start/end; the default domain stays on the thread
+//   domains               → tracks: a domain's ranges (push/pop and start/end) are async ranges
+//                           on one track named after it; the default domain's push/pop stay
+//                           on the thread's track, its start/end go to a track "NVTX"; marks
+//                           are on the thread's track
 //   registered strings    → names, copied once (the handle is the copy)
 //   categories            → arg0 of the event (the number); named categories are counted
 //   resource naming       → an OS thread named by nvtxNameOsThread / a native-thread resource
@@ -106,26 +108,20 @@ std::atomic<uint32_t> g_range_seq{0};
 
 // ---- Per-thread state ----
 
-enum class FrameKind : uint8_t { kSkip, kRange, kStage, kStep };
+enum class FrameKind : uint8_t { kSkip, kRange, kDomainRange, kStage, kStep };
 struct Frame {
-  uint64_t t0;
+  uint64_t t0;  // kRange: begin ticks; kDomainRange: the async range id
   uint32_t name;
   uint32_t gen;
   uint32_t category;
-  uint16_t track;
   FrameKind kind;
 };
 constexpr int kMaxDepth = 128;
-struct DomainTrack {
-  uint32_t gen = 0;
-  uint16_t track = 0;
-};
 struct ThreadState {
   NameCache names;
   Frame frames[kMaxDepth];
   int depth = 0;
   int overflow = 0;  // pushes past kMaxDepth not yet popped
-  DomainTrack domain_tracks[kMaxDomains];
   uint32_t tid = 0;
 };
 thread_local ThreadState* tls_state = nullptr;
@@ -144,18 +140,6 @@ std::atomic<int64_t> g_last_step{0};
 
 inline const rlprof_nvtx_host* Host() { return g_host.load(std::memory_order_acquire); }
 
-// The track of `d` for this thread's push/pop ranges and marks (0 = the thread's own).
-uint16_t ThreadDomainTrack(ThreadState& ts, const rlprof_nvtx_host* h, const Domain* d,
-                           uint32_t gen) {
-  if (d == nullptr) return 0;
-  DomainTrack& dt = ts.domain_tracks[d->index];
-  if (dt.gen != gen) {
-    dt.track = h->track(3, ts.tid, d->name);
-    dt.gen = gen;
-  }
-  return dt.track;
-}
-
 uint16_t AsyncTrack(const rlprof_nvtx_host* h, const Domain* d, uint32_t gen) {
   std::atomic<uint64_t>& slot = d != nullptr ? const_cast<Domain*>(d)->async_track : g_default_async;
   uint64_t v = slot.load(std::memory_order_relaxed);
@@ -163,6 +147,38 @@ uint16_t AsyncTrack(const rlprof_nvtx_host* h, const Domain* d, uint32_t gen) {
   const uint16_t t = h->track(3, 0, d != nullptr ? d->name : "NVTX");
   slot.store((uint64_t{gen} << 16) | t, std::memory_order_relaxed);
   return t;
+}
+
+// An async range on the track of `d` (the shared "NVTX" track for the default domain). The id
+// carries the window (low 16 bits of its generation) and the track, so its end needs neither.
+uint64_t BeginAsync(const rlprof_nvtx_host* h, const Domain* d, uint32_t gen, uint32_t name,
+                    uint32_t category) {
+  const uint16_t track = AsyncTrack(h, d, gen);
+  if (track == 0) return 0;
+  const uint64_t id = (uint64_t{gen & 0xFFFF} << 48) | (uint64_t{track} << 32) |
+                      g_range_seq.fetch_add(1, std::memory_order_relaxed);
+  rlprof_event e;
+  std::memset(&e, 0, sizeof e);
+  e.ts = static_cast<int64_t>(h->ticks());
+  e.payload = static_cast<int64_t>(id);
+  e.name = name;
+  e.track = track;
+  e.kind = RLPROF_EVENT_BEGIN;
+  e.arg0 = category;
+  return h->emit_track(gen, &e) ? id : 0;
+}
+
+void EndAsync(const rlprof_nvtx_host* h, uint64_t id) {
+  if (id == 0) return;
+  const uint32_t gen = h->window();
+  if (gen == 0 || (id >> 48) != (gen & 0xFFFF)) return;  // begun in another window
+  rlprof_event e;
+  std::memset(&e, 0, sizeof e);
+  e.ts = static_cast<int64_t>(h->ticks());
+  e.payload = static_cast<int64_t>(id);
+  e.track = static_cast<uint16_t>((id >> 32) & 0xFFFF);
+  e.kind = RLPROF_EVENT_END;
+  if (h->emit_track(gen, &e)) ++MyCounts().ranges;
 }
 
 // ---- Messages ----
@@ -258,12 +274,18 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
   }
   const uint32_t gen = h->window();
   if (gen != 0) {
-    f.kind = FrameKind::kRange;
     f.gen = gen;
     f.name = ts.names.Id(n, h, gen);
     f.category = category;
-    f.track = ThreadDomainTrack(ts, h, d, gen);
-    f.t0 = h->ticks();
+    if (d == nullptr) {  // the default domain: a complete event on the thread's track
+      f.kind = FrameKind::kRange;
+      f.t0 = h->ticks();
+    } else if (const uint64_t id = BeginAsync(h, d, gen, f.name, category); id != 0) {
+      // A domain: async begin / end on the domain's track (one track per domain and process;
+      // the exporters give overlapping ranges of several threads their own lanes).
+      f.kind = FrameKind::kDomainRange;
+      f.t0 = id;
+    }
   }
   return ts.depth++;
 }
@@ -290,12 +312,14 @@ int Pop() {
       e.ts = static_cast<int64_t>(f.t0);
       e.payload = static_cast<int64_t>(t1 - f.t0);
       e.name = f.name;
-      e.track = f.track;
       e.kind = RLPROF_EVENT_COMPLETE;
       e.arg0 = f.category;
-      if (f.track != 0 ? h->emit_track(f.gen, &e) : h->emit(f.gen, &e)) ++MyCounts().ranges;
+      if (h->emit(f.gen, &e)) ++MyCounts().ranges;
       break;
     }
+    case FrameKind::kDomainRange:
+      EndAsync(h, f.t0);
+      break;
     case FrameKind::kStage:
       if (h->stage_end != nullptr) h->stage_end();
       break;
@@ -315,33 +339,12 @@ nvtxRangeId_t Start(const Domain* d, const char* msg, uint32_t category) {
   if (gen == 0) return 0;
   ThreadState& ts = State();
   const NameEntry& n = ts.names.Lookup(msg);
-  const uint16_t track = AsyncTrack(h, d, gen);
-  if (track == 0) return 0;
-  const uint64_t id = (uint64_t{gen & 0xFFFF} << 48) | (uint64_t{track} << 32) |
-                      g_range_seq.fetch_add(1, std::memory_order_relaxed);
-  rlprof_event e;
-  std::memset(&e, 0, sizeof e);
-  e.ts = static_cast<int64_t>(h->ticks());
-  e.payload = static_cast<int64_t>(id);
-  e.name = ts.names.Id(n, h, gen);
-  e.track = track;
-  e.kind = RLPROF_EVENT_BEGIN;
-  e.arg0 = category;
-  return h->emit_track(gen, &e) ? id : 0;
+  return BeginAsync(h, d, gen, ts.names.Id(n, h, gen), category);
 }
 
 void End(nvtxRangeId_t id) {
   const rlprof_nvtx_host* h = Host();
-  if (h == nullptr || id == 0) return;
-  const uint32_t gen = h->window();
-  if (gen == 0 || (id >> 48) != (gen & 0xFFFF)) return;  // begun in another window
-  rlprof_event e;
-  std::memset(&e, 0, sizeof e);
-  e.ts = static_cast<int64_t>(h->ticks());
-  e.payload = static_cast<int64_t>(id);
-  e.track = static_cast<uint16_t>((id >> 32) & 0xFFFF);
-  e.kind = RLPROF_EVENT_END;
-  if (h->emit_track(gen, &e)) ++MyCounts().ranges;
+  if (h != nullptr) EndAsync(h, id);
 }
 
 void Mark(const Domain* d, const char* msg, uint32_t category) {
@@ -355,10 +358,9 @@ void Mark(const Domain* d, const char* msg, uint32_t category) {
   std::memset(&e, 0, sizeof e);
   e.ts = static_cast<int64_t>(h->ticks());
   e.name = ts.names.Id(n, h, gen);
-  e.track = ThreadDomainTrack(ts, h, d, gen);
   e.kind = RLPROF_EVENT_INSTANT;
   e.arg0 = category;
-  if (e.track != 0 ? h->emit_track(gen, &e) : h->emit(gen, &e)) ++MyCounts().marks;
+  if (h->emit(gen, &e)) ++MyCounts().marks;
 }
 
 void NameThread(uint32_t tid, const char* name) {
