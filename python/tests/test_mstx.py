@@ -3,6 +3,7 @@ capture windows (seen by `rlprof summary` and the Perfetto export), are no-ops o
 and are also sent to torch_npu's mstx when it is there (a stand-in module here)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 
@@ -68,9 +69,16 @@ def test_mstx_calls_land_in_the_capture_and_its_exports(tmp_path, rlprof_cli):
     # Step 2 only: step 1 is outside the window.
     assert {"rollout step 2", "weights synced", "Worker.update", "reshard"} <= names, names
     assert "rollout step 1" not in names
-    out = subprocess.run([rlprof_cli, "summary", "--view", "all", "--json", caps[0]],
+    out = subprocess.run([rlprof_cli, "summary", "--view", "ranges", "--json", caps[0]],
                          check=True, capture_output=True, text=True).stdout
-    assert "Worker.update" in out and "reshard" in out
+    table = json.loads(out)["inputs"][0]["tables"]["user_ranges"]
+    cols = [c["name"] for c in table["columns"]]
+    rows = {(r[cols.index("name")], r[cols.index("kind")]): r[cols.index("count")]
+            for r in table["rows"]}
+    assert rows[("Worker.update", "range")] == 1, rows
+    assert rows[("reshard", "range")] == 1
+    assert rows[("rollout step 2", "range")] == 1
+    assert rows[("weights synced", "mark")] == 1
     trace = tmp_path / "t.pftrace"
     subprocess.run([rlprof_cli, "export", caps[0], "-o", str(trace)], check=True,
                    capture_output=True)
@@ -127,3 +135,17 @@ def test_the_decorator_ends_its_range_when_the_function_raises(tmp_path, rlprof_
     ends = [e for e in evs if e["name"].endswith("boom")]
     assert ends and all(e.get("ph") in ("b", "e", "X") for e in ends)
     assert len([e for e in ends if e.get("ph") == "e"]) == len([e for e in ends if e.get("ph") == "b"])
+
+
+def test_the_launcher_points_nvtx_at_rlprofs_injection_library_unless_one_is_set():
+    import os
+
+    from rlprof import launch
+    lib = os.path.join(os.path.dirname(launch.bootstrap_dir()), "librlprof_nvtx.so")
+    env = launch.environment(None, [], base={})
+    if os.path.isfile(lib):
+        assert env["NVTX_INJECTION64_PATH"] == lib
+    else:
+        assert "NVTX_INJECTION64_PATH" not in env
+    kept = launch.environment(None, [], base={"NVTX_INJECTION64_PATH": "/opt/nsys/libToolsInjection64.so"})
+    assert kept["NVTX_INJECTION64_PATH"] == "/opt/nsys/libToolsInjection64.so"

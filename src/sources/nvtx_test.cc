@@ -154,11 +154,26 @@ TEST(NvtxInjectionTest, APlainNvtxProgramIsCapturedInTheWindowsTheConfigSelects)
   EXPECT_EQ(n["unmatched_pops"], 0);
   EXPECT_GE(n["ranges"].get<int64_t>(), 7);
 
-  // What users look at: `rlprof summary` shows the stages and ranges, the Perfetto export too.
-  const std::string summary = Shell(std::string(RLPROF_CLI) + " summary --view all --json " + caps[0], &rc);
-  ASSERT_EQ(rc, 0) << summary;
-  EXPECT_NE(summary.find("rollout_generate"), std::string::npos) << summary.substr(0, 2000);
-  EXPECT_NE(summary.find("actor_update"), std::string::npos);
+  // What users look at: `rlprof summary` shows the stages (--view rl) and the ranges
+  // (--view ranges), the Perfetto export both.
+  const std::string stages = Shell(std::string(RLPROF_CLI) + " summary --view all " + caps[0], &rc);
+  ASSERT_EQ(rc, 0) << stages;
+  EXPECT_NE(stages.find("rollout_generate"), std::string::npos) << stages;
+  EXPECT_NE(stages.find("actor_update"), std::string::npos);
+  const std::string ranges = Shell(std::string(RLPROF_CLI) + " summary --view ranges --json " + caps[0], &rc);
+  ASSERT_EQ(rc, 0) << ranges;
+  const json rj = json::parse(ranges, nullptr, false);
+  ASSERT_FALSE(rj.is_discarded()) << ranges;
+  const json& table = rj["inputs"][0]["tables"]["user_ranges"];
+  std::map<std::string, int> col;
+  for (size_t i = 0; i < table["columns"].size(); ++i) col[table["columns"][i]["name"]] = static_cast<int>(i);
+  std::map<std::string, std::pair<std::string, int64_t>> rows;  // name → (track, count)
+  for (const auto& r : table["rows"])
+    rows[r[col["name"]].get<std::string>()] = {r[col["track"]].get<std::string>(), r[col["count"]].get<int64_t>()};
+  EXPECT_EQ(rows["execute_model"], (std::pair<std::string, int64_t>{"vllm", 4})) << ranges;
+  EXPECT_EQ(rows["forward_backward_pass"], (std::pair<std::string, int64_t>{"", 1}));
+  EXPECT_EQ(rows["weight_sync_wait"], (std::pair<std::string, int64_t>{"NVTX", 1}));
+  EXPECT_EQ(rows["loss ready"].second, 1);
   const std::string trace = dir + "/trace.pftrace";
   const std::string ex = Shell(std::string(RLPROF_CLI) + " export " + caps[0] + " -o " + trace, &rc);
   ASSERT_EQ(rc, 0) << ex;
