@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "rlprof/format/event.h"
 #include "src/analysis/analyse.h"
 
 namespace rlprof::analysis {
@@ -236,7 +237,9 @@ std::vector<RangeRow> UserRanges(const Trace& t) {
   for (size_t i = 0; i < t.size(); ++i) {
     if (std::find(cats.begin(), cats.end(), t.category[i]) == cats.end()) continue;
     const Track& tr = t.tracks[t.track[i]];
-    const std::string track = tr.type == TrackType::kAsync ? tr.name : std::string();
+    const bool lane = tr.type == TrackType::kThread &&
+                      static_cast<uint64_t>(tr.tid) >= format::kMarkerLaneTidBase;  // an NVTX domain
+    const std::string track = tr.type == TrackType::kAsync || lane ? tr.name : std::string();
     std::pair<std::string, std::string> key{track, t.str(t.name[i])};
     if (t.kind[i] == SliceKind::kInstant) {
       ++marks[key];

@@ -6,10 +6,10 @@
 // "NVTX source"):
 //   push/pop, start/end   → ranges (push/pop: complete events; start/end: async begin/end)
 //   marks                 → instant events
-//   domains               → tracks: a domain's ranges (push/pop and start/end) are async ranges
-//                           on one track named after it; the default domain's push/pop stay
-//                           on the thread's track, its start/end go to a track "NVTX"; marks
-//                           are on the thread's track
+//   domains               → tracks named after the domain: push/pop ranges and marks on the
+//                           domain's lane of each thread (format::kMarkerLaneTidBase), start/end
+//                           ranges (async) on one track per domain; the default domain's
+//                           push/pop and marks stay on the thread, its start/end go to "NVTX"
 //   registered strings    → names, copied once (the handle is the copy)
 //   categories            → arg0 of the event (the number); named categories are counted
 //   resource naming       → an OS thread named by nvtxNameOsThread / a native-thread resource
@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rlprof/format/event.h"
 #include "src/runtime/nvtx_host.h"
 #include "src/sources/nvtx_names.h"
 
@@ -108,20 +109,26 @@ std::atomic<uint32_t> g_range_seq{0};
 
 // ---- Per-thread state ----
 
-enum class FrameKind : uint8_t { kSkip, kRange, kDomainRange, kStage, kStep };
+enum class FrameKind : uint8_t { kSkip, kRange, kStage, kStep };
 struct Frame {
-  uint64_t t0;  // kRange: begin ticks; kDomainRange: the async range id
+  uint64_t t0;
   uint32_t name;
   uint32_t gen;
   uint32_t category;
+  uint16_t track;  // 0 = the thread's own; else the domain's lane on this thread
   FrameKind kind;
 };
 constexpr int kMaxDepth = 128;
+struct DomainLane {
+  uint32_t gen = 0;  // the window the track id was made for
+  uint16_t track = 0;
+};
 struct ThreadState {
   NameCache names;
   Frame frames[kMaxDepth];
   int depth = 0;
   int overflow = 0;  // pushes past kMaxDepth not yet popped
+  DomainLane lanes[kMaxDomains];
   uint32_t tid = 0;
 };
 thread_local ThreadState* tls_state = nullptr;
@@ -139,6 +146,20 @@ std::atomic<bool> g_step_open{false};
 std::atomic<int64_t> g_last_step{0};
 
 inline const rlprof_nvtx_host* Host() { return g_host.load(std::memory_order_acquire); }
+
+// This thread's lane of domain `d` (format::kMarkerLaneTidBase): its push/pop ranges and marks
+// go there, one complete event per range like the default domain's, on a row named after the
+// domain. 0 (the thread's own track) for the default domain.
+uint16_t DomainLaneTrack(ThreadState& ts, const rlprof_nvtx_host* h, const Domain* d, uint32_t gen) {
+  if (d == nullptr) return 0;
+  DomainLane& l = ts.lanes[d->index];
+  if (__builtin_expect(l.gen != gen, 0)) {
+    const uint64_t os_id = format::kMarkerLaneTidBase | (uint64_t{d->index} << 22) | (ts.tid & 0x3FFFFF);
+    l.track = h->track(0, os_id, d->name);
+    l.gen = gen;
+  }
+  return l.track;
+}
 
 uint16_t AsyncTrack(const rlprof_nvtx_host* h, const Domain* d, uint32_t gen) {
   std::atomic<uint64_t>& slot = d != nullptr ? const_cast<Domain*>(d)->async_track : g_default_async;
@@ -287,15 +308,9 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
     f.gen = gen;
     f.name = ts.names.Id(n, h, gen);
     f.category = category;
-    if (d == nullptr) {  // the default domain: a complete event on the thread's track
-      f.kind = FrameKind::kRange;
-      f.t0 = h->ticks();
-    } else if (const uint64_t id = BeginAsync(h, d, gen, f.name, category); id != 0) {
-      // A domain: async begin / end on the domain's track (one track per domain and process;
-      // the exporters give overlapping ranges of several threads their own lanes).
-      f.kind = FrameKind::kDomainRange;
-      f.t0 = id;
-    }
+    f.kind = FrameKind::kRange;
+    f.track = DomainLaneTrack(ts, h, d, gen);
+    f.t0 = h->ticks();
   }
   return ts.depth++;
 }
@@ -322,14 +337,12 @@ int Pop() {
       e.ts = static_cast<int64_t>(f.t0);
       e.payload = static_cast<int64_t>(t1 - f.t0);
       e.name = f.name;
+      e.track = f.track;
       e.kind = RLPROF_EVENT_COMPLETE;
       e.arg0 = f.category;
-      if (h->emit(f.gen, &e)) ++MyCounts().ranges;
+      if (f.track != 0 ? h->emit_track(f.gen, &e) : h->emit(f.gen, &e)) ++MyCounts().ranges;
       break;
     }
-    case FrameKind::kDomainRange:
-      EndAsync(h, f.t0);
-      break;
     case FrameKind::kStage:
       if (h->stage_end != nullptr) h->stage_end();
       break;
@@ -368,9 +381,10 @@ void Mark(const Domain* d, const char* msg, uint32_t category) {
   std::memset(&e, 0, sizeof e);
   e.ts = static_cast<int64_t>(h->ticks());
   e.name = ts.names.Id(n, h, gen);
+  e.track = DomainLaneTrack(ts, h, d, gen);
   e.kind = RLPROF_EVENT_INSTANT;
   e.arg0 = category;
-  if (h->emit(gen, &e)) ++MyCounts().marks;
+  if (e.track != 0 ? h->emit_track(gen, &e) : h->emit(gen, &e)) ++MyCounts().marks;
 }
 
 void NameThread(uint32_t tid, const char* name) {
