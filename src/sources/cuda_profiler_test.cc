@@ -36,9 +36,17 @@ const char* EnvOf(const char* k) {
   return it == TestEnv().end() ? nullptr : it->second.c_str();
 }
 
+// The stand-in libcudart: the build's, or RLPROF_TEST_FAKE_CUDART (a copy of the test on
+// another machine: test/gpu/check_cuda_profiler.sh).
+std::string FakeCudart() {
+  const char* o = std::getenv("RLPROF_TEST_FAKE_CUDART");
+  return o != nullptr && *o != '\0' ? o : RLPROF_FAKE_CUDART;
+}
+
 class CudaProfilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // RLPROF_REAL_CUDART (GPU machines): the stand-in forwards every call to the real libcudart.
     dir_ = ::testing::TempDir() + "rlprof-cudaprof-" + std::to_string(getpid()) + "-" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
@@ -47,7 +55,7 @@ class CudaProfilerTest : public ::testing::Test {
     setenv("RLPROF_FAKE_CUDART_LOG", log_.c_str(), 1);  // read by the fake library
     unsetenv("RLPROF_FAKE_CUDART_ERROR");
     TestEnv().clear();
-    TestEnv()["RLPROF_CUDART_LIBRARY"] = RLPROF_FAKE_CUDART;
+    TestEnv()["RLPROF_CUDART_LIBRARY"] = FakeCudart();
     source_ = std::make_shared<CudaProfilerSource>(&EnvOf);
     ASSERT_TRUE(runtime::SourceRegistry::Get().Register(source_));
   }
@@ -79,14 +87,21 @@ class CudaProfilerTest : public ::testing::Test {
     o.install_signal_handlers = false;
     return runtime::SessionImpl::Create(p, o, [](const char*) -> const char* { return nullptr; });
   }
+  // (call, CLOCK_MONOTONIC ns) of each logged call; rcs_ gets their return codes.
   std::vector<std::pair<std::string, int64_t>> Calls() {
     std::vector<std::pair<std::string, int64_t>> v;
+    rcs_.clear();
     std::ifstream in(log_);
     std::string what;
     int64_t ns;
-    while (in >> what >> ns) v.emplace_back(what, ns);
+    int rc;
+    while (in >> what >> ns >> rc) {
+      v.emplace_back(what, ns);
+      rcs_.push_back(rc);
+    }
     return v;
   }
+  std::vector<int> rcs_;
   json Manifest(const std::string& capture) {
     std::ifstream in(capture + "/manifest.json");
     return json::parse(in, nullptr, false);
@@ -119,6 +134,8 @@ TEST_F(CudaProfilerTest, StartAndStopHappenAtTheWindowEdgesOfEachCapturedStep) {
   s->Shutdown();
   const auto calls = Calls();
   ASSERT_EQ(calls.size(), 4u) << "one start/stop pair per window, none for steps 1 and 3";
+  // cudaSuccess from each call (on a GPU machine, RLPROF_REAL_CUDART: the real runtime's).
+  EXPECT_EQ(rcs_, (std::vector<int>{0, 0, 0, 0}));
   for (size_t w = 0; w < 2; ++w) {
     EXPECT_EQ(calls[2 * w].first, "start");
     EXPECT_EQ(calls[2 * w + 1].first, "stop");
@@ -130,7 +147,7 @@ TEST_F(CudaProfilerTest, StartAndStopHappenAtTheWindowEdgesOfEachCapturedStep) {
   ASSERT_EQ(caps.size(), 2u);
   const json m = Manifest(caps.back());
   const json& c = m["sources"]["cuda_profiler"];
-  EXPECT_EQ(c["status"], std::string("on: ") + RLPROF_FAKE_CUDART) << m["sources"].dump();
+  EXPECT_EQ(c["status"], std::string("on: ") + FakeCudart()) << m["sources"].dump();
   EXPECT_EQ(c["starts"], 2);
   EXPECT_EQ(c["stops"], 2);
   EXPECT_EQ(c["errors"], 0);
