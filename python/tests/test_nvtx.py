@@ -69,3 +69,18 @@ def test_torch_cuda_nvtx_needs_a_cuda_build_of_torch():
         pytest.skip("a CUDA build: torch.cuda.nvtx works and reaches the library like C++ NVTX")
     with pytest.raises(RuntimeError, match="NVTX functions not installed"):
         torch.cuda.nvtx.range_push("x")
+
+
+def test_both_launchers_point_nvtx_at_the_library_and_keep_one_already_set(rlprof_cli, tmp_path):
+    nvtx, _ = _libs()
+    code = "import os; print(os.environ.get('NVTX_INJECTION64_PATH', '-'))"
+    env = {k: v for k, v in os.environ.items() if k != "NVTX_INJECTION64_PATH"}
+    env["PYTHONPATH"] = os.path.join(BUILD, "python")
+    for launcher in ([rlprof_cli, "run"], [sys.executable, "-m", "rlprof", "run"]):
+        r = subprocess.run([*launcher, "--", sys.executable, "-c", code], env=env,
+                           capture_output=True, text=True, check=True)
+        assert os.path.realpath(r.stdout.split()[-1]) == os.path.realpath(nvtx), (launcher, r.stdout)
+        r = subprocess.run([*launcher, "--", sys.executable, "-c", code],
+                           env=dict(env, NVTX_INJECTION64_PATH="/opt/nsys/libToolsInjection64.so"),
+                           capture_output=True, text=True, check=True)
+        assert r.stdout.split()[-1] == "/opt/nsys/libToolsInjection64.so"

@@ -5,6 +5,10 @@
 # so the real CUDA runtime gets the calls at rlprof's window edges and must return cudaSuccess.
 # No nsys needed. Usage (from the repository root, after building cuda_profiler_test):
 #   test/gpu/check_cuda_profiler.sh [build-dir] [fallback-libcudart]
+# For a bare GPU machine with a copy of the build: [build-dir]/gpucheck/ may hold a fallback
+# libcudart.so.13 (from the nvidia-cuda-runtime wheel) and lib/ the shared libraries the test
+# links (libyaml-cpp, libzstd, …); only those the machine lacks are used.
+# Not yet run on a GPU: the session that wrote it had no device machine.
 set -uo pipefail
 BUILD=${1:-build}
 FALLBACK=${2:-$BUILD/gpucheck/libcudart.so.13}
