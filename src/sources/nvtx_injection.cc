@@ -54,13 +54,28 @@ std::once_flag g_once;
 
 // ---- Counters (manifest sources.nvtx) ----
 
+// One thread's counts: written by that thread only (relaxed load + store: plain moves, no
+// locked instruction), read by the writer thread for the manifest.
+using Counter = std::atomic<uint64_t>;
 struct Counts {
-  uint64_t ranges = 0, marks = 0, stages = 0, steps = 0, unmatched = 0, overflow = 0;
+  Counter ranges{0}, marks{0}, stages{0}, steps{0}, unmatched{0}, overflow{0};
 };
+struct CountsSum {
+  uint64_t ranges = 0, marks = 0, stages = 0, steps = 0, unmatched = 0, overflow = 0;
+  void Add(const Counts& c) {
+    ranges += c.ranges.load(std::memory_order_relaxed);
+    marks += c.marks.load(std::memory_order_relaxed);
+    stages += c.stages.load(std::memory_order_relaxed);
+    steps += c.steps.load(std::memory_order_relaxed);
+    unmatched += c.unmatched.load(std::memory_order_relaxed);
+    overflow += c.overflow.load(std::memory_order_relaxed);
+  }
+};
+inline void Inc(Counter& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 std::atomic<uint64_t> g_domains{0}, g_strings{0}, g_categories{0}, g_resources{0}, g_wide{0};
 std::mutex g_counts_mu;
-Counts g_dead;                       // threads that exited
-std::vector<Counts*> g_live_counts;  // live threads' counts (read racily: counters are advisory)
+CountsSum g_dead;                    // threads that exited
+std::vector<Counts*> g_live_counts;  // live threads' counts
 
 struct ThreadCounts {
   Counts c;
@@ -73,12 +88,7 @@ struct ThreadCounts {
   ~ThreadCounts() {
     if (!registered) return;
     std::lock_guard<std::mutex> lock(g_counts_mu);
-    g_dead.ranges += c.ranges;
-    g_dead.marks += c.marks;
-    g_dead.stages += c.stages;
-    g_dead.steps += c.steps;
-    g_dead.unmatched += c.unmatched;
-    g_dead.overflow += c.overflow;
+    g_dead.Add(c);
     for (auto& p : g_live_counts)
       if (p == &c) {
         p = g_live_counts.back();
@@ -209,7 +219,7 @@ void EndAsync(const rlprof_nvtx_host* h, uint64_t id) {
   e.payload = static_cast<int64_t>(id);
   e.track = static_cast<uint16_t>((id >> 32) & 0xFFFF);
   e.kind = RLPROF_EVENT_END;
-  if (h->emit_track(gen, &e)) ++MyCounts().ranges;
+  if (h->emit_track(gen, &e)) Inc(MyCounts().ranges);
 }
 
 // ---- Messages ----
@@ -276,7 +286,7 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
   ThreadState& ts = State();
   if (ts.depth >= kMaxDepth) {
     ++ts.overflow;
-    ++MyCounts().overflow;
+    Inc(MyCounts().overflow);
     return ts.depth + ts.overflow - 1;
   }
   Frame& f = ts.frames[ts.depth];
@@ -288,7 +298,7 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
     if (n.stage_role != nullptr) {
       if (h->stage_begin(n.stage_role, n.stage) == 0) {
         f.kind = FrameKind::kStage;
-        ++MyCounts().stages;
+        Inc(MyCounts().stages);
       }
       return ts.depth++;
     }
@@ -298,7 +308,7 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
         g_last_step.store(step);
         g_step_open.store(true);
         f.kind = FrameKind::kStep;
-        ++MyCounts().steps;
+        Inc(MyCounts().steps);
       }
       return ts.depth++;
     }
@@ -322,7 +332,7 @@ int Pop() {
     return ts.depth + ts.overflow;
   }
   if (ts.depth == 0) {
-    ++MyCounts().unmatched;
+    Inc(MyCounts().unmatched);
     return -1;
   }
   const Frame& f = ts.frames[--ts.depth];
@@ -340,7 +350,7 @@ int Pop() {
       e.track = f.track;
       e.kind = RLPROF_EVENT_COMPLETE;
       e.arg0 = f.category;
-      if (f.track != 0 ? h->emit_track(f.gen, &e) : h->emit(f.gen, &e)) ++MyCounts().ranges;
+      if (f.track != 0 ? h->emit_track(f.gen, &e) : h->emit(f.gen, &e)) Inc(MyCounts().ranges);
       break;
     }
     case FrameKind::kStage:
@@ -384,7 +394,7 @@ void Mark(const Domain* d, const char* msg, uint32_t category) {
   e.track = DomainLaneTrack(ts, h, d, gen);
   e.kind = RLPROF_EVENT_INSTANT;
   e.arg0 = category;
-  if (e.track != 0 ? h->emit_track(gen, &e) : h->emit(gen, &e)) ++MyCounts().marks;
+  if (e.track != 0 ? h->emit_track(gen, &e) : h->emit(gen, &e)) Inc(MyCounts().marks);
 }
 
 void NameThread(uint32_t tid, const char* name) {
@@ -495,18 +505,11 @@ void NVTX_API Initialize(const void*) {}
 // ---- The source (manifest sources.nvtx) ----
 
 void CountersFn(void*, uint32_t, rlprof_counter_add_fn add, void* ctx) {
-  Counts sum;
+  CountsSum sum;
   {
     std::lock_guard<std::mutex> lock(g_counts_mu);
     sum = g_dead;
-    for (const Counts* c : g_live_counts) {
-      sum.ranges += c->ranges;
-      sum.marks += c->marks;
-      sum.stages += c->stages;
-      sum.steps += c->steps;
-      sum.unmatched += c->unmatched;
-      sum.overflow += c->overflow;
-    }
+    for (const Counts* c : g_live_counts) sum.Add(*c);
   }
   auto put = [&](const char* k, uint64_t v) { add(ctx, k, static_cast<int64_t>(v)); };
   put("ranges", sum.ranges);
