@@ -244,5 +244,45 @@ TEST(NvtxInjectionTest, AProcessWithItsOwnSessionAttachesItsRuntime) {
   EXPECT_EQ(m["sources"]["nvtx"]["standalone"], 0) << m["sources"].dump();
 }
 
+TEST(NvtxInjectionTest, AnAttachAfterTheLibraryStartedItsOwnSessionTakesOver) {
+  // NVTX is used before the process starts its own rlprof session (torch imported and used
+  // before rlprof): the library's standalone session runs first and ends at the attach; from
+  // then on NVTX ranges go to the process's session, which alone writes the captured step.
+  if (dlopen(RLPROF_NVTX_LIBRARY, RTLD_NOW | RTLD_NOLOAD) != nullptr)
+    GTEST_SKIP() << "needs a process whose NVTX is not yet initialised (ctest runs each test alone)";
+  const std::string dir = FreshDir("takeover");
+  const std::string cfg = WriteConfig(dir, "  steps: [1]\n  roles:\n    actor: {ranks: [0], contents: [cpu]}\n");
+  setenv("NVTX_INJECTION64_PATH", RLPROF_NVTX_LIBRARY, 1);
+  setenv("RLPROF_CONFIG", cfg.c_str(), 1);
+  setenv("RLPROF_ROLES", "actor", 1);
+  setenv("RLPROF_RUN_ID", "standalone", 1);
+  nvtxRangePushA("early");  // loads the library: it starts its own session (no step yet)
+  nvtxRangePop();
+  unsetenv("RLPROF_CONFIG");
+  EXPECT_TRUE(fs::exists(dir + "/out/standalone")) << "the library's own session ran first";
+  rlprof_options o;
+  rlprof_options_init(&o);
+  o.roles = "actor";
+  o.run_id = "host";
+  o.quiet = 1;
+  o.install_signal_handlers = 0;
+  ASSERT_EQ(rlprof_init_from_config(cfg.c_str(), nullptr, 0, &o), RLPROF_OK) << rlprof_last_error();
+  rlprof_step_begin(1);
+  nvtxRangePushA("step");  // a plain range now: the host drives the steps
+  nvtxRangePushA("late");
+  nvtxRangePop();
+  nvtxRangePop();
+  rlprof_step_end();
+  ASSERT_EQ(rlprof_shutdown(), RLPROF_OK);
+  auto caps = Captures(dir + "/out");
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_NE(caps[0].find("/host/step1/"), std::string::npos) << caps[0];
+  const Seen s = Read(caps[0]);
+  EXPECT_EQ(s.ranges.count("late"), 1u);
+  EXPECT_EQ(s.ranges.count("step"), 1u);
+  EXPECT_EQ(s.steps, (std::multiset<std::string>{"step 1"}));  // the host's only
+  EXPECT_EQ(Manifest(caps[0])["sources"]["nvtx"]["standalone"], 0);
+}
+
 }  // namespace
 }  // namespace rlprof::sources
