@@ -207,6 +207,13 @@ uint64_t rlprof_ticks(void);
 uint32_t rlprof_intern(const char* s, size_t n);
 /* Records e (ticks) into the calling thread's buffer of `window`; 0 if it is not open. */
 int rlprof_emit(uint32_t window, const rlprof_event* e);
+/* A track of the live session that a source places events on itself (an NVTX domain's
+ * ranges): kind 3 = async ranges, 0 = thread; the same (kind, os_id, name) gives the same id
+ * within a session. 0 when no session is live or no ids are left. Takes a lock: cache it
+ * (per window) on the hot path. */
+uint16_t rlprof_track(int kind, uint64_t os_id, const char* name);
+/* rlprof_emit that keeps e->track (from rlprof_track; 0 = the calling thread's track). */
+int rlprof_emit_track(uint32_t window, const rlprof_event* e);
 /* External correlation: device work launched by this thread between a push and its pop
  * carries `id` (with CUPTI: the runtime API event's external_id), so it is attributed to the
  * operator / range that pushed it. No-ops (one load) while no device source is active. */

@@ -71,6 +71,11 @@ def environment(config: Optional[str], overrides: Sequence[str],
     if not env.get("RLPROF_RUN_ID"):
         env["RLPROF_RUN_ID"] = (time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" +
                                 secrets.token_hex(3))
+    # NVTX's tool library: every process's NVTX ranges (torch, vLLM, C++ code) reach rlprof. An
+    # injection the user chose (nsys's, another tool's) is kept.
+    nvtx = os.path.join(os.path.dirname(boot), "librlprof_nvtx.so")
+    if not env.get("NVTX_INJECTION64_PATH") and os.path.isfile(nvtx):
+        env["NVTX_INJECTION64_PATH"] = nvtx
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != boot]
     env["PYTHONPATH"] = os.pathsep.join([boot] + parts)
     return env
@@ -115,5 +120,7 @@ def env_lines(argv: Sequence[str]) -> int:
     for k in sorted(env):
         v = env[k]
         q = ('"' + v.replace('"', '\\"') + '"') if k == "PYTHONPATH" else shlex.quote(v)
+        if k == "NVTX_INJECTION64_PATH":  # keep an injection the shell already has
+            q = '"${NVTX_INJECTION64_PATH:-' + v.replace('"', '\\"') + '}"'
         print(f"export {k}={q}")
     return 0

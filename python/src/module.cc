@@ -19,6 +19,7 @@
 #include "python/src/bindings.h"
 #include "python/src/torch_hooks.h"
 #include "rlprof/rlprof.hpp"
+#include "src/runtime/nvtx_host.h"
 #include "src/config/loader.h"
 #include "src/config/stages.h"
 #include "src/runtime/session.h"
@@ -228,4 +229,7 @@ PYBIND11_MODULE(_rlprof, m) {
   rlprof::python::BindSession(m);
   rlprof::python::BindMarkers(m);
   rlprof::python::BindAnnotate(m);
+  // NVTX ranges of the process's other code (torch, vLLM, Megatron) record into this runtime
+  // when NVTX_INJECTION64_PATH names rlprof's injection library (docs/runtime.md).
+  rlprof::runtime::AttachNvtxInjection();
 }

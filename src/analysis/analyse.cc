@@ -322,6 +322,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   internal::ComputeTraceLens(tl, &a);
   internal::ComputeOpStats(t, c, &a);
   a.modules = ModuleView(t);
+  a.user_ranges = UserRanges(t);
   a.memory_peaks = MemoryPeaks(t, a.stages);
   a.ops_by_frame = OpsByFrame(t);
   return a;

@@ -137,6 +137,7 @@ struct TraceAnalysis {
   std::array<ClassTotal, kWorkClassCount> classes{};
   // Framework contents (src/analysis/contents.h): empty when the capture has none.
   std::vector<ModuleRow> modules;
+  std::vector<RangeRow> user_ranges;  // --view ranges
   std::vector<MemoryPeakRow> memory_peaks;
   std::vector<FrameRow> ops_by_frame;
   Diagnostics diagnostics;  // reader's + analysis's

@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "rlprof/format/event.h"
 #include "src/analysis/analyse.h"
 
 namespace rlprof::analysis {
@@ -223,6 +224,56 @@ std::vector<FrameRow> OpsByFrame(const Trace& t) {
   std::stable_sort(out.begin(), out.end(), [](const FrameRow& a, const FrameRow& b) {
     return a.total != b.total ? a.total > b.total : a.frame < b.frame;
   });
+  return out;
+}
+
+std::vector<RangeRow> UserRanges(const Trace& t) {
+  std::vector<uint32_t> cats;
+  for (const char* c : {"user", "user_annotation"})
+    if (const uint32_t id = FindId(t, c); id != UINT32_MAX) cats.push_back(id);
+  if (cats.empty()) return {};
+  std::map<std::pair<std::string, std::string>, std::vector<int64_t>> ranges;  // (track, name) → durs
+  std::map<std::pair<std::string, std::string>, int64_t> marks;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (std::find(cats.begin(), cats.end(), t.category[i]) == cats.end()) continue;
+    const Track& tr = t.tracks[t.track[i]];
+    const bool lane = tr.type == TrackType::kThread &&
+                      static_cast<uint64_t>(tr.tid) >= format::kMarkerLaneTidBase;  // an NVTX domain
+    const std::string track = tr.type == TrackType::kAsync || lane ? tr.name : std::string();
+    std::pair<std::string, std::string> key{track, t.str(t.name[i])};
+    if (t.kind[i] == SliceKind::kInstant) {
+      ++marks[key];
+    } else {
+      ranges[key].push_back(t.dur[i]);
+    }
+  }
+  std::vector<RangeRow> out;
+  for (auto& [key, durs] : ranges) {
+    RangeRow r;
+    r.track = key.first;
+    r.name = key.second;
+    r.count = static_cast<int64_t>(durs.size());
+    std::sort(durs.begin(), durs.end());
+    for (int64_t d : durs) r.total += d;
+    r.min = durs.front();
+    r.max = durs.back();
+    r.p50 = durs[(durs.size() - 1) / 2];
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RangeRow& a, const RangeRow& b) { return a.total > b.total; });
+  std::vector<RangeRow> mk;
+  for (const auto& [key, n] : marks) {
+    RangeRow r;
+    r.track = key.first;
+    r.name = key.second;
+    r.mark = true;
+    r.count = n;
+    mk.push_back(std::move(r));
+  }
+  std::stable_sort(mk.begin(), mk.end(),
+                   [](const RangeRow& a, const RangeRow& b) { return a.count > b.count; });
+  out.insert(out.end(), mk.begin(), mk.end());
   return out;
 }
 

@@ -54,6 +54,20 @@ struct FrameRow {
   int64_t top_op_time = 0;
 };
 
+// Named user ranges and marks — rlprof's own markers, other code's NVTX ranges forwarded by
+// librlprof_nvtx.so, rlprof.mstx, torch.profiler's record_function annotations — summed per
+// name and track, like nsys's nvtx_sum (`rlprof summary --view ranges`).
+struct RangeRow {
+  std::string name;
+  std::string track;   // async / domain track name (an NVTX domain, "NVTX", "… (async)"); "" = thread
+  bool mark = false;   // instants: count only
+  int64_t count = 0;
+  int64_t total = 0;   // ns
+  int64_t min = 0, max = 0, p50 = 0;
+};
+// Rows by total time, descending (marks after ranges, by count).
+std::vector<RangeRow> UserRanges(const Trace& t);
+
 // Frames of torch, rlprof and the interpreter's own (frozen importlib, <string>).
 bool IsFrameworkFrame(std::string_view file);
 // The first frame of `stack` ("file:line:function" lines, innermost first) outside the

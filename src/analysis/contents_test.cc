@@ -168,5 +168,47 @@ TEST(ContentsTest, EmptyWithoutContents) {
   EXPECT_TRUE(MemoryPeaks(t, {}).empty());
 }
 
+TEST(ContentsTest, UserRangesSumPerNameAndTrackLikeNvtxSum) {
+  Trace t;
+  const uint32_t th = t.AddTrack({TrackType::kThread, 1, 7, -1, -1, "main", "rank0"});
+  const uint32_t th2 = t.AddTrack({TrackType::kThread, 1, 8, -1, -1, "worker", "rank0"});
+  // An NVTX domain's lane on thread 7 (format::kMarkerLaneTidBase | domain 1 << 22 | 7).
+  const uint32_t lane = t.AddTrack({TrackType::kThread, 1, (int64_t{1} << 30) | (1 << 22) | 7, -1, -1,
+                                    "vllm", "rank0"});
+  const uint32_t async = t.AddTrack({TrackType::kAsync, 1, 0, -1, -1, "NVTX", "rank0"});
+  const uint32_t user = t.Intern("user"), op = t.Intern("operator");
+  t.AddSlice(0, 300, t.Intern("forward"), user, th);
+  t.AddSlice(1000, 100, t.Intern("forward"), user, th2);  // another thread: the same row
+  t.AddSlice(2000, 200, t.Intern("forward"), user, th);
+  t.AddSlice(0, 50, t.Intern("execute_model"), user, lane);
+  t.AddSlice(100, 70, t.Intern("execute_model"), user, lane);
+  t.AddSlice(500, 5000, t.Intern("weight_sync_wait"), user, async);
+  t.AddSlice(10, 0, t.Intern("loss ready"), user, th, SliceKind::kInstant);
+  t.AddSlice(20, 0, t.Intern("loss ready"), user, th2, SliceKind::kInstant);
+  t.AddSlice(0, 900, t.Intern("aten::mm"), op, th);  // not a user range
+  t.Finalize();
+  const std::vector<RangeRow> r = UserRanges(t);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].name, "weight_sync_wait");
+  EXPECT_EQ(r[0].track, "NVTX");
+  EXPECT_EQ(r[1].name, "forward");
+  EXPECT_EQ(r[1].track, "");
+  EXPECT_EQ(r[1].count, 3);
+  EXPECT_EQ(r[1].total, 600);
+  EXPECT_EQ(r[1].min, 100);
+  EXPECT_EQ(r[1].p50, 200);
+  EXPECT_EQ(r[1].max, 300);
+  EXPECT_EQ(r[2].name, "execute_model");
+  EXPECT_EQ(r[2].track, "vllm");
+  EXPECT_EQ(r[2].count, 2);
+  EXPECT_EQ(r[2].total, 120);
+  EXPECT_TRUE(r[3].mark);
+  EXPECT_EQ(r[3].name, "loss ready");
+  EXPECT_EQ(r[3].count, 2);
+  Trace none;
+  none.Finalize();
+  EXPECT_TRUE(UserRanges(none).empty());
+}
+
 }  // namespace
 }  // namespace rlprof::analysis

@@ -110,6 +110,19 @@ Table ModuleViewTable(const TraceAnalysis& a) {
   return t;
 }
 
+Table UserRangeTable(const TraceAnalysis& a) {
+  Table t{"user_ranges",
+          {Text("name"), Text("track"), Text("kind"), Int("count"), Real("total", "us"),
+           Real("mean", "us"), Real("min", "us"), Real("p50", "us"), Real("max", "us")},
+          {}};
+  for (const auto& r : a.user_ranges) {
+    const int64_t mean = r.count > 0 ? r.total / r.count : 0;
+    t.rows.push_back({r.name, r.track, std::string(r.mark ? "mark" : "range"), r.count,
+                      Us(r.total), Us(mean), Us(r.min), Us(r.p50), Us(r.max)});
+  }
+  return t;
+}
+
 Table MemoryPeakTable(const TraceAnalysis& a) {
   Table t{"memory_peak",
           {Int("step"), Text("role"), Text("stage"), Text("series"), Real("at_start", "bytes"),

@@ -52,7 +52,8 @@ Table GpuTimelineTable(const TraceAnalysis& a);    // gpu_timeline: TraceLens ro
 Table ClassTable(const TraceAnalysis& a);          // classes: count and Σ duration per class
 Table ModuleViewTable(const TraceAnalysis& a);     // module_view: time per nn.Module path, µs
 Table MemoryPeakTable(const TraceAnalysis& a);     // memory_peak: per stage × memory series, bytes
-Table OpsByFrameTable(const TraceAnalysis& a);     // ops_by_frame: operators by user frame, µs
+Table OpsByFrameTable(const TraceAnalysis& a);
+Table UserRangeTable(const TraceAnalysis& a);      // user_ranges: named ranges / marks (NVTX, mstx), µs     // ops_by_frame: operators by user frame, µs
 Table DiagnosticsTable(const Diagnostics& d);      // diagnostics: name, count
 
 // All per-input tables, in file order.

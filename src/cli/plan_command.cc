@@ -177,6 +177,37 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
   }
   for (const auto& n : sum.notes) out << "  note: " << n << "\n";
 
+  if (!sum.nsys.empty()) {
+    // rlprof calls cudaProfilerStart/Stop at each capture window (docs/config.md, "nsys").
+    out << "\nnsys (rlprof starts and stops the CUDA profiler at each capture window)\n";
+    for (const auto& n : sum.nsys) {
+      out << "  " << n.worker << " (ranks " << n.ranks << "): ";
+      if (n.ranges < 0) {
+        out << "capture ranges unknown (steps: all, or a schedule that repeats for ever): pass "
+               "--total-steps, or use capture-range-end: repeat\n";
+        continue;
+      }
+      out << n.ranges << " capture range" << (n.ranges == 1 ? "" : "s") << " per process ("
+          << (n.mode == config::CaptureMode::kDiscrete ? "discrete: one per stage call"
+              : n.continuous ? "continuous: one per run of consecutive steps"
+                             : "end-to-end: one per step")
+          << ")\n";
+      if (!n.excluded.empty())
+        out << "    not counted: " << base::Join(n.excluded, ", ")
+            << " (Agent-Loop rollout: runs in the rollout servers, not in this process)\n";
+      out << "    worker_nsight_options: {capture-range: cudaProfilerApi, capture-range-end: \""
+          << n.CaptureRangeEnd(true) << "\"}\n";
+      out << "    " << n.Command() << "\n";
+      out << "    report finalised when the last window closes; " << n.CaptureRangeEnd(false)
+          << " keeps the job running after it";
+      if (n.ranges != n.verl_default)
+        out << "; verl's default " << n.verl_default
+            << (n.ranges < n.verl_default ? " would finalise the report only at exit"
+                                          : " would shut the job down before its last window");
+      out << "\n";
+    }
+  }
+
   bool any_schedule = false;
   for (const auto& s : sum.sampling) any_schedule |= s.schedule.enabled();
   if (any_schedule) {

@@ -143,6 +143,12 @@ int RunRunCommand(const std::vector<std::string>& args, Io& io) {
   if (const char* r = std::getenv("RLPROF_RUN_ID"); !r || !*r) {
     setenv("RLPROF_RUN_ID", NewRunId().c_str(), 1);
   }
+  // NVTX's tool library beside the package (docs/integrations.md); an injection the user chose
+  // (nsys's, another tool's) is kept.
+  if (const char* n = std::getenv("NVTX_INJECTION64_PATH"); !n || !*n) {
+    const std::string nvtx = (fs::path(boot).parent_path() / "librlprof_nvtx.so").string();
+    if (fs::is_regular_file(nvtx, ec)) setenv("NVTX_INJECTION64_PATH", nvtx.c_str(), 1);
+  }
   std::string pp = boot;
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) {
     std::string rest = old;

@@ -420,20 +420,34 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
       }
       CheckSchedules(wk.name, g.proc, scopes, sum.warnings);
       (void)first_role;
-      // nsys writes one report per capture range; verl's default repeat-shutdown count is
-      // 6 × len(steps), right only by luck. Say what the exact count is.
-      if (plan.tool == Tool::kNsys && !symbolic_all) {
-        size_t ranges = sum.rows.size() - rows_before;
-        size_t verl_default = 6 * steps.size();
-        std::string tail;
-        if (ranges != verl_default)
-          tail = " (verl's default " + std::to_string(verl_default) +
-                 (ranges < verl_default ? " never finalises the last report)"
-                                        : " drops the ranges past it)");
-        sum.notes.push_back("nsys: " + std::to_string(ranges) + " capture ranges per profiled " +
-                            wk.name + " process (ranks " + ranks +
-                            "): set worker_nsight_options.capture-range-end: repeat-shutdown:" +
-                            std::to_string(ranges) + tail);
+      // nsys: rlprof starts / stops the CUDA profiler at each window of the process, so the
+      // exact capture-range-end is the number of its windows. verl's default repeat-shutdown
+      // count is 6 × len(steps), right only by luck. An Agent-Loop rollout (verl Gen 3:
+      // rollout ranks own replicas) generates in the rollout servers, not in this trainer
+      // process: its stage windows are no range here.
+      if (plan.tool == Tool::kNsys) {
+        NsysRanges nr;
+        nr.worker = wk.name;
+        nr.ranks = ranks;
+        nr.mode = g.proc.mode;
+        nr.continuous = plan.continuous_steps && g.proc.mode != CaptureMode::kDiscrete;
+        nr.verl_default = 6 * static_cast<int64_t>(steps.size());
+        const RolePlan* ro = plan.FindRole("rollout");
+        const bool agent_loop = ro != nullptr && ro->ranks_are_replica_owners;
+        for (size_t i = rows_before; i < sum.rows.size(); ++i) {
+          const CaptureRow& r = sum.rows[i];
+          const std::string stage = r.scope.substr(0, r.scope.find(".part"));
+          if (agent_loop && g.proc.mode == CaptureMode::kDiscrete && StageRole(stage) == "rollout") {
+            if (std::find(nr.excluded.begin(), nr.excluded.end(), stage) == nr.excluded.end())
+              nr.excluded.push_back(stage);
+            continue;
+          }
+          if (symbolic_all || stage == "<each annotated stage>" ||
+              r.sub_steps.find(", then every") != std::string::npos)
+            nr.ranges = -1;
+          if (nr.ranges >= 0) ++nr.ranges;
+        }
+        sum.nsys.push_back(std::move(nr));
       }
     }
   }
@@ -479,6 +493,17 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     }
   }
   return sum;
+}
+
+std::string NsysRanges::CaptureRangeEnd(bool shutdown) const {
+  if (ranges < 0) return "";
+  return std::string(shutdown ? "repeat-shutdown:" : "repeat:") + std::to_string(ranges);
+}
+
+std::string NsysRanges::Command() const {
+  if (ranges < 0) return "";
+  return "nsys profile --capture-range=cudaProfilerApi --capture-range-end=" + CaptureRangeEnd(true) +
+         " -o " + worker + "_%p <command>";
 }
 
 nlohmann::ordered_json CaptureSummaryToJson(const CaptureSummary& s) {
@@ -534,6 +559,25 @@ nlohmann::ordered_json CaptureSummaryToJson(const CaptureSummary& s) {
   }
   out["sampling"] = sampling;
   out["schedule_warnings"] = s.warnings;
+  if (!s.nsys.empty()) {
+    nlohmann::ordered_json ns = nlohmann::ordered_json::array();
+    for (const auto& n : s.nsys) {
+      nlohmann::ordered_json j;
+      j["worker"] = n.worker;
+      j["ranks"] = n.ranks;
+      j["mode"] = CaptureModeName(n.mode);
+      j["continuous"] = n.continuous;
+      j["capture_ranges"] = n.ranges < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(n.ranges);
+      j["capture_range"] = "cudaProfilerApi";
+      j["capture_range_end"] = n.ranges < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(n.CaptureRangeEnd(true));
+      j["capture_range_end_keep_running"] = n.ranges < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(n.CaptureRangeEnd(false));
+      j["command"] = n.ranges < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(n.Command());
+      j["verl_default_capture_ranges"] = n.verl_default;
+      j["not_in_this_process"] = n.excluded;
+      ns.push_back(std::move(j));
+    }
+    out["nsys"] = std::move(ns);
+  }
   return out;
 }
 

@@ -68,6 +68,19 @@ struct SamplingRow {
   uint64_t bytes_sampled = 0;        // estimated size of what the schedule records, per call
 };
 
+// tool nsys: the capture ranges one profiled process of a worker gives nsys (rlprof calls
+// cudaProfilerStart/Stop at each of its windows), hence its exact --capture-range-end.
+struct NsysRanges {
+  std::string worker, ranks;
+  CaptureMode mode = CaptureMode::kEndToEnd;
+  bool continuous = false;
+  int64_t ranges = 0;                 // per process; -1 unknown (steps: all without --total-steps)
+  int64_t verl_default = 0;           // verl's guess: 6 × len(steps)
+  std::vector<std::string> excluded;  // scopes that run in other processes (Agent-Loop rollout)
+  std::string CaptureRangeEnd(bool shutdown) const;  // "repeat-shutdown:N" / "repeat:N"
+  std::string Command() const;                       // the nsys profile line
+};
+
 struct CaptureSummary {
   std::vector<CaptureRow> rows;
   std::vector<SamplingRow> sampling;
@@ -75,6 +88,7 @@ struct CaptureSummary {
   int64_t total_captures = 0;  // -1 when unknown
   uint64_t total_bytes = 0;
   std::vector<std::string> notes;  // e.g. replica mapping
+  std::vector<NsysRanges> nsys;    // tool nsys only
 };
 
 CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& options,

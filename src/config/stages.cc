@@ -14,11 +14,11 @@ const std::vector<StageInfo>& StageTable() {
       {"actor_compute_log_prob", "actor", {}, {"verl", "MindSpeed-RL", "rlprof"}, {K::kMicroBatch}},
       {"ref_compute_log_prob", "ref", {"reference_compute_log_prob"},
        {"verl", "MindSpeed-RL", "rlprof"}, {K::kMicroBatch}},
-      {"actor_update", "actor", {}, {"verl", "MindSpeed-RL", "rlprof"},
+      {"actor_update", "actor", {"update_actor"}, {"verl", "MindSpeed-RL", "rlprof"},
        {K::kMiniBatch, K::kMicroBatch}},
       {"compute_values", "critic", {"critic_compute_values"}, {"verl", "MindSpeed-RL"},
        {K::kMicroBatch}},
-      {"critic_update", "critic", {}, {"verl", "MindSpeed-RL"}, {K::kMiniBatch, K::kMicroBatch}},
+      {"critic_update", "critic", {"update_critic"}, {"verl", "MindSpeed-RL"}, {K::kMiniBatch, K::kMicroBatch}},
       {"compute_rm_score", "reward", {}, {"verl"}, {K::kMicroBatch}},
       // verl engine workers: inner stages of actor_update (nested: they open no window of their own
       // inside an open one).

@@ -53,7 +53,11 @@ void ParseToolConfig(ParseContext& ctx, const Ref& tc, const std::string& tool, 
                      std::optional<bool> global_nsys_discrete) {
   Reader& rd = ctx.rd;
   Doc& doc = ctx.doc;
-  if (tc.null() || !rd.IsBlock(tc)) return;
+  if (tc.null() || !rd.IsBlock(tc)) {
+    // verl's role YAML interpolates tool_config.nsys.discrete from the global one.
+    if (tool == "nsys") raw.discrete = global_nsys_discrete;
+    return;
+  }
   rd.CheckKeys(tc, {"nsys", "npu", "torch", "torch_memory", "precision_debugger", "rlprof"});
   // Every tool's sub-block is validated (a typo in an unused one is still a typo).
   Ref nsys = doc.Child(tc, "nsys");

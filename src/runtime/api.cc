@@ -10,6 +10,7 @@
 
 #include "rlprof/rlprof.hpp"
 #include "src/config/loader.h"
+#include "src/runtime/nvtx_host.h"
 #include "src/runtime/session.h"
 
 namespace rlprof {
@@ -133,6 +134,9 @@ bool InstallDefault(std::unique_ptr<Session> s, std::string* error) {
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(ShutdownAtExit); });
   g_default.store(s.release());
+  // NVTX ranges of this process's other code (NVTX_INJECTION64_PATH = rlprof's library) land
+  // in this session from now on.
+  runtime::AttachNvtxInjection();
   return true;
 }
 }  // namespace

@@ -137,6 +137,22 @@ int rlprof_emit(uint32_t window, const rlprof_event* e) {
   return 1;
 }
 
+uint16_t rlprof_track(int kind, uint64_t os_id, const char* name) {
+  if (name == nullptr || kind < 0 || kind > 3) return 0;
+  try {
+    return rlprof::runtime::Recorder::Get().NamedTrack(static_cast<rlprof::format::TrackKind>(kind),
+                                                       os_id, name);
+  } catch (...) {
+    return 0;
+  }
+}
+
+int rlprof_emit_track(uint32_t window, const rlprof_event* e) {
+  if (e == nullptr || window == 0 || rlprof::internal::OpenWindow() != window) return 0;
+  rlprof::runtime::EmitRecordOnTrack(window, rlprof::runtime::ToEvent(*e));
+  return 1;
+}
+
 void rlprof_correlation_push(uint64_t id) { rlprof::runtime::PushCorrelation(id); }
 void rlprof_correlation_pop(void) { rlprof::runtime::PopCorrelation(); }
 

@@ -378,6 +378,18 @@ uint16_t Recorder::ThreadTrack(uint64_t tid) {
   return id;
 }
 
+uint16_t Recorder::NamedTrack(format::TrackKind kind, uint64_t os_id, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (session_ == 0) return 0;
+  for (size_t i = tracks_.size(); i-- > 2;)
+    if (tracks_[i].kind == kind && tracks_[i].os_id == os_id && tracks_[i].name == name)
+      return static_cast<uint16_t>(i);
+  if (tracks_.size() >= 0xFFFF) return 0;
+  const auto id = static_cast<uint16_t>(tracks_.size());
+  tracks_.push_back({id, kind, os_id, static_cast<uint32_t>(getpid()), name});
+  return id;
+}
+
 uint16_t Recorder::AsyncTrackFor(ThreadBuffer* tb) try {
   std::lock_guard<std::mutex> lock(mu_);
   if (tracks_.size() >= 0xFFFF || tb->track >= tracks_.size()) return kAsyncTrack;
@@ -412,6 +424,16 @@ void EmitRecord(uint32_t gen, const Record& e) noexcept {
   if (r == nullptr) return;
   *r = e;
   r->track = tb->track;
+  tb->Commit();
+}
+
+void EmitRecordOnTrack(uint32_t gen, const Record& e) noexcept {
+  ThreadBuffer* tb = BufferFor(gen);
+  if (tb == nullptr) return;
+  Record* r = tb->Reserve();
+  if (r == nullptr) return;
+  *r = e;
+  if (e.track == 0) r->track = tb->track;
   tb->Commit();
 }
 

@@ -140,6 +140,9 @@ class Recorder {
   // The thread track of OS thread `tid` (the newest one with that tid), or a new one named
   // "thread <tid>"; 0 when no ids are left.
   uint16_t ThreadTrack(uint64_t tid);
+  // The track with this (kind, os_id, name), made on first use; 0 when no ids are left or no
+  // session is live. Sources that place events themselves (NVTX domains) use it.
+  uint16_t NamedTrack(format::TrackKind kind, uint64_t os_id, const std::string& name);
   void SetCurrentThreadName(const std::string& name);
   const RecorderConfig& config() const { return config_; }
 
@@ -167,6 +170,8 @@ class Recorder {
 // Records an event whose names are already interned (session-level events: steps, stages,
 // sub-steps). `e.ts_ns` and, for kComplete, `e.payload` are in ticks; `e.track` is filled in.
 void EmitRecord(uint32_t gen, const Record& e) noexcept;
+// EmitRecord keeping `e.track` when it names a track of the session (else the thread's).
+void EmitRecordOnTrack(uint32_t gen, const Record& e) noexcept;
 
 }  // namespace rlprof::runtime
 

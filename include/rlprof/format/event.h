@@ -75,11 +75,17 @@ static_assert(std::is_trivially_copyable_v<Event>);
 
 // A track: what an event's `track` id refers to.
 enum class TrackKind : uint8_t {
-  kThread = 0,         // host thread: os_id = tid
+  kThread = 0,         // host thread: os_id = tid (>= kMarkerLaneTidBase: a marker lane, below)
   kDeviceStream = 1,   // os_id = (device << 32) | stream
   kCounter = 2,        // counter series (name = series name)
   kAsync = 3,          // async ranges that end on another thread
 };
+
+// A thread track whose os_id is at least this is a lane of one thread's markers in a named
+// group — an NVTX domain on that thread: os_id = kMarkerLaneTidBase | domain << 22 | tid (Linux
+// tids are below 2^22), name = the domain. Exports show it as its own row; analyses group its
+// ranges under its name.
+inline constexpr uint64_t kMarkerLaneTidBase = uint64_t{1} << 30;
 
 }  // namespace rlprof::format
 

@@ -1,0 +1,92 @@
+#include "src/sources/cuda_profiler.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace rlprof::sources {
+
+const char* CudaProfilerSource::Env(const char* k) const {
+  return env_ != nullptr ? env_(k) : std::getenv(k);
+}
+
+bool CudaProfilerSource::Configure(const runtime::SourceContext& ctx) {
+  if (ctx.plan == nullptr || ctx.plan->tool != config::Tool::kNsys) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (handle_ == nullptr) {
+    std::string tried;
+    const char* explicit_lib = Env("RLPROF_CUDART_LIBRARY");
+    const char* names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
+    auto try_open = [&](const char* n) {
+      tried += (tried.empty() ? "" : ", ") + std::string(n);
+      // A libcudart the process already loaded (torch's) first: its profiler state is nsys's.
+      void* h = dlopen(n, RTLD_NOW | RTLD_NOLOAD);
+      if (h == nullptr) h = dlopen(n, RTLD_NOW | RTLD_LOCAL);
+      if (h != nullptr) library_ = n;
+      return h;
+    };
+    if (explicit_lib != nullptr && *explicit_lib != '\0') {
+      handle_ = try_open(explicit_lib);
+    } else {
+      for (const char* n : names)
+        if ((handle_ = try_open(n)) != nullptr) break;
+    }
+    if (handle_ != nullptr) {
+      start_ = reinterpret_cast<Fn>(dlsym(handle_, "cudaProfilerStart"));
+      stop_ = reinterpret_cast<Fn>(dlsym(handle_, "cudaProfilerStop"));
+    }
+    if (start_ == nullptr || stop_ == nullptr) {
+      start_ = stop_ = nullptr;
+      status_ = handle_ == nullptr ? "off: libcudart not found (tried " + tried + ")"
+                                   : "off: " + library_ + " has no cudaProfilerStart/Stop";
+      std::fprintf(stderr, "rlprof: info: tool nsys: %s; capture windows do not drive nsys\n",
+                   status_.c_str());
+    } else {
+      status_ = "on: " + library_;
+    }
+  }
+  return true;  // on, or a counted no-op
+}
+
+void CudaProfilerSource::Start(uint32_t) {
+  if (start_ == nullptr) {
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const int rc = start_();
+  starts_.fetch_add(1, std::memory_order_relaxed);
+  running_ = rc == 0;
+  if (rc != 0) {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    last_error_.store(rc, std::memory_order_relaxed);
+  }
+}
+
+void CudaProfilerSource::Stop(uint32_t) {
+  if (stop_ == nullptr || !running_) return;
+  running_ = false;
+  const int rc = stop_();
+  stops_.fetch_add(1, std::memory_order_relaxed);
+  if (rc != 0) {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    last_error_.store(rc, std::memory_order_relaxed);
+  }
+}
+
+runtime::SourceCounters CudaProfilerSource::Counters(uint32_t) {
+  std::string status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status = status_;
+  }
+  runtime::SourceCounters c = {{"status", status},
+                               {"starts", starts_.load()},
+                               {"stops", stops_.load()},
+                               {"skipped_windows", skipped_.load()},
+                               {"errors", errors_.load()}};
+  if (errors_.load() > 0) c.push_back({"last_error", last_error_.load()});
+  return c;
+}
+
+}  // namespace rlprof::sources
