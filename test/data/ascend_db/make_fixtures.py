@@ -127,9 +127,11 @@ class Rank:
         return int(mean * 1000 * self.rnd.uniform(0.85, 1.15))
 
     def api(self, name, dur, api_type=10000):
+        """A CANN call at the host's time; the host thread is back when it returns."""
         self.db.conn_id += 1
         cid = self.db.conn_id
         self.db.row("CANN_API", self.host, self.host + dur, api_type, self.gtid, cid, self.db.s(name))
+        self.api_end = self.host + dur
         return cid
 
     def task(self, cid, start, end, stream, task_type):
@@ -166,7 +168,7 @@ class Rank:
                         self.db.s("ND;ND"), self.db.s("DT_BF16;DT_BF16"), self.db.s(shapes), self.db.s("ND"),
                         self.db.s("DT_BF16"), self.db.s(shapes.split(";")[0]), None, self.db.s("static"), 0)
             self.dev = end + self.us(2)
-            self.host += self.us(9)
+            self.host = self.api_end
         self.torch_op(torch, shapes, body)
 
     def memcpy(self, size):
@@ -176,7 +178,7 @@ class Rank:
             end = start + size // 20  # ~20 GB/s
             self.task(cid, start, end, 2, "MEMCPY_ASYNC")
             self.dev = end + self.us(1)
-            self.host += self.us(12)
+            self.host = self.api_end
         self.torch_op("aten::copy_", str(size // 2), body)
 
     def hccl(self, op_type, group, count, overlap_kernels=0, torch_name="c10d::allreduce_"):
@@ -201,7 +203,7 @@ class Rank:
                 self.db.row("COMMUNICATION_TASK_INFO", self.db.s(name), g, self.db.s(ttype), 0, self.db.s(group),
                             1, 0, self.rank, 1 - self.rank, 0, count * 2, 11, 0, cid, 1, 18.5)
                 t = e
-            self.host += self.us(15)
+            self.host = self.api_end
             state["start"], state["end"] = start, end
         self.torch_op(torch_name, str(count), body)
         if overlap_kernels:
@@ -300,14 +302,16 @@ def main():
     os.makedirs(os.path.join(out, "corrupt"), exist_ok=True)
     data = open(src, "rb").read()
     with open(os.path.join(out, "corrupt", "ascend_pytorch_profiler_2.db"), "wb") as f:
-        f.write(data[: len(data) * 3 // 5])
+        # Cut in the middle of the 16th 4 KiB page: TASK, COMPUTE_TASK_INFO and COMMUNICATION_OP
+        # survive, the HCCL task details, STEP_TIME and MSTX_EVENTS behind them do not.
+        f.write(data[: 15 * 4096 + 1000])
     bad = os.path.join(out, "corrupt", "ascend_pytorch_profiler_3.db")
     shutil.copyfile(src, bad)
     c = sqlite3.connect(bad)
     c.execute("UPDATE TASK SET endNs = startNs - 5000 WHERE globalTaskId = 3")     # ends before it starts
     c.execute("UPDATE TASK SET startNs = NULL WHERE globalTaskId = 5")             # no start
     c.execute("UPDATE COMPUTE_TASK_INFO SET name = 999999 WHERE globalTaskId = 7")  # dangling string id
-    c.execute("UPDATE COMMUNICATION_OP SET endNs = NULL WHERE rowid = 1")
+    c.execute("UPDATE COMMUNICATION_OP SET endNs = NULL WHERE opId = (SELECT MIN(opId) FROM COMMUNICATION_OP)")
     c.execute("DROP TABLE CANN_API")                                               # launches lost
     c.commit()
     c.execute("VACUUM")
