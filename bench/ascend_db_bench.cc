@@ -6,8 +6,12 @@
 //     every value fetched) — what any reader of the file must at least pay;
 //   - rlprof::analysis::ReadTrace (the database → Trace), and ReadTrace + AnalyseTrace
 //     (ingest + breakdown);
-// as CPU seconds of this one thread, MB/s and tasks/s per core, and the ratio to the baseline.
+// as CPU seconds of this one thread, MB/s and tasks/s per core, and the ratio to the baseline;
+// and, where the peers environment exists (.venv-peers, scripts/setup), msprof-analyze 26.2.0
+// computing step_trace_time of the same file (python/tests/peers/msprof_driver.py whole: its
+// MsprofStepTraceTimeDBAdapter), CPU seconds of the child, against ReadTrace + AnalyseTrace.
 #include <sqlite3.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,6 +142,13 @@ int64_t Scan(const std::string& path) {
   return sum;
 }
 
+double ChildCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 }  // namespace
 
 int main() {
@@ -169,16 +180,36 @@ int main() {
     best_read = std::min(best_read, t2 - t1);
     best_all = std::min(best_all, t3 - t1);
   }
+  // The peer, on the same file (best of 2).
+  const std::string peers = std::string(RLPROF_SOURCE_DIR) + "/.venv-peers/bin/python";
+  const std::string driver = std::string(RLPROF_SOURCE_DIR) + "/python/tests/peers/msprof_driver.py";
+  double best_peer = -1;
+  if (access(peers.c_str(), X_OK) == 0 && std::getenv("RLPROF_BENCH_NO_PEERS") == nullptr) {
+    for (int rep = 0; rep < 2; ++rep) {
+      const double c0 = ChildCpuSeconds();
+      const std::string cmd = peers + " " + driver + " whole " + path + " > /dev/null 2>&1";
+      if (std::system(cmd.c_str()) != 0) break;
+      const double c = ChildCpuSeconds() - c0;
+      best_peer = best_peer < 0 ? c : std::min(best_peer, c);
+    }
+  }
   std::filesystem::remove(path);
-  std::printf("ascend_db_bench: %zu tasks, %zu slices, %zu steps, %.1f MiB database (sink %lld)\n", tasks, slices,
+  std::printf("ascend_db_bench: %zu tasks, %zu slices, %zu steps, %.1f MiB database (checksum %lld)\n", tasks, slices,
               steps, mb, static_cast<long long>(sink % 7));
-  std::printf("%-34s %9s %10s %12s %14s\n", "", "CPU s", "MiB/s", "tasks/s", "vs SQLite scan");
+  std::printf("%-40s %9s %10s %12s %14s\n", "", "CPU s", "MiB/s", "tasks/s", "vs SQLite scan");
   auto line = [&](const char* what, double s) {
-    std::printf("%-34s %9.3f %10.1f %12.0f %13.2fx\n", what, s, mb / s, static_cast<double>(tasks) / s,
+    std::printf("%-40s %9.3f %10.1f %12.0f %13.2fx\n", what, s, mb / s, static_cast<double>(tasks) / s,
                 best_scan / s);
   };
   line("SQLite scan of the columns (floor)", best_scan);
   line("ReadTrace (database -> Trace)", best_read);
   line("ReadTrace + AnalyseTrace", best_all);
+  if (best_peer > 0) {
+    line("msprof-analyze step_trace_time (peer)", best_peer);
+    std::printf("rlprof ingest + breakdown is %.1fx msprof-analyze's step_trace_time of the same database\n",
+                best_peer / best_all);
+  } else {
+    std::printf("(msprof-analyze: no .venv-peers; scripts/setup makes it)\n");
+  }
   return steps == 0 && tasks >= 4000 ? 1 : 0;
 }

@@ -176,6 +176,8 @@ class Builder {
 
  private:
   uint32_t S(int64_t id) {
+    // STRING_IDS ids are dense from 0 in every writer seen: a vector first, a map for the rest.
+    if (id >= 0 && static_cast<uint64_t>(id) < dense_.size() && dense_[id] != UINT32_MAX) return dense_[id];
     auto it = strings_.find(id);
     if (it != strings_.end()) return it->second;
     t_->diagnostics.Add("ascend_db_unknown_string");
@@ -192,6 +194,19 @@ class Builder {
     return false;
   }
   uint32_t HostTrack(int64_t global_tid) {
+    if (global_tid == last_tid_ && last_host_track_ != UINT32_MAX) return last_host_track_;
+    last_tid_ = global_tid;
+    last_host_track_ = HostTrackOf(global_tid);
+    return last_host_track_;
+  }
+  uint32_t StreamTrack(int64_t dev, int64_t stream) {
+    if (dev == last_dev_ && stream == last_stream_ && last_stream_track_ != UINT32_MAX) return last_stream_track_;
+    last_dev_ = dev;
+    last_stream_ = stream;
+    last_stream_track_ = t_->StreamTrack(static_cast<int32_t>(dev), stream);
+    return last_stream_track_;
+  }
+  uint32_t HostTrackOf(int64_t global_tid) {
     const int64_t pid = static_cast<int64_t>(static_cast<uint64_t>(global_tid) >> 32);
     const int64_t tid = global_tid & 0xffffffff;
     if (t_->pid < 0 && pid > 0) t_->pid = pid;
@@ -227,7 +242,13 @@ class Builder {
     r_.Select("STRING_IDS", {"id", "value"}, [&](sqlite3_stmt* st) {
       int64_t id;
       if (!Int(st, 0, &id)) return;
-      strings_[id] = t_->Intern(TruncateName(Text(st, 1), &t_->diagnostics));
+      const uint32_t v = t_->Intern(TruncateName(Text(st, 1), &t_->diagnostics));
+      if (id >= 0 && id < (int64_t{1} << 24)) {
+        if (static_cast<uint64_t>(id) >= dense_.size()) dense_.resize(static_cast<size_t>(id) + 1, UINT32_MAX);
+        dense_[static_cast<size_t>(id)] = v;
+      } else {
+        strings_[id] = v;
+      }
     });
     r_.Select("ENUM_HCCL_DATA_TYPE", {"id", "name"}, [&](sqlite3_stmt* st) {
       int64_t id;
@@ -317,7 +338,7 @@ class Builder {
       if (!Times(st, 0, 1, &s, &e)) return;
       const int64_t dev = IntOr(st, 2, device_ >= 0 ? device_ : 0);
       if (device_ < 0) device_ = dev;
-      const uint32_t tr = t_->StreamTrack(static_cast<int32_t>(dev), IntOr(st, 6, -1));
+      const uint32_t tr = StreamTrack(dev, IntOr(st, 6, -1));
       const uint32_t task_type = SOrEmpty(st, 5);
       uint32_t name = task_type, cat = cat_task;
       auto it = info.find(IntOr(st, 4, -1));
@@ -414,7 +435,10 @@ class Builder {
   DbReader r_;
   Trace* t_;
   ReadOptions opts_;
-  std::unordered_map<int64_t, uint32_t> strings_;
+  std::vector<uint32_t> dense_;                    // STRING_IDS id → string (dense ids)
+  std::unordered_map<int64_t, uint32_t> strings_;  // the rest, and unknown ids
+  int64_t last_tid_ = INT64_MIN, last_dev_ = INT64_MIN, last_stream_ = INT64_MIN;
+  uint32_t last_host_track_ = UINT32_MAX, last_stream_track_ = UINT32_MAX;
   std::unordered_map<int64_t, int> dtype_bytes_;
   std::unordered_map<int64_t, int64_t> op_of_connection_;
   std::vector<analysis::Marker> name_step_markers_;

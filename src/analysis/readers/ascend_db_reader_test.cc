@@ -150,8 +150,11 @@ TEST(AscendDbReader, TakesStepsFromStepTimeAndStagesFromMstx) {
     EXPECT_EQ(t->steps[i].start_ns, steps[i][1]);
     EXPECT_EQ(t->steps[i].end_ns, steps[i][2]);
   }
-  ASSERT_EQ(t->stages.size(), 1u);
-  EXPECT_EQ(t->stages[0].name, "actor_update");
+  ASSERT_EQ(t->stages.size(), 3u);  // one mstx range per step
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(t->stages[i].name, "actor_update");
+    EXPECT_EQ(t->stages[i].step, static_cast<int64_t>(i + 1));
+  }
   // A PyTorch operator and the device work it launched share its external id (CONNECTION_IDS).
   size_t linked = 0;
   for (size_t i = 0; i < t->size(); ++i)
