@@ -122,6 +122,7 @@ class Rank:
         self.host = T0 + 2_000_000 + rank * 3_100  # ns; ranks are a little apart
         self.dev = self.host + 40_000                # device queue: the device runs behind
         self.seq = 0
+        self.op_index = {}  # per group: HCCL names an operator by its index in the group
 
     def us(self, mean):
         return int(mean * 1000 * self.rnd.uniform(0.85, 1.15))
@@ -191,7 +192,8 @@ class Rank:
             start = max(self.dev, self.host + 6_000)
             dur = self.us(120 if "allReduce" in op_type else 90)
             end = start + dur
-            self.db.row("COMMUNICATION_OP", self.db.s(f"{op_type}_{self.rank}_{cid}_1"), start, end, cid,
+            n = self.op_index[group] = self.op_index.get(group, 0) + 1
+            self.db.row("COMMUNICATION_OP", self.db.s(f"{op_type}_{n}_0_1"), start, end, cid,
                         self.db.s(group), cid, 0, 0, 11, self.db.s("MESH-RING"), count,
                         self.db.s(op_type), 0)
             # The HCCL tasks that make it up, on the communication stream.
@@ -256,12 +258,14 @@ def make_rank_db(path, rank, world, steps, seed, tables=ALL, step_table=True, pp
     pytorch = "PYTORCH_API" in tables
     r = Rank(db, rank, seed, pytorch=pytorch)
     common_rows(db, rank, "node-a" if rank < 8 else "node-b", world)
-    first = r.host
     for n in range(1, steps + 1):
         h0 = r.host
-        if mstx and n == 1:
-            stage0 = r.host
+        r.gap(3)
+        s0 = r.host
         step_body(r, pp)
+        if mstx:
+            # MindSpeed-RL marks its stages with mstx ranges (eventType 2 = start/end range).
+            db.row("MSTX_EVENTS", s0, r.host, 2, n, None, db.s("actor_update"), r.gtid, r.gtid, 0, None)
         r.gap(30)
         h1 = r.host
         if steps > 1 or step_table:
@@ -271,9 +275,6 @@ def make_rank_db(path, rank, world, steps, seed, tables=ALL, step_table=True, pp
             if step_table:
                 db.row("STEP_TIME", n, h0, h1)
         r.gap(200)
-    if mstx:
-        # MindSpeed-RL marks its stages with mstx ranges (eventType 2 = start/end range).
-        db.row("MSTX_EVENTS", first, r.host, 2, 1, None, db.s("actor_update"), r.gtid, r.gtid, 0, None)
     db.row("SESSION_TIME_INFO", T0, r.host + 1_000_000)
     db.close()
 
