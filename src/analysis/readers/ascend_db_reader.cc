@@ -293,7 +293,7 @@ class Builder {
       if (!Times(st, 0, 1, &s, &e)) return;
       const uint32_t tr = HostTrack(IntOr(st, 2, 0));
       const uint32_t name = SOrEmpty(st, 4);
-      const std::string& n = t_->str(name);
+      const std::string n = t_->str(name);  // a copy: interning below may move the table
       const bool structure = n.starts_with("ProfilerStep#") || n.find("::") == std::string::npos;
       const size_t row = t_->AddSlice(s, e - s, name, structure ? cat_ann : cat_op, tr);
       t_->shapes[row] = SOrEmpty(st, 5);
@@ -347,7 +347,7 @@ class Builder {
         if (it->second.comm) {
           cat = cat_hccl;  // a part of a COMMUNICATION_OP, which carries the time
         } else {
-          const std::string& ty = t_->str(it->second.type);
+          const std::string ty = t_->str(it->second.type);  // a copy: Intern may move the table
           cat = IsKnownComputeCategory(ty) ? t_->Intern(ty) : cat_kernel;
         }
       }
@@ -402,7 +402,7 @@ class Builder {
       const uint32_t tr = HostTrack(IntOr(st, 3, 0));
       const uint32_t name = SOrEmpty(st, 2);
       t_->AddSlice(s, instant ? 0 : e - s, name, cat, tr, instant ? SliceKind::kInstant : SliceKind::kRange);
-      if (!instant) Marker(t_->str(name), s, e, tr, true);
+      if (!instant) Marker(std::string(t_->str(name)), s, e, tr, true);
     });
   }
 
