@@ -322,8 +322,9 @@ def main():
     fx = os.path.join(out, "..", "fixtures", "ascend")
     root = os.path.join(out, "folder", "worker0_12345_20251126094000123_ascend_pt")
     os.makedirs(os.path.join(root, "ASCEND_PROFILER_OUTPUT"))
-    for n in ("trace_view.json", "kernel_details.csv"):
-        shutil.copyfile(os.path.join(fx, n), os.path.join(root, "ASCEND_PROFILER_OUTPUT", n))
+    for n in ("trace_view.json", "kernel_details.csv"):  # links, not copies: one file in the repository
+        os.symlink(os.path.relpath(os.path.join(fx, n), os.path.join(root, "ASCEND_PROFILER_OUTPUT")),
+                   os.path.join(root, "ASCEND_PROFILER_OUTPUT", n))
     with open(os.path.join(root, "profiler_info_5.json"), "w") as f:
         json.dump({"rank_id": 5, "torch_npu_version": "2.7.1"}, f, indent=1)
 
