@@ -281,7 +281,7 @@ def make_rank_db(path, rank, world, steps, seed, tables=ALL, step_table=True, pp
 
 def main():
     out = HERE
-    for d in ("one_rank", "multi_rank", "steps", "corrupt", "folder"):
+    for d in ("one_rank", "multi_rank", "msprof_cluster", "steps", "corrupt", "folder"):
         shutil.rmtree(os.path.join(out, d), ignore_errors=True)
     # 1. msprof --type=db of one process, no PyTorch layer and no steps (whole trace).
     make_rank_db(os.path.join(out, "one_rank", "msprof_20251126094000.db"), 0, 1, 2, seed=11,
@@ -296,6 +296,17 @@ def main():
             json.dump({"config": {"common_config": {"activities": ["CPU", "NPU"]}, "experimental_config":
                        {"export_type": ["db"]}}, "start_info": {"collectionTimeBegin": T0 // 1000},
                        "end_info": {}, "torch_npu_version": "2.7.1", "rank_id": rank}, f, indent=1)
+    # 2b. The same two ranks as `msprof --type=db` collections (no PyTorch layer), in CANN's
+    #     layout: PROF_*/msprof_{timestamp}.db with device_{id}/info.json.{id} holding the rank,
+    #     which msprof-analyze's cluster analysis reads as it is.
+    for rank, pp in ((0, "send"), (1, "recv")):
+        root = os.path.join(out, "msprof_cluster", f"PROF_00000{rank + 1}_20251126094000123_ABCDEFGH{rank}")
+        make_rank_db(os.path.join(root, "msprof_20251126094000.db"), rank, 2, 1, seed=40 + rank,
+                     tables=MSPROF, step_table=False, pp=pp)
+        os.makedirs(os.path.join(root, f"device_{rank}"))
+        with open(os.path.join(root, f"device_{rank}", f"info.json.{rank}"), "w") as f:
+            json.dump({"rank_id": rank, "hostUid": "a3f09c1e", "hostname": "node-a", "devices": str(rank),
+                       "platform_version": "5"}, f, indent=1)
     # 3. Three steps (STEP_TIME and ProfilerStep#N), an mstx stage range.
     make_rank_db(os.path.join(out, "steps", "ascend_pytorch_profiler_0.db"), 0, 1, 3, seed=31, mstx=True)
     # 4. Corrupt inputs: a truncated copy of (3) (a killed writer) and one with broken rows.
