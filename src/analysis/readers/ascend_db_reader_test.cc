@@ -213,6 +213,18 @@ TEST(AscendDbReader, OtherSqliteFilesAndDamagedImagesAreErrorsNotCrashes) {
   auto t = ReadTrace(other);
   EXPECT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("without Ascend profiler tables"), std::string::npos);
+  // Named like profiler databases below a folder: an empty one is counted, a damaged one is an
+  // input whose read fails with its reason (never skipped silently).
+  { std::ofstream(dir / "msprof_20250101000000.db"); }
+  { std::ofstream(dir / "ascend_pytorch_profiler_9.db") << "not a database at all"; }
+  Diagnostics diag;
+  auto found = FindTraceInputs({dir.string()}, &diag);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(diag.Get("input_empty_file"), 1u);
+  ASSERT_EQ(found->size(), 1u);  // other.db is not named like one
+  auto bad = ReadTrace(found->front());
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not an SQLite file"), std::string::npos) << bad.status().message();
   // In memory: the header alone, and every prefix of a real database, read or fail cleanly.
   std::ifstream f(Db(kOneRank), std::ios::binary);
   std::stringstream ss;

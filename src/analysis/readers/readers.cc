@@ -127,6 +127,9 @@ base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts
   }
   if (HasRawMagic(path)) return ReadCapture(path, opts);
   if (HasSqliteMagic(path)) return ReadDb(path, opts);
+  if (IsAscendDbName(fs::path(path).filename().string()))
+    return base::InvalidArgument(path + ": named like an Ascend profiler database but not an SQLite file "
+                                        "(its header is damaged or it is not a database)");
   if (fs::path(path).filename() == "manifest.json" &&
       fs::exists(fs::path(path).parent_path() / "events.rlp"))
     return ReadCapture(fs::path(path).parent_path().string(), opts);
@@ -188,15 +191,16 @@ void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics*
       continue;
     }
     const std::string name = q.filename().string();
-    if (IsAscendDbName(name) && HasSqliteMagic(q.string())) {
-      out->insert(q.string());
-      continue;
-    }
     const bool events = name == "events.rlp";
     const bool json = (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) && name != "manifest.json";
-    if (!events && !json) continue;
+    const bool db = IsAscendDbName(name);  // taken by name: a damaged header is reported, not skipped
+    if (!events && !json && !db) continue;
     if (fs::is_regular_file(st) && fs::file_size(q, ec2) == 0 && !ec2) {
       diag->Note("input_empty_file", q.string() + ": empty file skipped");
+      continue;
+    }
+    if (db) {
+      out->insert(q.string());
       continue;
     }
     if (events) {
