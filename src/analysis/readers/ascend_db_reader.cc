@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "src/analysis/readers/chrome_builder.h"
+#include "src/base/time_math.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -187,9 +188,12 @@ class Builder {
     int64_t id;
     return Int(st, col, &id) ? S(id) : 0;
   }
-  // Start and end of a row; false (counted) when either is missing.
+  // Start and end of a row; false (counted) when either is missing or outside ±2^62 ns (the
+  // trace's time range), so that end − start never overflows.
   bool Times(sqlite3_stmt* st, int c0, int c1, int64_t* s, int64_t* e) {
-    if (Int(st, c0, s) && Int(st, c1, e)) return true;
+    constexpr int64_t k = base::kMaxTimeNs;
+    if (Int(st, c0, s) && Int(st, c1, e) && *s >= -k && *s <= k && *e >= -k && *e <= k)
+      return true;
     t_->diagnostics.Add("ascend_db_bad_row");
     return false;
   }
