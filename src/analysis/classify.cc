@@ -31,7 +31,7 @@ constexpr DefaultRule kDefaults[] = {
     {"^(gloo:|c10d::|nccl:|record_param_comms$|hcom_|hccl)", "", TrackMatch::kHost,
      WorkClass::kCommunication, false},
     // 1. Structure, not work: annotations, step / stage markers, Python frames, trace metadata.
-    {"", "^(gpu_user_annotation|user_annotation|user|python_function|step|stage|sub_step|capture|module|allocation|Trace|cpu_instant_event|ac2g|flow)$",
+    {"", "^(gpu_user_annotation|user_annotation|user|python_function|step|stage|sub_step|capture|module|allocation|Trace|cpu_instant_event|ac2g|flow|hccl_task)$",
      TrackMatch::kAny, WorkClass::kMarker, false},
     {"^(ProfilerStep#[0-9]+|Record Window End|Iteration Start:.*)$", "", TrackMatch::kAny,
      WorkClass::kMarker, false},

@@ -97,6 +97,9 @@ struct Trace {
   // Such a step is not the step's real time; such a stage is only its sampled part.
   bool step_is_capture_window = false;
   bool stage_is_capture_window = false;
+  // Without step markers the whole trace is step 0; true: that step spans the compute and
+  // communication work only (Ascend databases: msprof's step_trace_time E2E), not every event.
+  bool whole_trace_is_work_span = false;
 
   StringTable strings;
   std::vector<Track> tracks;

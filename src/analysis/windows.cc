@@ -121,6 +121,15 @@ std::vector<StepWindow> BuildStepWindows(const Trace& t, std::span<const WorkInt
     }
     if (t.capture_start_ns >= 0) lo = std::min(lo, t.capture_start_ns);
     if (t.capture_end_ns >= 0) hi = std::max(hi, t.capture_end_ns);
+    if (t.whole_trace_is_work_span) {
+      int64_t wlo = INT64_MAX, whi = INT64_MIN;
+      for (const auto& x : work) {
+        if (x.bit != kBitCompute && x.bit != kBitComm) continue;
+        wlo = std::min(wlo, x.start);
+        whi = std::max(whi, x.end);
+      }
+      if (wlo <= whi) lo = wlo, hi = whi;
+    }
     if (lo > hi) lo = hi = 0;
     StepWindow w;
     w.step = 0;

@@ -41,7 +41,10 @@ bool IsRawEvents(const std::string& path) {
 // and converted (its reader's diagnostics travel in the capture's).
 base::StatusOr<format::Capture> LoadOne(const std::string& in, const analysis::Classifier& cls) {
   std::error_code ec;
-  if (fs::is_directory(in, ec) || IsRawEvents(in)) return format::LoadCapture(in);
+  const bool capture_dir = fs::is_directory(in, ec) && (fs::exists(fs::path(in) / "manifest.json", ec) ||
+                                                        fs::exists(fs::path(in) / "events.rlp", ec));
+  if (capture_dir || IsRawEvents(in)) return format::LoadCapture(in);
+  // Everything else, Ascend profiler databases and torch_npu output folders included.
   RLPROF_ASSIGN_OR_RETURN(analysis::Trace t, analysis::ReadTrace(in));
   return analysis::CaptureFromTrace(t, cls);
 }

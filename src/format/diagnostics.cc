@@ -10,6 +10,10 @@ using S = Severity;
 // Sorted by name (diagnostics_test checks). Descriptions say what happened and what the
 // result still holds; docs/reliability.md shows this table.
 constexpr DiagnosticSpec kCatalogue[] = {
+    {"ascend_db_bad_row", S::kDataLoss, "input", "a row of an Ascend profiler database without a start or end time (or step id), or with one outside ±2^62 ns: skipped"},
+    {"ascend_db_corrupt", S::kDataLoss, "input", "an Ascend profiler database table could not be read to its end (truncated or damaged file): the rows read before the damage are kept"},
+    {"ascend_db_missing_table", S::kWarning, "input", "an Ascend profiler database lacks a table the others refer to (STRING_IDS: names unknown; CANN_API: launches unknown, by_launch falls back to starts)"},
+    {"ascend_db_unknown_string", S::kWarning, "input", "an id with no STRING_IDS row: the name reads as <string ID>"},
     {"async_without_id", S::kWarning, "json", "async event (b/e/n) without an id; paired by category alone"},
     {"bad_arg_values", S::kWarning, "json", "args values of the wrong type, ignored (the event is kept)"},
     {"by_launch_without_launch", S::kWarning, "analysis", "--assign by_launch: work with no known host launch, assigned by its start instead"},

@@ -253,12 +253,39 @@ def overrides():
         out(t, name + ".txt", text)
 
 
+def ascend_db():
+    """Small Ascend profiler databases: the fixtures of test/data/ascend_db cut to a few rows of
+    every table, in 512-byte pages (so a seed is a few KiB and mutations hit every structure)."""
+    import sqlite3
+    import tempfile
+    src = os.path.join(ROOT, "test", "data", "ascend_db")
+    seeds = {"msprof_one_rank.db": "one_rank/msprof_20251126094000.db",
+             "steps_mstx.db": "steps/ascend_pytorch_profiler_0.db",
+             "broken_rows.db": "corrupt/ascend_pytorch_profiler_3.db"}
+    for name, rel in seeds.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, name)
+            shutil.copyfile(os.path.join(src, rel), db)
+            c = sqlite3.connect(db)
+            tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for t in tables:
+                if t != "STRING_IDS":
+                    c.execute(f"DELETE FROM {t} WHERE rowid NOT IN (SELECT rowid FROM {t} ORDER BY rowid LIMIT 6)")
+            c.commit()
+            c.execute("PRAGMA page_size = 512")
+            c.execute("VACUUM")
+            c.close()
+            with open(db, "rb") as f:
+                out("ascend_db", name, f.read())
+
+
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
     os.makedirs(os.path.join(CORPUS, "yaml_config"))
     kineto()
     legacy_torch()
     ascend()
+    ascend_db()
     rlp()
     manifests()
     yaml_configs()

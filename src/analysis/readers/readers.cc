@@ -9,6 +9,7 @@
 #include <set>
 #include <system_error>
 
+#include "src/analysis/readers/ascend_db_reader.h"
 #include "src/analysis/readers/capture_reader.h"
 #include "src/analysis/readers/chrome_json_reader.h"
 #include "src/analysis/readers/input_buffer.h"
@@ -84,6 +85,31 @@ base::StatusOr<Trace> ReadJsonInput(InputBuffer& in, const std::string& name,
   return t;
 }
 
+base::StatusOr<Trace> ReadDb(const std::string& path, const ReadOptions& opts) {
+  Trace t;
+  RLPROF_RETURN_IF_ERROR(ReadAscendDb(path, opts, &t));
+  AssignStageSteps(&t);
+  return t;
+}
+
+// A torch_npu output folder: its database, else its trace_view.json; the folder's rank.
+base::StatusOr<Trace> ReadAscendFolder(const std::string& dir, const AscendFolder& f,
+                                       const ReadOptions& opts) {
+  if (f.file.empty())
+    return base::InvalidArgument(dir +
+                                 ": an Ascend profiler folder without ascend_pytorch_profiler*.db "
+                                 "or trace_view.json in ASCEND_PROFILER_OUTPUT");
+  Trace t;
+  if (HasSqliteMagic(f.file)) {
+    RLPROF_ASSIGN_OR_RETURN(t, ReadDb(f.file, opts));
+  } else {
+    RLPROF_ASSIGN_OR_RETURN(InputBuffer in, ReadInputFile(f.file));
+    RLPROF_ASSIGN_OR_RETURN(t, ReadJsonInput(in, f.file, opts));
+  }
+  if (t.rank < 0) t.rank = f.rank;
+  return t;
+}
+
 }  // namespace
 
 base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts) {
@@ -93,11 +119,17 @@ base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts
   if (fs::is_directory(st)) {
     if (fs::exists(fs::path(path) / "manifest.json") || fs::exists(fs::path(path) / "events.rlp"))
       return ReadCapture(path, opts);
+    if (auto f = FindAscendFolder(path)) return ReadAscendFolder(path, *f, opts);
     return base::InvalidArgument(path +
                                  ": a directory that is not a capture (no manifest.json or "
-                                 "events.rlp); expand it with FindTraceInputs");
+                                 "events.rlp) nor an Ascend profiler folder; expand it with "
+                                 "FindTraceInputs");
   }
   if (HasRawMagic(path)) return ReadCapture(path, opts);
+  if (HasSqliteMagic(path)) return ReadDb(path, opts);
+  if (IsAscendDbName(fs::path(path).filename().string()))
+    return base::InvalidArgument(path + ": named like an Ascend profiler database but not an SQLite file "
+                                        "(its header is damaged or it is not a database)");
   if (fs::path(path).filename() == "manifest.json" &&
       fs::exists(fs::path(path).parent_path() / "events.rlp"))
     return ReadCapture(fs::path(path).parent_path().string(), opts);
@@ -111,6 +143,12 @@ base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& 
       std::memcmp(bytes.data(), format::kRawMagic, sizeof(format::kRawMagic)) == 0) {
     RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCaptureBytes(bytes, name));
     Trace t = TraceFromCapture(c, opts);
+    AssignStageSteps(&t);
+    return t;
+  }
+  if (HasSqliteMagicBytes(bytes)) {
+    Trace t;
+    RLPROF_RETURN_IF_ERROR(ReadAscendDbBytes(bytes, name, opts, &t));
     AssignStageSteps(&t);
     return t;
   }
@@ -144,9 +182,9 @@ void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics*
       continue;
     }
     if (fs::is_directory(st)) {
-      if (fs::exists(q / "manifest.json", ec2)) {
+      if (fs::exists(q / "manifest.json", ec2) || FindAscendFolder(q.string())) {
         out->insert(q.string());
-        continue;  // a capture: not searched further
+        continue;  // a capture or a torch_npu output folder: one input, not searched further
       }
       // Linked folders are not descended into (a link to a parent would never end).
       if (!fs::is_symlink(fs::symlink_status(q, ec2))) WalkForInputs(q, out, diag);
@@ -155,9 +193,14 @@ void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics*
     const std::string name = q.filename().string();
     const bool events = name == "events.rlp";
     const bool json = (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) && name != "manifest.json";
-    if (!events && !json) continue;
+    const bool db = IsAscendDbName(name);  // taken by name: a damaged header is reported, not skipped
+    if (!events && !json && !db) continue;
     if (fs::is_regular_file(st) && fs::file_size(q, ec2) == 0 && !ec2) {
       diag->Note("input_empty_file", q.string() + ": empty file skipped");
+      continue;
+    }
+    if (db) {
+      out->insert(q.string());
       continue;
     }
     if (events) {
@@ -190,8 +233,9 @@ base::StatusOr<std::vector<std::string>> FindTraceInputs(const std::vector<std::
       out.insert(p);
       continue;
     }
-    if (fs::exists(fs::path(p) / "manifest.json", ec) || fs::exists(fs::path(p) / "events.rlp", ec)) {
-      out.insert(p);  // a capture directory (ReadTrace notes a missing manifest)
+    if (fs::exists(fs::path(p) / "manifest.json", ec) || fs::exists(fs::path(p) / "events.rlp", ec) ||
+        FindAscendFolder(p)) {
+      out.insert(p);  // a capture directory (ReadTrace notes a missing manifest), an Ascend folder
       continue;
     }
     WalkForInputs(p, &out, diag);

@@ -4,7 +4,9 @@
 //   - rlprof captures: a capture directory (manifest.json + events.rlp) or a bare events.rlp;
 //   - Kineto / torch.profiler Chrome trace JSON (an object with "traceEvents");
 //   - legacy torch JSON written without Kineto (a top-level array, pid "CPU functions");
-//   - Ascend trace_view.json (a top-level array with string timestamps).
+//   - Ascend trace_view.json (a top-level array with string timestamps);
+//   - Ascend profiler databases (ascend_pytorch_profiler_*.db, msprof_*.db: SQLite) and torch_npu
+//     output folders (*_ascend_pt/, ASCEND_PROFILER_OUTPUT/), see ascend_db_reader.h.
 //
 //   RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, FindTraceInputs({"runs/"}));
 //   for (const auto& in : inputs) {
@@ -34,16 +36,20 @@ struct ReadOptions {
 };
 
 // Auto-detects the format (rlprof capture dir / events.rlp, Kineto JSON object, legacy torch
-// JSON array, Ascend trace_view.json), .gz transparent.
+// JSON array, Ascend trace_view.json, Ascend profiler database or torch_npu output folder),
+// .gz transparent.
 base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts = {});
 
-// The same for bytes already in memory: a bare events.rlp, or a JSON trace (gzip transparent).
+// The same for bytes already in memory: a bare events.rlp, an Ascend profiler database image,
+// or a JSON trace (gzip transparent).
 // `name` stands for the path in messages and in Trace::source. Used by the fuzz targets.
 base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& name,
                                      const ReadOptions& opts = {});
 
-// Expands directories: every capture dir (has manifest.json), every events.rlp without a
-// manifest, and every *.json / *.json.gz / *.pt.trace.json(.gz) trace file below; sorted.
+// Expands directories: every capture dir (has manifest.json), every torch_npu output folder
+// (has ASCEND_PROFILER_OUTPUT/; one input, not descended into), every events.rlp without a
+// manifest, every ascend_pytorch_profiler*.db / msprof_*.db, and every *.json / *.json.gz /
+// *.pt.trace.json(.gz) trace file below; sorted.
 // Plain files and capture directories are passed through; a path that does not exist is
 // NotFound. What the walk had to pass over is counted in `diag` (when given), with the path:
 // folders it could not list (input_unreadable_dir), files it could not open
