@@ -114,7 +114,31 @@ def multistream():
     t.write("multistream.json", "GPU 0")
 
 
+def epoch_ns():
+    """Timestamps since the Unix epoch with ns decimals (1.7e15 µs: no float64 holds them
+    exactly), as Kineto writes when its clock is the realtime one: the `--json` outputs must
+    still give every start to the ns. Written as text, since a Python float cannot carry them."""
+    origin_ns = 1_700_000_000_000_000_123  # 2023-11-14, .123 µs
+    ev = []
+
+    def x(cat, name, pid, tid, ts_ns, dur_ns, args):
+        ev.append('{"ph": "X", "cat": "%s", "name": "%s", "pid": %d, "tid": %d, "ts": %d.%03d, '
+                  '"dur": %d.%03d, "args": %s}' % (cat, name, pid, tid, ts_ns // 1000, ts_ns % 1000,
+                                                   dur_ns // 1000, dur_ns % 1000, json.dumps(args)))
+
+    x("user_annotation", "ProfilerStep#1", HOST_PID, HOST_TID, origin_ns, 900_007, {})
+    x("user_annotation", "ProfilerStep#2", HOST_PID, HOST_TID, origin_ns + 1_000_001, 900_009, {})
+    for k, t0 in enumerate((origin_ns, origin_ns + 1_000_001)):
+        c = k + 1
+        x("cuda_runtime", "cudaLaunchKernel", HOST_PID, HOST_TID, t0 + 10_001, 5_003, {"correlation": c})
+        x("kernel", "gemm_kernel", 0, 7, t0 + 20_011, 300_457, {"device": 0, "stream": 7, "correlation": c})
+    with open(os.path.join(HERE, "epoch_ns.json"), "w") as f:
+        f.write('{"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},\n'
+                ' "traceEvents": [\n' + ",\n".join(ev) + "\n]}\n")
+
+
 if __name__ == "__main__":
+    epoch_ns()
     gpu_step_windows()
     accelerator("mtia_accelerator.json", "mtia_runtime", "mtia_ccp_events", "runFunction",
                 "MTIA 0")
