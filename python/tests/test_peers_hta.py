@@ -86,6 +86,8 @@ def test_temporal_breakdown_equals_hta_in_us(pair):
         return
     (row,) = _rows(rl["tables"]["hta_temporal_breakdown"])
     t = hta["temporal"]
+    # HTA's rank is distributedInfo.rank, 0 when the trace has none; rlprof says -1 (unknown).
+    assert row["rank"] == (int(t["rank"]) if rl["rank"] >= 0 else -1), name
     got = {k: row[k] for k in ("idle_time", "compute_time", "non_compute_time", "kernel_time")}
     want = {k: t[k + "(us)"] for k in got}
     assert got == want, name
@@ -108,8 +110,11 @@ def test_idle_time_breakdown_equals_hta_per_stream(pair):
         assert rl["cpu_only"] or not rl["tables"]["hta_idle_breakdown"]["rows"], name
         return
     want: Dict[str, Dict[str, float]] = {}
-    for stream, cat, t, _ in hta["idle"]:
+    ratios: Dict[tuple, float] = {}
+    for stream, cat, t, ratio in hta["idle"]:
         want.setdefault(str(stream), {})[cat] = t
+        if ratio is not None:
+            ratios[(str(stream), cat)] = ratio
     got = _idle_by_stream(_rows(rl["tables"]["hta_idle_breakdown"]))
     # rlprof names a stream "device:stream"; HTA by its stream number.
     got_by_stream = {k.split(":")[-1]: v for k, v in got.items()}
@@ -117,3 +122,8 @@ def test_idle_time_breakdown_equals_hta_per_stream(pair):
     for s, cats in want.items():
         for cat in ("host_wait", "kernel_wait", "other"):
             assert got_by_stream[s].get(cat, 0.0) == cats.get(cat, 0.0), (name, s, cat)
+    # Ratios (2 decimals) where HTA has one: it gives NaN for a stream without idle time.
+    rl_ratio = {(str(r["stream"]).split(":")[-1], r["idle_category"]): r["idle_time_ratio"]
+                for r in _rows(rl["tables"]["hta_idle_breakdown"])}
+    for key, ratio in ratios.items():
+        assert rl_ratio[key] == ratio, (name, key)
