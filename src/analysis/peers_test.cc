@@ -105,7 +105,7 @@ TEST(OtherAcceleratorsTest, MtiaXpuAndPrivateUse1TracesAreDeviceWorkNotCpuOnly) 
 
 TEST(OtherAcceleratorsTest, KinetoRuntimeCategoriesOfEveryBackendAreLaunches) {
   for (const char* c : {"cuda_runtime", "cuda_driver", "xpu_runtime", "xpu_driver", "mtia_runtime",
-                        "privateuse1_runtime", "privateuse1_driver"})
+                        "privateuse1_runtime", "privateuse1_driver", "hpu_op", "glow_runtime"})
     EXPECT_TRUE(IsRuntimeCategory(c)) << c;
   EXPECT_FALSE(IsRuntimeCategory("cpu_op"));
 }
