@@ -85,6 +85,7 @@ void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const 
     }
     inside = Timeline::Build(clipped);
     out->tracelens.gpu_step_windows = static_cast<int64_t>(windows.size());
+    out->diagnostics.Add("tracelens_inside_gpu_steps", windows.size());
   }
   const Timeline& tl = windows.empty() ? all : inside;
   // TraceLens reads kernels, memcpy and memset only: runs of unclassified work alone are idle.
