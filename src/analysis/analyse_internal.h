@@ -18,9 +18,10 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
 void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector<int64_t>& launch,
                       const AnalysisOptions& opts, TraceAnalysis* out);
 // TraceLens gpu_timeline (§4.5): memset counts as computation, unclassified is not read.
-// Inside Kineto's GPU-side ProfilerStep annotations when the trace has them.
+// Over device work linked to a launch (TraceLens's default), inside Kineto's GPU-side
+// ProfilerStep annotations when the trace has them.
 void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const Timeline& tl,
-                      TraceAnalysis* out);
+                      const std::vector<int64_t>& launch, TraceAnalysis* out);
 // Operator statistics: host operators and device kernels, by name (and name + shapes).
 // For each device slice, the host operator that launched it (external correlation, else the
 // innermost counted host operator enclosing its correlated launch); -1 otherwise.

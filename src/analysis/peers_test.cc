@@ -38,11 +38,16 @@ std::map<std::string, IdleBreakdownRow> IdleByStream(const TraceAnalysis& a) {
 // three GPU steps: gemm 200 + 199.6 + 80 = 479.6 µs of computation; the all-reduce [1250.7,
 // 1500.0] overlaps gemm_1 [1100.4, 1300.4] by 49.7 µs (exposed 199.6); the copy 50.3 µs;
 // span 1100.4 → 1900.9 = 800.5 µs, busy 399.6 + 199.6 + 50.3 + 80 = 729.5. The warm-up (600 µs)
-// and cool-down (400 µs) kernels outside the steps are not counted.
+// and cool-down (400 µs) kernels outside the steps are not counted. TraceLens itself (AMD-AGI/
+// TraceLens @ 171dd74) has no step logic: it would count them, being linked to their launches.
 TEST(GpuStepWindowsTest, TraceLensTimelineIsComputedInsideTheGpuSideProfilerSteps) {
   TraceAnalysis a = AnalyseFixture("gpu_step_windows.json");
   const auto& r = a.tracelens;
   EXPECT_EQ(r.gpu_step_windows, 3);
+  EXPECT_EQ(a.diagnostics.Get("tracelens_inside_gpu_steps"), 3u);
+  // The 60 µs kernel without a launch in the trace, under the all-reduce, is not read either
+  // (TraceLens's include_unlinked_kernels=False): else computation would be 539.6.
+  EXPECT_EQ(a.diagnostics.Get("tracelens_unlinked_work"), 1u);
   EXPECT_EQ(r.computation, 479600);
   EXPECT_EQ(r.total_comm, 249300);
   EXPECT_EQ(r.exposed_comm, 199600);
@@ -61,7 +66,9 @@ TEST(GpuStepWindowsTest, StepWindowsReachTheEndOfTheGpuSideStep) {
   ASSERT_EQ(a.steps.size(), 3u);
   const int64_t base = 1'700'000'000'000'000;  // the fixtures' origin, ns
   EXPECT_EQ(a.steps[0].window.end - base, 1500'000);  // GPU ProfilerStep#1 ends at 1500.0
-  EXPECT_EQ(a.steps[0].atoms.compute(), 200 * kUs);
+  // gemm_1 and the kernel launched before the profiler started (no launch in the trace): the
+  // main breakdown counts all device work; TraceLens's timeline leaves the latter out.
+  EXPECT_EQ(a.steps[0].atoms.compute(), 260 * kUs);
   EXPECT_EQ(a.diagnostics.Get("work_outside_step_windows"), 2u);
 }
 

@@ -65,29 +65,40 @@ std::vector<std::pair<int64_t, int64_t>> GpuStepWindows(const Trace& t) {
 }  // namespace
 
 void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const Timeline& all,
-                      TraceAnalysis* out) {
+                      const std::vector<int64_t>& launch, TraceAnalysis* out) {
+  // TraceLens reads the device work linked to a launch in the trace (its TreePerfAnalyzer's
+  // include_unlinked_kernels=False): work launched before the profiler started is not counted.
+  // A trace without any linked work (no correlation ids) keeps all of it.
+  std::vector<WorkInterval> linked;
+  for (const auto& x : work)
+    if (x.slice >= 0 && launch[x.slice] >= 0) linked.push_back(x);
+  const bool by_link = !linked.empty() && linked.size() < work.size();
+  if (by_link) out->diagnostics.Add("tracelens_unlinked_work", work.size() - linked.size());
+  std::span<const WorkInterval> read = by_link ? std::span<const WorkInterval>(linked) : work;
   // Kineto's GPU-side step annotations (`gpu_user_annotation` ProfilerStep#N) bound the device
   // time of the profiled steps: the timeline is computed over the work inside them (clipped),
   // so warm-up and trailing work outside the steps is not counted (docs/definitions.md §5.3).
   const auto windows = GpuStepWindows(t);
-  Timeline inside;
-  if (!windows.empty()) {
-    std::vector<WorkInterval> clipped;
-    for (const auto& x : work) {
-      auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
-                                 [](int64_t v, const auto& w) { return v < w.second; });
-      for (; it != windows.end() && it->first < x.end; ++it) {
-        WorkInterval c = x;
-        c.start = std::max(x.start, it->first);
-        c.end = std::min(x.end, it->second);
-        if (c.end > c.start) clipped.push_back(c);
-      }
+  std::vector<WorkInterval> clipped;
+  for (const auto& x : windows.empty() ? std::span<const WorkInterval>() : read) {
+    auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
+                               [](int64_t v, const auto& w) { return v < w.second; });
+    for (; it != windows.end() && it->first < x.end; ++it) {
+      WorkInterval c = x;
+      c.start = std::max(x.start, it->first);
+      c.end = std::min(x.end, it->second);
+      if (c.end > c.start) clipped.push_back(c);
     }
-    inside = Timeline::Build(clipped);
+  }
+  if (!windows.empty()) {
     out->tracelens.gpu_step_windows = static_cast<int64_t>(windows.size());
     out->diagnostics.Add("tracelens_inside_gpu_steps", windows.size());
   }
-  const Timeline& tl = windows.empty() ? all : inside;
+  // The partition's timeline when nothing is left out, else one of what TraceLens reads.
+  Timeline own;
+  if (!windows.empty()) own = Timeline::Build(clipped);
+  else if (by_link) own = Timeline::Build(read);
+  const Timeline& tl = windows.empty() && !by_link ? all : own;
   // TraceLens reads kernels, memcpy and memset only: runs of unclassified work alone are idle.
   const auto& runs = tl.runs();
   auto counted = [](const Run& r) { return (r.mask & ~kBitOther) != 0; };

@@ -63,6 +63,9 @@ def gpu_step_windows():
     t.gpu_annotation("ProfilerStep#1", 1100.4, 399.6, 7)
     t.host("ProfilerStep#2", 1400, 400, cat="user_annotation")
     t.launch(L[0], 1410, 5, L[1], L[2], "gemm_kernel_2", 1500.2, 199.6, 7)
+    # Launched before the profiler started: no launch event in the trace (TraceLens leaves it out).
+    t.events.append({"ph": "X", "cat": "kernel", "name": "prelaunched_kernel", "pid": 0, "tid": 13,
+                     "ts": BASE + 1310.0, "dur": 60, "args": {"device": 0, "stream": 13, "correlation": 999}})
     t.launch("cudaMemcpyAsync", 1420, 5, L[1], "gpu_memcpy", "Memcpy DtoH (Device -> Pinned)",
              1700.1, 50.3, 7)
     t.gpu_annotation("ProfilerStep#2", 1500.2, 250.2, 7)
