@@ -68,10 +68,11 @@ void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const 
                       const std::vector<int64_t>& launch, TraceAnalysis* out) {
   // TraceLens reads the device work linked to a launch in the trace (its TreePerfAnalyzer's
   // include_unlinked_kernels=False): work launched before the profiler started is not counted.
-  // A trace without any linked work (no correlation ids) keeps all of it.
+  // Only for Kineto traces (what TraceLens reads); one without any linked work keeps all of it.
   std::vector<WorkInterval> linked;
-  for (const auto& x : work)
-    if (x.slice >= 0 && launch[x.slice] >= 0) linked.push_back(x);
+  if (t.format == "kineto")
+    for (const auto& x : work)
+      if (x.slice >= 0 && launch[x.slice] >= 0) linked.push_back(x);
   const bool by_link = !linked.empty() && linked.size() < work.size();
   if (by_link) out->diagnostics.Add("tracelens_unlinked_work", work.size() - linked.size());
   std::span<const WorkInterval> read = by_link ? std::span<const WorkInterval>(linked) : work;
