@@ -2,7 +2,7 @@
 
 Run with the peers test environment's Python (.venv-peers), not the project's:
 
-    .venv-peers/bin/python python/tests/peers/hta_breakdowns.py TRACE.json.gz [RANK]
+    .venv-peers/bin/python python/tests/peers/hta_breakdowns.py TRACE.json.gz
 
 HTA reads a folder of rank files and takes each file's rank from `distributedInfo.rank`
 (rank 0 when absent): the trace is linked into a fresh temporary folder. Prints
