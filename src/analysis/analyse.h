@@ -90,6 +90,8 @@ struct IdleBreakdownRow {
 struct TraceLensTimeline {
   int64_t total = 0, computation = 0, exposed_comm = 0, exposed_memcpy = 0, busy = 0, idle = 0,
           total_comm = 0, total_memcpy = 0;
+  // GPU-side ProfilerStep annotations the timeline was computed inside (0: the whole trace).
+  int64_t gpu_step_windows = 0;
 };
 
 struct OpStat {

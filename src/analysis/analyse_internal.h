@@ -8,13 +8,20 @@
 
 namespace rlprof::analysis::internal {
 
-// HTA temporal breakdown + comm/comp overlap and the per-stream idle breakdown (§4.4).
-// `tl` is the partition's timeline of `work` (reused in native mode).
+// HTA temporal breakdown + comm/comp overlap and the per-stream idle breakdown (§4.4), from
+// rlprof's partition. `tl` is the partition's timeline of `work`.
 void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const Timeline& tl,
-                     const std::vector<StepWindow>& steps, const std::vector<int64_t>& launch,
-                     const AnalysisOptions& opts, TraceAnalysis* out);
+                     const std::vector<int64_t>& launch, const AnalysisOptions& opts,
+                     TraceAnalysis* out);
+// The same three views as HolisticTraceAnalysis 0.5.0 computes them (`--compat hta`): its µs
+// rounding, last-step rule, name-based kernel types and interval merges (hta_compat.cc).
+void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector<int64_t>& launch,
+                      const AnalysisOptions& opts, TraceAnalysis* out);
 // TraceLens gpu_timeline (§4.5): memset counts as computation, unclassified is not read.
-void ComputeTraceLens(const Timeline& tl, TraceAnalysis* out);
+// Over device work linked to a launch (TraceLens's default), inside Kineto's GPU-side
+// ProfilerStep annotations when the trace has them.
+void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const Timeline& tl,
+                      const std::vector<int64_t>& launch, TraceAnalysis* out);
 // Operator statistics: host operators and device kernels, by name (and name + shapes).
 // For each device slice, the host operator that launched it (external correlation, else the
 // innermost counted host operator enclosing its correlated launch); -1 otherwise.

@@ -111,17 +111,25 @@ TEST(ExampleATest, StepWithoutStagesIsOneNoneStage) {
   EXPECT_EQ(a.stages[0].atoms.overlap, 15 * kUs);
 }
 
-TEST(ExampleBTest, HtaRoundingShortensAndDropsSubMicrosecondEvents) {
+// HTA 0.5.0 rounds inward (start = ceil, end = floor of ts + dur, in µs) and keeps what
+// rounding leaves with a zero or negative duration: each is a merge group of its own whose
+// negative run time counts (checked against HTA itself: idle 199, compute 1, kernel_time 200).
+TEST(ExampleBTest, HtaRoundingShortensAndKeepsSubMicrosecondEventsWithTheirNegativeRunTime) {
   TraceBuilder b;
-  b.Device(7, "k1", "kernel", 100250, 103750);  // ts 100.250 dur 3.500 → [101, 103)
-  b.Device(7, "k2", "kernel", 200100, 200700);  // → dur −1, dropped
-  b.Device(7, "k3", "kernel", 300900, 301100);  // → dur 0, dropped
+  b.Device(7, "k1", "kernel", 100250, 103750);  // ts 100.250 dur 3.500 → [101, 103]
+  b.Device(7, "k2", "kernel", 200100, 200700);  // → [201, 200]: run time −1
+  b.Device(7, "k3", "kernel", 300900, 301100);  // → [301, 301]: run time 0
   Trace t = b.Build();
   AnalysisOptions o;
   o.compat = CompatMode::kHta;
   TraceAnalysis hta = Analyse(t, o);
-  EXPECT_EQ(hta.hta.kernel_time, 2 * kUs);
-  EXPECT_EQ(hta.hta.compute, 2 * kUs);
+  EXPECT_EQ(hta.hta.kernel_time, 200 * kUs);
+  EXPECT_EQ(hta.hta.compute, 1 * kUs);
+  EXPECT_EQ(hta.hta.idle, 199 * kUs);
+  EXPECT_EQ(hta.hta.non_compute, 0);
+  // Idle breakdown: gaps from each event's predecessor's end (103 → 201, 200 → 301).
+  ASSERT_EQ(hta.idle_breakdown.size(), 1u);
+  EXPECT_EQ(hta.idle_breakdown[0].other, (98 + 101) * kUs);
   TraceAnalysis native = Analyse(t);
   EXPECT_EQ(native.hta.compute, 3500 + 600 + 200);
   EXPECT_EQ(native.steps[0].atoms.compute(), 4300);

@@ -51,7 +51,9 @@ constexpr DefaultRule kDefaults[] = {
     {"^(hip)?memcpy|^dma|^MEMCPY_ASYNC", "", TrackMatch::kDevice, WorkClass::kMemcpy, true},
     {"^(hip)?memset", "", TrackMatch::kDevice, WorkClass::kMemset, true},
     // 5. Compute: every other named kernel / device task.
-    {".", "^(kernel|Kernel|gpu_kernel|AI_CORE|AI_VECTOR_CORE|AI_CPU|MIX_AIC|MIX_AIV|FFTS_PLUS|)$",
+    //    Kineto's other accelerators: MTIA (`mtia_ccp_events`); XPU and PrivateUse1 backends
+    //    write `kernel`.
+    {".", "^(kernel|Kernel|gpu_kernel|mtia_ccp_events|AI_CORE|AI_VECTOR_CORE|AI_CPU|MIX_AIC|MIX_AIV|FFTS_PLUS|)$",
      TrackMatch::kDevice, WorkClass::kCompute, false},
     // 6. Host activity (operators, runtime calls, user ranges).
     {"", "", TrackMatch::kHost, WorkClass::kHost, false},
@@ -308,8 +310,12 @@ std::vector<int32_t> LaunchingOperators(const Trace& t) {
 }
 
 bool IsRuntimeCategory(std::string_view cat) {
-  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime" ||
-         cat == "hip_runtime" || cat == "cann" || cat == "acl";
+  // Kineto's runtime activity types of every backend (libkineto ActivityType names), then
+  // rlprof captures' and Ascend's.
+  return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "xpu_runtime" ||
+         cat == "xpu_driver" || cat == "mtia_runtime" || cat == "privateuse1_runtime" ||
+         cat == "privateuse1_driver" || cat == "hpu_op" || cat == "glow_runtime" ||
+         cat == "runtime" || cat == "hip_runtime" || cat == "cann" || cat == "acl";
 }
 
 }  // namespace rlprof::analysis

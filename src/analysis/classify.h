@@ -93,8 +93,10 @@ class Classifier {
 // than `SendRecv`, or a collective-name arg of `recv`/`receive`).
 bool IsRecvName(std::string_view name, std::string_view collective);
 
-// A runtime / driver API call (a launch) by its category, as Kineto, rlprof captures and Ascend
-// write it: cuda_runtime, cuda_driver, runtime, hip_runtime, cann, acl.
+// A runtime / driver API call (a launch) by its category, as Kineto (every backend's host-side
+// runtime types: cuda_runtime, cuda_driver, xpu_runtime, mtia_runtime, privateuse1_runtime,
+// privateuse1_driver, hpu_op, glow_runtime), rlprof captures (runtime) and Ascend (cann, acl)
+// write it.
 bool IsRuntimeCategory(std::string_view cat);
 
 // For each slice of device work, the host operator that launched it by external correlation

@@ -60,13 +60,15 @@ Table StageTimeTable(const TraceAnalysis& a) {
           {Int("rank"), Int("step"), Text("role"), Text("stage"), Real("start", "us"),
            Real("duration", "us"), Real("compute", "us"), Real("communication", "us"),
            Real("overlap", "us"), Real("comm_not_overlapped", "us"), Real("memory_only", "us"),
-           Real("other_only", "us"), Real("idle", "us"), Real("bubble", "us")},
+           Real("other_only", "us"), Real("idle", "us"), Real("bubble", "us"),
+           // Exact: an epoch-based µs start (≈ 1.7e15) has no exact double.
+           Int("start_ns", "ns")},
           {}};
   for (const auto& s : a.stages) {
     const Atoms& at = s.atoms;
     t.rows.push_back({a.rank, s.step, s.role, s.name, Us(s.start), Us(s.duration), Us(at.compute()),
                       Us(at.comm()), Us(at.overlap), Us(at.comm_only), Us(at.memory_only),
-                      Us(at.other_only), Us(at.idle), Us(s.recv_sum)});
+                      Us(at.other_only), Us(at.idle), Us(s.recv_sum), s.start});
   }
   return t;
 }
@@ -147,11 +149,11 @@ Table OpsByFrameTable(const TraceAnalysis& a) {
 Table KernelDetailsTable(const TraceAnalysis& a) {
   Table t{"kernel_details",
           {Int("Step Id"), Text("Name"), Text("Type"), Text("Stream"), Real("Start Time", "us"),
-           Real("Duration", "us"), Real("Wait Time", "us")},
+           Real("Duration", "us"), Real("Wait Time", "us"), Int("start_ns", "ns")},
           {}};
   for (const auto& k : a.kernel_rows)
     t.rows.push_back({k.step < 0 ? Cell{} : Cell{k.step}, k.name, std::string(WorkClassName(k.cls)),
-                      k.stream, Us(k.start), Us(k.dur), Us(k.wait)});
+                      k.stream, Us(k.start), Us(k.dur), Us(k.wait), k.start});
   return t;
 }
 

@@ -1,46 +1,16 @@
 // HTA and TraceLens views (docs/definitions.md §4.4, §4.5), computed from the partition.
+// `--compat hta` replays HTA's own pipeline instead: hta_compat.cc.
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "src/analysis/analyse_internal.h"
 
 namespace rlprof::analysis::internal {
 
-namespace {
-
-int64_t CeilUs(int64_t ns) { return (ns >= 0 ? (ns + 999) / 1000 : -((-ns) / 1000)) * 1000; }
-int64_t FloorUs(int64_t ns) { return (ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000)) * 1000; }
-
-}  // namespace
-
-void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const Timeline& native_tl,
-                     const std::vector<StepWindow>& steps, const std::vector<int64_t>& launch,
-                     const AnalysisOptions& opts, TraceAnalysis* out) {
-  const bool compat = opts.compat == CompatMode::kHta;
-  std::vector<WorkInterval> hta;
-  if (compat) {
-    hta.assign(work.begin(), work.end());
-    // Last-step filter: with ≥ 2 ProfilerSteps keep only work launched (or, without a launch,
-    // started) before the last step began.
-    if (steps.size() >= 2 && !steps.front().whole_trace) {
-      const int64_t last = steps.back().host_start;
-      std::erase_if(hta, [&](const WorkInterval& w) {
-        const int64_t at = w.slice >= 0 && launch[w.slice] >= 0 ? launch[w.slice] : w.start;
-        return at >= last;
-      });
-    }
-    // µs rounding: end = floor(ts + dur), ts = ceil(ts); events with dur ≤ 0 vanish.
-    for (auto& w : hta) {
-      const int64_t s = CeilUs(w.start), e = FloorUs(w.end);
-      w.start = s;
-      w.end = e;
-    }
-    std::erase_if(hta, [](const WorkInterval& w) { return w.end <= w.start; });
-  }
-  Timeline rounded;
-  if (compat) rounded = Timeline::Build(hta);
-  const Timeline& tl = compat ? rounded : native_tl;
-  std::span<const WorkInterval> used = compat ? std::span<const WorkInterval>(hta) : work;
+void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const Timeline& tl,
+                     const std::vector<int64_t>& launch, const AnalysisOptions& opts,
+                     TraceAnalysis* out) {
   if (!tl.runs().empty()) {
     const int64_t first = tl.runs().front().start, last = tl.runs().back().end;
     MaskHistogram h = tl.Histogram(first, last);
@@ -54,7 +24,7 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
   }
   // Idle breakdown per stream: gaps between consecutive device work of one stream.
   std::map<uint32_t, std::vector<const WorkInterval*>> per_stream;
-  for (const auto& w : used)
+  for (const auto& w : work)
     if (w.slice >= 0 && t.tracks[t.track[w.slice]].type == TrackType::kDeviceStream &&
         w.bit != kBitOther)
       per_stream[t.track[w.slice]].push_back(&w);
@@ -78,7 +48,58 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
   }
 }
 
-void ComputeTraceLens(const Timeline& tl, TraceAnalysis* out) {
+namespace {
+
+// Kineto's GPU-side step annotations: device-track ranges named ProfilerStep#N, merged.
+std::vector<std::pair<int64_t, int64_t>> GpuStepWindows(const Trace& t) {
+  std::vector<std::pair<int64_t, int64_t>> w;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.tracks[t.track[i]].type != TrackType::kDeviceStream || t.kind[i] != SliceKind::kRange)
+      continue;
+    if (t.str(t.name[i]).starts_with("ProfilerStep#") && t.dur[i] > 0)
+      w.push_back({t.ts[i], t.ts[i] + t.dur[i]});
+  }
+  return MergedSet::Build(std::move(w)).intervals();
+}
+
+}  // namespace
+
+void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const Timeline& all,
+                      const std::vector<int64_t>& launch, TraceAnalysis* out) {
+  // TraceLens reads the device work linked to a launch in the trace (its TreePerfAnalyzer's
+  // include_unlinked_kernels=False): work launched before the profiler started is not counted.
+  // Only for Kineto traces (what TraceLens reads); one without any linked work keeps all of it.
+  std::vector<WorkInterval> linked;
+  if (t.format == "kineto")
+    for (const auto& x : work)
+      if (x.slice >= 0 && launch[x.slice] >= 0) linked.push_back(x);
+  const bool by_link = !linked.empty() && linked.size() < work.size();
+  if (by_link) out->diagnostics.Add("tracelens_unlinked_work", work.size() - linked.size());
+  std::span<const WorkInterval> read = by_link ? std::span<const WorkInterval>(linked) : work;
+  // Kineto's GPU-side step annotations (`gpu_user_annotation` ProfilerStep#N) bound the device
+  // time of the profiled steps: the timeline is computed over the work inside them (clipped),
+  // so warm-up and trailing work outside the steps is not counted (docs/definitions.md §5.3).
+  const auto windows = GpuStepWindows(t);
+  std::vector<WorkInterval> clipped;
+  for (const auto& x : windows.empty() ? std::span<const WorkInterval>() : read) {
+    auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
+                               [](int64_t v, const auto& w) { return v < w.second; });
+    for (; it != windows.end() && it->first < x.end; ++it) {
+      WorkInterval c = x;
+      c.start = std::max(x.start, it->first);
+      c.end = std::min(x.end, it->second);
+      if (c.end > c.start) clipped.push_back(c);
+    }
+  }
+  if (!windows.empty()) {
+    out->tracelens.gpu_step_windows = static_cast<int64_t>(windows.size());
+    out->diagnostics.Add("tracelens_inside_gpu_steps", windows.size());
+  }
+  // The partition's timeline when nothing is left out, else one of what TraceLens reads.
+  Timeline own;
+  if (!windows.empty()) own = Timeline::Build(clipped);
+  else if (by_link) own = Timeline::Build(read);
+  const Timeline& tl = windows.empty() && !by_link ? all : own;
   // TraceLens reads kernels, memcpy and memset only: runs of unclassified work alone are idle.
   const auto& runs = tl.runs();
   auto counted = [](const Run& r) { return (r.mask & ~kBitOther) != 0; };
@@ -121,19 +142,21 @@ MsprofRow MsprofFromStep(const StepResult& s) {
   return r;
 }
 
-double Round2(double v) { return std::round(v * 100.0) / 100.0; }
+// numpy.around (what pandas' round(Series, 2) calls): scale, round half to even, unscale.
+double Round2(double v) { return std::nearbyint(v * 100.0) / 100.0; }
 
 HtaPercent HtaPercentages(const HtaBreakdown& h) {
+  // HTA divides first, then scales: 100 * (part / kernel_time), rounded to 2 decimals.
+  auto pct = [](int64_t part, int64_t whole) {
+    return Round2(100.0 * (static_cast<double>(part) / static_cast<double>(whole)));
+  };
   HtaPercent p;
   if (h.kernel_time > 0) {
-    const double k = static_cast<double>(h.kernel_time);
-    p.idle = Round2(100.0 * static_cast<double>(h.idle) / k);
-    p.compute = Round2(100.0 * static_cast<double>(h.compute) / k);
-    p.non_compute = Round2(100.0 * static_cast<double>(h.non_compute) / k);
+    p.idle = pct(h.idle, h.kernel_time);
+    p.compute = pct(h.compute, h.kernel_time);
+    p.non_compute = pct(h.non_compute, h.kernel_time);
   }
-  p.comm_comp_overlap = h.comm > 0 ? Round2(100.0 * static_cast<double>(h.overlap) /
-                                            static_cast<double>(h.comm))
-                                   : std::numeric_limits<double>::quiet_NaN();
+  p.comm_comp_overlap = h.comm > 0 ? pct(h.overlap, h.comm) : std::numeric_limits<double>::quiet_NaN();
   return p;
 }
 

@@ -33,7 +33,7 @@ struct HtaPercent {
 };
 HtaPercent HtaPercentages(const HtaBreakdown& h);
 
-double Round2(double v);  // round half away from zero to 2 decimals (pandas-like display)
+double Round2(double v);  // numpy.around(v, 2): half to even, as pandas' round(Series, 2)
 
 }  // namespace rlprof::analysis
 

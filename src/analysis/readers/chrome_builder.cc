@@ -125,8 +125,10 @@ ChromeTraceBuilder::ChromeTraceBuilder(Trace* trace, const ReadOptions& opts)
   cat_python_function_ = strings_.Intern("python_function");
   cat_kernel_ = strings_.Intern("kernel");
   cat_cuda_runtime_ = strings_.Intern("cuda_runtime");
+  // Kineto's device activity types (libkineto ActivityType names): CUDA, ROCm, XPU and
+  // PrivateUse1 backends write kernels as `kernel`; MTIA its on-device `mtia_ccp_events`.
   for (const char* c : {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_sync",
-                        "cuda_event", "Kernel", "Memcpy", "Memset"}) {
+                        "cuda_event", "Kernel", "Memcpy", "Memset", "mtia_ccp_events"}) {
     uint32_t id = strings_.Intern(c);
     if (device_cat_.size() <= id) device_cat_.resize(id + 1, false);
     device_cat_[id] = true;
