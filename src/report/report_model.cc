@@ -1,8 +1,9 @@
 // The report's data model: compact, so that a 1,024-rank run's page stays a few MB.
 // What grows with the run is kept columnar (one array per column across every input, strings
 // dictionary-encoded); what the page shows aggregated is aggregated here (communication per
-// process group, operators run-wide); per-input detail (each capture's top operators) and the
-// run view's per-rank columns only up to a threshold. The page's script (assets/report.html,
+// process group, operators run-wide); per-input detail (each capture's top operators and
+// diagnostics: above the threshold, one row per diagnostic name with how many inputs and a few
+// examples) and the run view's per-rank columns only up to a threshold. The page's script (assets/report.html,
 // `expand`) turns it back into the per-input tables it draws.
 #include <cmath>
 #include <cstring>
@@ -144,6 +145,11 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
     double total = 0, self = 0;
   };
   std::map<std::pair<std::string, std::string>, Op> ops;
+  struct DiagByName {
+    uint64_t count = 0, inputs = 0;
+    std::vector<size_t> examples;
+  };
+  std::map<std::string, DiagByName> diag_by_name;
   const bool detail = results.size() <= kReportDetailInputs;
   for (size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
@@ -158,8 +164,16 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
     inputs["error"].push_back(nullptr);
     AppendColumnar(analysis::StageTimeTable(a), k, stage_cols, &dict, &stages);
     AppendColumnar(analysis::StepAtomsTable(a), k, atom_cols, &dict, &atoms);
-    for (const auto& [name, n] : a.diagnostics.counts)
-      if (n != 0) input_diagnostics.push_back({k, name, n});
+    for (const auto& [name, n] : a.diagnostics.counts) {
+      if (n == 0) continue;
+      if (detail) {
+        input_diagnostics.push_back({k, name, n});
+        continue;
+      }
+      DiagByName& d = diag_by_name[name];  // a big run: one row per name, not per input
+      d.count += n;
+      if (d.inputs++ < 3) d.examples.push_back(k);
+    }
     const analysis::Table cg = analysis::CommByGroupTable(a);
     for (const auto& row : cg.rows) {
       Comm& c = comm[Text(CellOf(cg, row, "group"))];
@@ -188,6 +202,8 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
     }
     if (detail) input_ops[std::to_string(k)] = analysis::ToJson(top);
   }
+  json diag_rows = json::array();  // [name, count, inputs, [example input indices]]
+  for (const auto& [name, d] : diag_by_name) diag_rows.push_back({name, d.count, d.inputs, d.examples});
   json comm_rows = json::array();
   for (const auto& [group, c] : comm)
     comm_rows.push_back({{"group", group}, {"ranks", c.ranks.size()}, {"ops", c.ops},
@@ -217,7 +233,8 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
                {"title", title}, {"generated", when}, {"rlprof_version", version},
                {"run", std::move(run)}, {"inputs", std::move(inputs)},
                {"stages", std::move(stages)}, {"step_atoms", std::move(atoms)},
-               {"input_diagnostics", std::move(input_diagnostics)}, {"input_ops", std::move(input_ops)},
+               {"input_diagnostics", std::move(input_diagnostics)},
+               {"diagnostics_by_name", std::move(diag_rows)}, {"input_ops", std::move(input_ops)},
                {"input_ops_left_out", !detail}, {"comm", std::move(comm_rows)}, {"ops", std::move(op_rows)}};
   data["dict"] = std::move(dict).ToJson();
   if (compare != nullptr) {

@@ -75,6 +75,9 @@ TEST(ReportModelTest, ABigRunLeavesOutPerInputDetailAndGrowsLinearly) {
   const nlohmann::json ds = ReportData(small, analysis::SummaryJson(small, {}), "t", "v");
   const nlohmann::json db = ReportData(big, analysis::SummaryJson(big, {}), "t", "v");
   EXPECT_TRUE(db["input_ops"].empty());
+  // Diagnostics: one row per name (count, inputs, up to 3 examples), not one per input.
+  EXPECT_TRUE(db["input_diagnostics"].empty());
+  EXPECT_EQ(db["diagnostics_by_name"], nlohmann::json::parse(R"([["raw_bad_checksum_chunks", 2, 1, [1]]])"));
   EXPECT_TRUE(db["input_ops_left_out"].get<bool>());
   // The run view keeps kReportRunViewLanes rank columns (+ step, kind, …, min, mean, max …).
   EXPECT_EQ(db["run"]["run_view_lanes_left_out"], kReportDetailInputs * 8 - kReportRunViewLanes);
