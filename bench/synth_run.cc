@@ -9,7 +9,8 @@
 //
 // Each step runs the four GRPO stages (rollout_generate by role rollout, ref_compute_log_prob
 // by ref, actor_compute_log_prob and actor_update by actor). Inside a stage a rank runs `ops`
-// operators on its main thread, each launching a kernel on its GPU stream, then waits in an
+// operators on its main thread (matmuls the longest), each launching (cudaLaunchKernel, one
+// correlation id) a kernel on its GPU stream, then waits in an
 // all-reduce (host communication range + NCCL kernel) until the slowest rank arrives: the
 // slow rank (default: the last) generates 35 % slower, so every other rank shows exposed
 // communication at the end of rollout_generate. Ranks jitter ±3 % (deterministic). Each host
@@ -67,7 +68,7 @@ enum Str : uint32_t {
 constexpr const char* kOpNames[] = {"aten::mm", "aten::softmax", "aten::add", "aten::layer_norm"};
 constexpr const char* kKernelNames[] = {"sm90_xmma_gemm_bf16bf16_bf16f32", "softmax_warp_forward",
                                         "vectorized_elementwise_kernel", "layer_norm_fwd_kernel"};
-constexpr uint32_t kSKernel0 = kSOp0 + 4, kSStage0 = kSKernel0 + 4;
+constexpr uint32_t kSKernel0 = kSOp0 + 4, kSStage0 = kSKernel0 + 4, kSLaunch = kSStage0 + 4;
 
 uint32_t RoleId(const char* role) {
   std::string r = role;
@@ -114,15 +115,22 @@ void StageEvents(const Options& o, size_t si, int64_t start, int64_t compute, in
   const int64_t t0 = start - off;
   ev->push_back(Ev(t0, end - start, kSStage0 + si, 1, EventKind::kComplete, Category::kStage, 0,
                    RoleId(s.role)));
-  const int64_t slot = compute / std::max<int64_t>(1, o.ops);
+  // Operators take different shares of the compute (matmuls most), each 90 % of its slot.
+  constexpr int64_t kWeight[] = {5, 2, 1, 3};
+  int64_t total_weight = 0;
+  for (int64_t k = 0; k < o.ops; ++k) total_weight += kWeight[(k + si) % 4];
+  int64_t ts = t0;
   for (int64_t k = 0; k < o.ops; ++k) {
     const uint32_t which = static_cast<uint32_t>((k + si) % 4);
-    const int64_t ts = t0 + k * slot;
+    const int64_t slot = compute * kWeight[which] / std::max<int64_t>(1, total_weight);
     const uint32_t c = ++*corr;
     ev->push_back(Ev(ts + slot / 50, slot * 9 / 10, kSOp0 + which, 1, EventKind::kComplete,
                      Category::kOperator, c));
+    ev->push_back(Ev(ts + slot / 50 + 1'000, 4'000, kSLaunch, 1, EventKind::kComplete,
+                     Category::kRuntime, c));  // the launch: links the kernel to its operator
     ev->push_back(Ev(ts + slot / 20, slot * 8 / 10, kSKernel0 + which, 2, EventKind::kComplete,
                      Category::kKernel, c));
+    ts += slot;
   }
   // The all-reduce: posted when this rank's compute ends, done when the slowest rank's is.
   const int64_t ar = t0 + compute;
@@ -184,6 +192,7 @@ bool WriteCapture(const Options& o, int64_t rank, int64_t step, const std::strin
   for (uint32_t i = 0; i < 4; ++i) add(kSOp0 + i, kOpNames[i]);
   for (uint32_t i = 0; i < 4; ++i) add(kSKernel0 + i, kKernelNames[i]);
   for (uint32_t i = 0; i < 4; ++i) add(kSStage0 + i, kStages[i].name);
+  add(kSLaunch, "cudaLaunchKernel");
   const std::vector<rlprof::format::TrackEntry> tracks = {
       {1, TrackKind::kThread, static_cast<uint64_t>(pid), pid, "main"},
       {2, TrackKind::kDeviceStream, (static_cast<uint64_t>(rank % o.ranks_per_host) << 32) | 7,
