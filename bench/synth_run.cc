@@ -10,10 +10,10 @@
 // Each step runs the four GRPO stages (rollout_generate by role rollout, ref_compute_log_prob
 // by ref, actor_compute_log_prob and actor_update by actor). Inside a stage a rank runs `ops`
 // operators on its main thread (matmuls the longest), each launching (cudaLaunchKernel, one
-// correlation id) a kernel on its GPU stream, then waits in an
-// all-reduce (host communication range + NCCL kernel) until the slowest rank arrives: the
-// slow rank (default: the last) generates 35 % slower, so every other rank shows exposed
-// communication at the end of rollout_generate. Ranks jitter ±3 % (deterministic). Each host
+// correlation id) a kernel on its GPU stream, then waits in an all-reduce (host communication
+// range + NCCL kernel) until the slowest rank arrives: the slow rank (default: the last
+// rollout rank) generates 35 % slower, so every other rollout rank shows exposed communication
+// at the end of rollout_generate. Ranks jitter ±3 % (deterministic). Each host
 // has its own clock: its captures carry offset_to_rank0_ns, and aligned times agree.
 // colocated (verl's hybrid engine): every rank hosts every role; split: the first half of the
 // ranks are rollout, the next quarter ref, the rest actor.
@@ -215,7 +215,9 @@ bool WriteCapture(const Options& o, int64_t rank, int64_t step, const std::strin
 
 int Generate(const Options& o) {
   const auto t_start = std::chrono::steady_clock::now();
-  const int64_t slow = o.slow_rank >= 0 ? o.slow_rank : o.ranks - 1;
+  // The straggler generates slower: by default the last rank that runs rollout_generate.
+  const int64_t slow = o.slow_rank >= 0 ? o.slow_rank
+                       : o.placement == "split" ? (o.ranks + 1) / 2 - 1 : o.ranks - 1;
   Written w;
   std::vector<uint32_t> corr(o.ranks, 0);
   int64_t t = 0;  // rank 0's clock, ns from the first step
@@ -285,7 +287,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"colocated", "split"}));
   app.add_option("--ops", o.ops, "Operators (each with a kernel) per stage (default 8)")
       ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--slow-rank", o.slow_rank, "The straggler (default: the last rank)");
+  app.add_option("--slow-rank", o.slow_rank, "The straggler (default: the last rollout rank)");
   app.add_option("--ranks-per-host", o.ranks_per_host, "Ranks per host (default 8)")
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--run-id", o.run_id, "Run id (the run's folder name)");
