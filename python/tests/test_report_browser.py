@@ -199,3 +199,36 @@ def test_hostile_names_stay_text(browser, tmp_path, rlprof_cli):
     browser.get("file://" + out)
     assert browser.execute_script("return window.__pwned === undefined")
     assert browser.find_elements(By.CSS_SELECTOR, "main img") == []
+
+
+def test_a_512_rank_run_stays_small_readable_and_clickable(browser, tmp_path, rlprof_cli):
+    """The compact report model at scale (docs/scale.md): a synthetic 512-rank × 2-step GRPO run
+    (bench/synth_run) gives a page of well under 1 MB that draws without console errors, packs
+    1,536 (role, rank) lanes into at most 400 rows, and still opens a stage's breakdown."""
+    synth = os.path.join(BUILD or "", "bench", "synth_run")
+    if not os.access(synth, os.X_OK):
+        pytest.skip("bench/synth_run is not built")
+    subprocess.run([synth, str(tmp_path / "runs"), "--ranks", "512", "--steps", "2", "--run-id", "big"],
+                   check=True, capture_output=True, timeout=120)
+    out = str(tmp_path / "big.html")
+    subprocess.run([rlprof_cli, "report", str(tmp_path / "runs" / "big"), "-o", out], check=True,
+                   capture_output=True, text=True, timeout=120)
+    assert os.path.getsize(out) < 1_250_000   # ≈ 0.5 KB per rank-step (2.1 MB at 1,024 × 4)
+    browser.get("file://" + out)
+    assert _severe(browser) == []
+    tl = browser.execute_script("const t = window.rlprofReport.timeline; return {lanes: t.lanes, rows: t.rows, blocks: t.blocks}")
+    assert tl["lanes"] == 512 * 3 and tl["rows"] <= 400 and tl["blocks"] == 512 * 2 * 4
+    # The straggler (the last rank) is the one its row's rollout block stands for.
+    idx = browser.execute_script(
+        "const b = window.rlprofReport.timeline; for (let i = 0; i < b.blocks; i++) { const p = b.blockPoint(i);"
+        " if (p.stage === 'rollout_generate' && p.rank === 511 && p.step === 2) return i; } return -1")
+    assert idx >= 0
+    pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({idx})")
+    canvas = browser.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
+    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
+    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
+                                                      int(pt["y"] - r["y"] - r["h"] / 2)).click().perform()
+    detail = browser.find_element(By.ID, "stagedetail").text
+    assert "rollout_generate · rollout · rank 511 · step 2" in detail
+    assert "of the whole run" in detail and "aten::mm" in detail   # operators summed over the run
+    browser.save_screenshot(os.path.join(_artifacts(), "report_512_ranks.png"))

@@ -295,8 +295,9 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     return x.step != y.step ? x.step < y.step : x.start < y.start;
   });
 
-  // Per-kernel rows (device work only), in stream order.
-  if (!a.cpu_only) {
+  // Per-kernel rows (device work only), in stream order; one per kernel, so views that never
+  // show kernel_details leave them out (AnalysisOptions::kernel_rows).
+  if (!a.cpu_only && opts.kernel_rows) {
     int64_t prev_end = -1;
     uint32_t prev_track = UINT32_MAX;
     for (const auto& x : work) {

@@ -37,6 +37,10 @@ struct AnalysisOptions {
   // The user's step option (docs/definitions.md §2.1): a regex over host range names whose
   // matches replace the trace's step markers (applied by AnalyseInputs after reading).
   std::string step_marker;
+  // false: no per-kernel rows (kernel_details empty), so an analysis held in memory grows with
+  // steps × stages, not with kernels — for the views that never show them (the report, the
+  // cluster view, the run view of `rlprof summary --view rl`; docs/scale.md).
+  bool kernel_rows = true;
 };
 
 struct StepResult {

@@ -163,7 +163,7 @@ Table StageAcrossRanksTable(const std::vector<InputResult>& results) {
 }
 
 nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts,
-                           const Diagnostics* found) {
+                           const Diagnostics* found, bool input_tables) {
   nlohmann::json j;
   j["format"] = "rlprof-analysis-summary";
   j["schema_version"] = 1;
@@ -188,13 +188,15 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
     in["format"] = a.format;
     in["rank"] = a.rank;
     in["cpu_only"] = a.cpu_only;
-    in["step_trace_time"] = ToJson(StepTraceTimeTable(a));
-    in["step_atoms"] = ToJson(StepAtomsTable(a));
-    in["stage_time"] = ToJson(StageTimeTable(a));
-    in["comm_by_group"] = ToJson(CommByGroupTable(a));
-    in["hta_temporal_breakdown"] = ToJson(HtaTemporalTable(a));
-    in["gpu_timeline"] = ToJson(GpuTimelineTable(a));
-    in["classes"] = ToJson(ClassTable(a));
+    if (input_tables) {
+      in["step_trace_time"] = ToJson(StepTraceTimeTable(a));
+      in["step_atoms"] = ToJson(StepAtomsTable(a));
+      in["stage_time"] = ToJson(StageTimeTable(a));
+      in["comm_by_group"] = ToJson(CommByGroupTable(a));
+      in["hta_temporal_breakdown"] = ToJson(HtaTemporalTable(a));
+      in["gpu_timeline"] = ToJson(GpuTimelineTable(a));
+      in["classes"] = ToJson(ClassTable(a));
+    }
     nlohmann::json diag = nlohmann::json::object();
     for (const auto& [k, v] : a.diagnostics.counts) diag[k] = v;
     in["diagnostics"] = diag;

@@ -55,8 +55,10 @@ const char* CompatModeName(CompatMode m);
 // classes, diagnostics; stage_across_ranks, run_view (src/analysis/run_view.h); and run-level
 // diagnostics totals.
 // `found`: what finding the inputs counted (FindTraceInputs), added to the run-level totals.
+// `input_tables` false: each input keeps its identity and diagnostics but not its tables (the
+// HTML report's run-level part: at 1,024 ranks the tables are tens of MB of JSON).
 nlohmann::json SummaryJson(const std::vector<InputResult>& results, const AnalysisOptions& opts,
-                           const Diagnostics* found = nullptr);
+                           const Diagnostics* found = nullptr, bool input_tables = true);
 
 }  // namespace rlprof::analysis
 

@@ -73,6 +73,7 @@ int Run(const ClusterArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "cluster", io, &opts, &cls); rc != kExitOk) return rc;
+  opts.kernel_rows = false;  // never shown here: memory grows with steps × stages, not kernels
   return ReportStatus(Cluster(a, opts, cls, io), "cluster", io);
 }
 

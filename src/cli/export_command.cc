@@ -4,6 +4,9 @@
 // them) into a file other tools open: Chrome trace JSON (.json / .json.gz, Perfetto UI and
 // chrome://tracing), Perfetto protobuf (.pftrace) or SQLite (.db). The format defaults from
 // the output's extension. Exit codes: 2 unreadable input, 4 unwritable output.
+// A run exported as one file is its merged run timeline: every rank on rank 0's clock, grouped
+// by role; --detail-ranks / --detail-steps / --stages-only keep operators and device work only
+// where asked (format::LevelOfDetail), so hundreds of ranks stay small (docs/scale.md).
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -30,6 +33,7 @@ struct ExportArgs {
   std::string output;
   std::string format;
   bool json = false;
+  format::LevelOfDetail lod;
 };
 
 bool IsRawEvents(const std::string& path) {
@@ -96,6 +100,7 @@ int Run(const ExportArgs& a, Io& io) {
   }
   uint64_t source_events = 0;
   for (const auto& c : *captures) source_events += c.raw.events.size();
+  const uint64_t left_out = format::ApplyLevelOfDetail(a.lod, &*captures);
   auto stats = format::ExportCaptures(*captures, *fmt, a.output);
   if (!stats.ok()) return fail(stats.status());
   diagnostics.Merge(stats->diagnostics);
@@ -107,6 +112,7 @@ int Run(const ExportArgs& a, Io& io) {
                      {"source_events", source_events},
                      {"events", stats->events},
                      {"bytes", stats->bytes},
+                     {"left_out_by_detail", left_out},
                      {"diagnostics", DiagnosticsJson(diagnostics)}};
     if (!diagnostics.details.empty()) j["diagnostic_details"] = DiagnosticDetailsJson(diagnostics);
     io.out << j.dump() << "\n";
@@ -115,6 +121,9 @@ int Run(const ExportArgs& a, Io& io) {
            << stats->events << " events from " << captures->size()
            << (captures->size() == 1 ? " capture, " : " captures, ")
            << base::FormatBytes(stats->bytes) << "\n";
+    if (a.lod.active())
+      io.out << "level of detail: stages of every rank; " << left_out
+             << " operator/device/other events left out outside the detailed ranks and steps\n";
     PrintDiagnostics(io, diagnostics);
   }
   return kExitOk;
@@ -134,6 +143,14 @@ Command AddExportCommand(CLI::App& app) {
       ->required();
   cmd->add_option("-f,--format", args->format, "json | pftrace | db (default: from the extension)")
       ->check(CLI::IsMember({"json", "pftrace", "db"}));
+  cmd->add_option("--detail-ranks", args->lod.ranks,
+                  "Keep operators and device work only for these ranks (others: stages only)")
+      ->delimiter(',');
+  cmd->add_option("--detail-steps", args->lod.steps,
+                  "Keep operators and device work only in these steps (others: stages only)")
+      ->delimiter(',');
+  cmd->add_flag("--stages-only", args->lod.stages_only,
+                "Steps and stages of every rank, no operators or device work");
   cmd->add_flag("--json", args->json, "Print the result as JSON");
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }

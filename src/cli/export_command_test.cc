@@ -139,3 +139,29 @@ TEST_F(ExportCommandTest, UnknownExtensionWithoutFormatIsAUsageError) {
 
 }  // namespace
 }  // namespace rlprof::cli
+
+namespace rlprof::cli {
+namespace {
+
+// The merged run timeline's level of detail from the command line: the user mark (detail) is
+// left out everywhere but the ranks and steps asked for; step and stage ranges stay.
+TEST_F(ExportCommandTest, LevelOfDetailFlagsKeepStagesAndLeaveOutTheRest) {
+  std::string out, err, path = root_ + "/run.json";
+  ASSERT_EQ(RunArgs({"export", root_ + "/run1", "-o", path, "--stages-only", "--json"}, &out, &err),
+            kExitOk) << err;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["source_events"], 3);
+  EXPECT_EQ(j["events"], 2);
+  EXPECT_EQ(j["left_out_by_detail"], 1);
+  // Rank 0 asked for (steps: all): everything kept.
+  ASSERT_EQ(RunArgs({"export", root_ + "/run1", "-o", path, "--detail-ranks", "0,3", "--json"}, &out, &err),
+            kExitOk) << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["left_out_by_detail"], 0);
+  // Rank 0 but another step: the mark (inside step 2) goes.
+  ASSERT_EQ(RunArgs({"export", root_ + "/run1", "-o", path, "--detail-ranks", "0", "--detail-steps", "5"}, &out, &err),
+            kExitOk) << err;
+  EXPECT_NE(out.find("level of detail: stages of every rank; 1 "), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace rlprof::cli

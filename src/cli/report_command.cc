@@ -37,7 +37,7 @@ base::Status Report(const ReportArgs& a, const analysis::AnalysisOptions& opts, 
   if (!a.baseline.empty())
     cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   const std::string title = a.title.empty() ? a.path : a.title;
-  const auto data = report::ReportData(results, analysis::SummaryJson(results, opts, &found), title,
+  const auto data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,
                                        RLPROF_VERSION, cmp.get(), a.baseline, a.path);
   RLPROF_RETURN_IF_ERROR(report::WriteHtmlReport(a.output, data));
   io.out << "wrote " << a.output << " (" << results.size() << " input(s)"
@@ -54,6 +54,7 @@ int Run(const ReportArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
+  opts.kernel_rows = false;  // never shown here: memory grows with steps × stages, not kernels
   return ReportStatus(Report(a, opts, cls, io), "report", io);
 }
 

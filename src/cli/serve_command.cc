@@ -83,7 +83,7 @@ class Site {
           AnalysePath(baseline->path, "serve", "baseline", cls_, opts_, args_.jobs, io, &base, &bad, &found));
     std::unique_ptr<analysis::Comparison> cmp;
     if (baseline) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
-    const auto data = report::ReportData(results, analysis::SummaryJson(results, opts_, &found), run.id,
+    const auto data = report::ReportData(results, analysis::SummaryJson(results, opts_, &found, /*input_tables=*/false), run.id,
                                          RLPROF_VERSION, cmp.get(), baseline ? baseline->id : "", run.id);
     std::string page = report::RenderHtmlReport(data);
     Store(run, name, page);

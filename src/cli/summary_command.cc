@@ -86,6 +86,7 @@ std::string StepsText(const std::vector<int64_t>& steps) {
 int Run(const SummaryArgs& a, Io& io) {
   analysis::RunConfig cfg;
   if (int rc = PrepareAnalysis(a.analysis, "summary", io, &cfg.options, &cfg.classifier); rc != kExitOk) return rc;
+  cfg.options.kernel_rows = a.view == "kernels" || a.view == "all";  // one row per kernel: only when shown
   // Finding and analysing: the run pipeline (no trace under the path: its Status, exit 2).
   auto run = analysis::AnalyseRun({a.path}, cfg);
   if (!run.ok()) return ReportStatus(run.status(), "summary", io);

@@ -53,6 +53,24 @@ class StringSink final : public ByteSink {
   std::string data;
 };
 
+// Level of detail for a merged run timeline (`rlprof export RUN --detail-ranks … --detail-steps
+// …`): every capture keeps its step and stage ranges (categories step, stage, sub_step, capture)
+// so the whole run reads on one timeline; operators, device work, communication, counters and
+// every other event are kept only on the ranks in `ranks` and inside the steps in `steps` (an
+// empty list: all of them). `stages_only` keeps detail nowhere. Tracks left without events are
+// dropped too, so a rank-step without detail costs a few hundred bytes (docs/scale.md).
+struct LevelOfDetail {
+  std::vector<int64_t> ranks;  // empty: every rank
+  std::vector<int64_t> steps;  // empty: every step
+  bool stages_only = false;
+  bool active() const { return stages_only || !ranks.empty() || !steps.empty(); }
+};
+
+// Applies `lod` to `captures` in place; returns the number of events left out. A step is
+// the step range (category step) an event starts in, else the capture's first step
+// (manifest.steps, as a discrete capture names it).
+uint64_t ApplyLevelOfDetail(const LevelOfDetail& lod, std::vector<Capture>* captures);
+
 base::StatusOr<ExportStats> ExportCaptures(std::span<const Capture> captures, ExportFormat format,
                                            const std::string& path);
 

@@ -162,7 +162,10 @@ class Writer {
       cats.push_back({static_cast<uint64_t>(i + 1), CategoryName(static_cast<Category>(i))});
     }
     for (size_t i = 0; i < std::size(kArgNames); ++i) args.push_back({i + 1, kArgNames[i]});
-    seq.SequenceStart(cats, args);
+    // Categories and argument names are interned when first used (as names are), not all up
+    // front: a merged run timeline has thousands of small captures, one sequence each.
+    seq.SequenceStart({}, {});
+    std::vector<uint8_t> cat_done(cats.size() + 1, 0), arg_done(args.size() + 1, 0);
     const Manifest& m = c.manifest;
     // Saturating: the writer also takes captures that did not go through LoadCapture.
     if (m.realtime_anchor_ns != 0 && base::SatAdd(m.monotonic_anchor_ns, cl.offset_ns) >= 0) {
@@ -290,6 +293,19 @@ class Writer {
           ++stats_->skipped_events;
           continue;
       }
+      InternedString new_cat, new_args[2];
+      if (p.category_iid != 0 && p.category_iid <= cats.size() && !cat_done[p.category_iid]) {
+        cat_done[p.category_iid] = 1;
+        new_cat = cats[p.category_iid - 1];
+        p.new_categories = {&new_cat, 1};
+      }
+      size_t n_new_args = 0;
+      for (const DebugArg& d : p.args) {
+        if (d.name_iid == 0 || d.name_iid > args.size() || arg_done[d.name_iid]) continue;
+        arg_done[d.name_iid] = 1;
+        new_args[n_new_args++] = args[d.name_iid - 1];
+      }
+      p.new_arg_names = {new_args, n_new_args};
       seq.Event(p);
       ++stats_->events;
     }

@@ -1,7 +1,9 @@
 #include "src/format/trace_layout.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "src/base/time_math.h"
@@ -12,9 +14,39 @@ namespace {
 constexpr int64_t kSyntheticPidBase = 1'000'000'000;  // devices and pid collisions
 constexpr int64_t kDeviceSortBase = 1'000'000;
 
+constexpr int64_t kRoleSortStride = 100'000'000'000;  // role group × stride + rank
+
+// The role a capture's process is grouped under: its role, else its roles joined.
+std::string RoleKey(const Capture& c) {
+  if (!c.manifest.role.empty()) return c.manifest.role;
+  std::string k;
+  for (const auto& r : c.manifest.roles) k += (k.empty() ? "" : ",") + r;
+  return k;
+}
+
+// RL roles in pipeline order, then any other role alphabetically; a capture without a role last.
+// With one role key in the whole set every group is 0 (sort indices stay the ranks).
+std::map<std::string, int64_t> RoleGroups(std::span<const Capture> captures) {
+  static constexpr const char* kOrder[] = {"rollout", "ref", "actor", "critic", "reward"};
+  std::map<std::string, int64_t> groups;
+  for (const Capture& c : captures) groups.emplace(RoleKey(c), 0);
+  if (groups.size() <= 1) return groups;
+  std::vector<std::pair<std::tuple<int, int, std::string>, std::string>> order;
+  for (const auto& [k, _] : groups) {
+    int pos = static_cast<int>(std::size(kOrder));
+    for (size_t i = 0; i < std::size(kOrder); ++i)
+      if (k.rfind(kOrder[i], 0) == 0) pos = static_cast<int>(i);
+    order.push_back({{k.empty() ? 1 : 0, pos, k}, k});
+  }
+  std::sort(order.begin(), order.end());
+  for (size_t i = 0; i < order.size(); ++i) groups[order[i].second] = static_cast<int64_t>(i);
+  return groups;
+}
+
 class Builder {
  public:
-  explicit Builder(TraceLayout* out) : out_(out) {}
+  Builder(TraceLayout* out, std::map<std::string, int64_t> role_groups)
+      : out_(out), role_groups_(std::move(role_groups)) {}
 
   size_t HostProcess(const Capture& c) {
     auto key = std::make_pair(c.manifest.host, c.manifest.pid);
@@ -27,6 +59,8 @@ class Builder {
     p.label = "CPU";
     p.rank = c.manifest.rank;
     p.sort_index = c.manifest.rank >= 0 ? c.manifest.rank : kDeviceSortBase - 1;
+    p.role_group = role_groups_[RoleKey(c)];
+    if (p.role_group > 0) p.sort_index += p.role_group * kRoleSortStride;
     out_->processes.push_back(std::move(p));
     return hosts_[key] = out_->processes.size() - 1;
   }
@@ -43,6 +77,8 @@ class Builder {
     p.label = "GPU " + std::to_string(device);
     p.name = (h.rank >= 0 ? "rank " + std::to_string(h.rank) + " " : h.name + " ") + p.label;
     p.sort_index = kDeviceSortBase + std::max<int64_t>(h.rank, 0) * 64 + device;
+    p.role_group = h.role_group;
+    if (p.role_group > 0) p.sort_index += p.role_group * kRoleSortStride;
     out_->processes.push_back(std::move(p));
     return devices_[key] = out_->processes.size() - 1;
   }
@@ -55,6 +91,7 @@ class Builder {
   }
 
   TraceLayout* out_;
+  std::map<std::string, int64_t> role_groups_;
   std::map<std::pair<std::string, int64_t>, size_t> hosts_;
   std::map<std::pair<size_t, int64_t>, size_t> devices_;
   std::map<int64_t, bool> used_pids_;
@@ -96,7 +133,7 @@ TrackLayout LayoutTrack(Builder* b, size_t host, const TrackEntry& t) {
 
 TraceLayout BuildTraceLayout(std::span<const Capture> captures) {
   TraceLayout out;
-  Builder b(&out);
+  Builder b(&out, RoleGroups(captures));
   int64_t base = std::numeric_limits<int64_t>::max();
   for (const Capture& c : captures) {
     CaptureLayout cl;

@@ -1,7 +1,9 @@
 // How captures are laid out as processes and threads in a trace viewer, shared by the Chrome
 // JSON and Perfetto writers so both show the same picture:
 //   * one host process per (host, pid) — named by the capture's label ("rank 0 [actor] h
-//     (pid 123)") and sorted by rank — holding its thread, counter and async tracks;
+//     (pid 123)") and sorted by role (rollout, ref, actor, critic, reward, others; only when
+//     the captures have more than one role) then rank — holding its thread, counter and async
+//     tracks;
 //   * one process per (host process, device) for device streams ("rank 0 GPU 1"), sorted
 //     after the hosts, one thread per stream;
 //   * times aligned to rank 0 (offset_to_rank0_ns) and made relative to `base_ns`, the
@@ -32,6 +34,7 @@ struct ProcessLayout {
   int64_t sort_index = 0;
   bool device = false;
   int64_t rank = -1;
+  int64_t role_group = 0;    // processes are grouped by role (rollout, ref, actor, …), then rank
 };
 
 struct TrackLayout {

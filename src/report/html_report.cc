@@ -1,7 +1,6 @@
 #include "src/report/html_report.h"
 
 #include <cstring>
-#include <ctime>
 
 #include "src/base/files.h"
 
@@ -36,41 +35,6 @@ std::string ScriptSafeJson(const nlohmann::json& data) {
     }
   }
   return out;
-}
-
-nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
-                          const std::string& title,
-                          const std::string& version, const analysis::Comparison* compare,
-                          const std::string& baseline, const std::string& current) {
-  constexpr size_t kTopOps = 40;  // per input and type: the page sums them over inputs
-  size_t k = 0;
-  for (const auto& r : results) {
-    if (!r.status.ok()) {
-      ++k;
-      continue;
-    }
-    analysis::Table ops = analysis::OpStatisticTable(r.analysis);
-    analysis::Table top{ops.name, ops.columns, {}};
-    size_t host = 0, device = 0;
-    for (auto& row : ops.rows) {
-      const std::string& type = std::get<std::string>(row[0]);
-      size_t* n = type == "host" ? &host : type == "device" ? &device : nullptr;
-      if (n != nullptr && (*n)++ < kTopOps) top.rows.push_back(std::move(row));
-    }
-    summary["inputs"][k++]["op_statistic"] = analysis::ToJson(top);
-  }
-  char when[32] = "";
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  if (gmtime_r(&now, &utc) != nullptr) std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &utc);
-  nlohmann::json data = {{"title", title}, {"generated", when}, {"rlprof_version", version},
-                         {"summary", std::move(summary)}};
-  if (compare != nullptr) {
-    data["compare"] = analysis::ComparisonToJson(*compare);
-    data["compare"]["baseline"] = baseline;
-    data["compare"]["new"] = current;
-  }
-  return data;
 }
 
 std::string RenderHtmlReport(const nlohmann::json& data) {

@@ -1,8 +1,8 @@
 // The self-contained HTML report (`rlprof report`): one page, no network, that draws an
-// analysis — the run's summary.json (src/analysis/run.h SummaryJson, plus each input's
-// op_statistic) and, optionally, a comparison with a baseline (`rlprof compare`'s JSON).
+// analysis — ReportData's compact model of a run (below), or, as older pages were written, the
+// run's whole summary.json ({"summary": …}) — and, optionally, a comparison with a baseline.
 //
-//   nlohmann::json data = {{"title", "run 42"}, {"summary", summary_json}, {"compare", cmp}};
+//   nlohmann::json data = ReportData(results, SummaryJson(results, opts), "run 42", version);
 //   RLPROF_RETURN_IF_ERROR(WriteHtmlReport("report.html", data));
 //
 // The data is embedded as JSON in a <script type="application/json"> element, with '<', '>'
@@ -12,6 +12,7 @@
 #ifndef RLPROF_SRC_REPORT_HTML_REPORT_H_
 #define RLPROF_SRC_REPORT_HTML_REPORT_H_
 
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,11 +23,20 @@
 
 namespace rlprof::report {
 
-// The page's data for an analysed run: its summary.json document (SummaryJson of `results`,
-// passed in so a caller that already built it does not build it twice) with each input's top
-// operators and kernels added ("op_statistic", by total), the title, the UTC time, the
-// version, and — with a baseline — the comparison ("compare": ComparisonToJson plus
-// "baseline" and "new").
+// The page's data for an analysed run (src/report/report_model.cc), compact so that a
+// 1,024-rank run's page stays a few MB: the run-level part of `summary` (the SummaryJson of
+// `results`, passed in so a caller that already built it does not build it twice: options,
+// run view with at most kReportRunViewLanes per-rank columns, stage_across_ranks,
+// diagnostics); every input's stage_time and step_atoms rows as one columnar table each
+// (strings dictionary-encoded in "dict"); communication per process group and the top
+// kReportTopOps operators and kernels summed over the run; each input's own top operators only
+// for runs of at most kReportDetailInputs inputs; the title, UTC time and version; with a
+// baseline the comparison ("compare": ComparisonToJson plus "baseline" and "new").
+// Layout: docs/scale.md ("The report's data").
+inline constexpr size_t kReportDetailInputs = 64;
+inline constexpr size_t kReportInputTopOps = 12;
+inline constexpr size_t kReportTopOps = 200;
+inline constexpr size_t kReportRunViewLanes = 32;
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
                           const std::string& title,
                           const std::string& version, const analysis::Comparison* compare = nullptr,

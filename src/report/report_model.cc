@@ -1,0 +1,248 @@
+// The report's data model: compact, so that a 1,024-rank run's page stays a few MB.
+// What grows with the run is kept columnar (one array per column across every input, strings
+// dictionary-encoded); what the page shows aggregated is aggregated here (communication per
+// process group, operators run-wide); per-input detail (each capture's top operators and
+// diagnostics: above the threshold, one row per diagnostic name with how many inputs and a few
+// examples) and the run view's per-rank columns only up to a threshold. The page's script (assets/report.html,
+// `expand`) turns it back into the per-input tables it draws.
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "src/report/html_report.h"
+
+namespace rlprof::report {
+namespace {
+
+using nlohmann::json;
+
+// Strings (roles, stages, groups, partial reasons) as indices into one array.
+class Dict {
+ public:
+  int64_t Id(const std::string& s) {
+    auto [it, added] = ids_.emplace(s, static_cast<int64_t>(list_.size()));
+    if (added) list_.push_back(s);
+    return it->second;
+  }
+  json ToJson() && { return json(std::move(list_)); }
+
+ private:
+  std::unordered_map<std::string, int64_t> ids_;
+  std::vector<std::string> list_;
+};
+
+// µs with ns precision (the source is ns): 3 decimals, no binary noise in the text.
+json Number(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  const double r = std::round(v * 1000.0) / 1000.0;
+  if (r == std::trunc(r) && std::fabs(r) < 9e15) return static_cast<int64_t>(r);
+  return r;
+}
+
+// Appends the rows of `t` (input `k`) to the columnar table `out` (columns `keep`).
+void AppendColumnar(const analysis::Table& t, size_t k, const std::vector<std::string>& keep,
+                    Dict* dict, json* out) {
+  std::vector<int> at(keep.size(), -1);
+  for (size_t c = 0; c < keep.size(); ++c)
+    for (size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].name == keep[c]) at[c] = static_cast<int>(i);
+  json& input = (*out)["input"];
+  for (const auto& row : t.rows) {
+    input.push_back(k);
+    for (size_t c = 0; c < keep.size(); ++c) {
+      json& col = (*out)[keep[c]];
+      if (at[c] < 0 || static_cast<size_t>(at[c]) >= row.size()) {
+        col.push_back(nullptr);
+        continue;
+      }
+      const analysis::Cell& cell = row[at[c]];
+      if (const auto* i = std::get_if<int64_t>(&cell)) col.push_back(*i);
+      else if (const auto* d = std::get_if<double>(&cell)) col.push_back(Number(*d));
+      else if (const auto* s = std::get_if<std::string>(&cell)) col.push_back(dict->Id(*s));
+      else col.push_back(nullptr);
+    }
+  }
+}
+
+json EmptyColumnar(const std::vector<std::string>& keep, const std::vector<std::string>& text) {
+  json t = {{"columns", keep}, {"text", text}, {"input", json::array()}};
+  for (const auto& c : keep) t[c] = json::array();
+  return t;
+}
+
+const analysis::Cell* CellOf(const analysis::Table& t, const std::vector<analysis::Cell>& row,
+                             const char* name) {
+  for (size_t i = 0; i < t.columns.size() && i < row.size(); ++i)
+    if (t.columns[i].name == name) return &row[i];
+  return nullptr;
+}
+double Real(const analysis::Cell* c) {
+  if (c == nullptr) return 0;
+  if (const auto* d = std::get_if<double>(c)) return *d;
+  if (const auto* i = std::get_if<int64_t>(c)) return static_cast<double>(*i);
+  return 0;
+}
+std::string Text(const analysis::Cell* c) {
+  const auto* s = c == nullptr ? nullptr : std::get_if<std::string>(c);
+  return s == nullptr ? std::string() : *s;
+}
+
+// The run view with at most `lanes` per-rank columns (the rest are in run_view.csv).
+json CapRunView(const json& rv, size_t lanes, size_t* dropped) {
+  *dropped = 0;
+  if (!rv.is_object() || !rv.contains("columns") || !rv.contains("rows")) return rv;
+  const json& cols = rv["columns"];
+  size_t first = 0, last = 0;  // lane columns: after "ranks", before "min"
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const std::string n = cols[i].value("name", "");
+    if (n == "ranks") first = i + 1;
+    if (n == "min") last = i;
+  }
+  if (first == 0 || last < first || last - first <= lanes) return rv;
+  const size_t cut_from = first + lanes;
+  *dropped = last - cut_from;
+  json out = {{"columns", json::array()}, {"rows", json::array()}};
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (i < cut_from || i >= last) out["columns"].push_back(cols[i]);
+  for (const auto& row : rv["rows"]) {
+    json r = json::array();
+    for (size_t i = 0; i < row.size(); ++i)
+      if (i < cut_from || i >= last) r.push_back(row[i]);
+    out["rows"].push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
+                          const std::string& title, const std::string& version,
+                          const analysis::Comparison* compare, const std::string& baseline,
+                          const std::string& current) {
+  const std::vector<std::string> stage_cols = {
+      "step", "role", "stage", "start", "duration", "compute", "overlap", "comm_not_overlapped",
+      "memory_only", "other_only", "idle", "bubble"};
+  const std::vector<std::string> atom_cols = {
+      "step", "start", "end", "partial", "partial_reason", "window", "compute_only", "comm_only",
+      "overlap", "memory_only", "other_only", "idle"};
+  Dict dict;
+  json inputs = {{"name", json::array()}, {"rank", json::array()}, {"error", json::array()}};
+  json stages = EmptyColumnar(stage_cols, {"role", "stage"});
+  json atoms = EmptyColumnar(atom_cols, {"partial_reason"});
+  json input_diagnostics = json::array();  // [input, name, count] for every non-zero count
+  json input_ops = json::object();          // input index → its top operators (small runs)
+  struct Comm {
+    int64_t ops = 0;
+    double comm = 0, exposed = 0;
+    std::set<int64_t> ranks;
+  };
+  std::map<std::string, Comm> comm;
+  struct Op {
+    int64_t count = 0;
+    double total = 0, self = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Op> ops;
+  struct DiagByName {
+    uint64_t count = 0, inputs = 0;
+    std::vector<size_t> examples;
+  };
+  std::map<std::string, DiagByName> diag_by_name;
+  const bool detail = results.size() <= kReportDetailInputs;
+  for (size_t k = 0; k < results.size(); ++k) {
+    const auto& r = results[k];
+    inputs["name"].push_back(r.name);
+    if (!r.status.ok()) {
+      inputs["rank"].push_back(nullptr);
+      inputs["error"].push_back(r.status.ToString());
+      continue;
+    }
+    const analysis::TraceAnalysis& a = r.analysis;
+    inputs["rank"].push_back(a.rank);
+    inputs["error"].push_back(nullptr);
+    AppendColumnar(analysis::StageTimeTable(a), k, stage_cols, &dict, &stages);
+    AppendColumnar(analysis::StepAtomsTable(a), k, atom_cols, &dict, &atoms);
+    for (const auto& [name, n] : a.diagnostics.counts) {
+      if (n == 0) continue;
+      if (detail) {
+        input_diagnostics.push_back({k, name, n});
+        continue;
+      }
+      DiagByName& d = diag_by_name[name];  // a big run: one row per name, not per input
+      d.count += n;
+      if (d.inputs++ < 3) d.examples.push_back(k);
+    }
+    const analysis::Table cg = analysis::CommByGroupTable(a);
+    for (const auto& row : cg.rows) {
+      Comm& c = comm[Text(CellOf(cg, row, "group"))];
+      c.ops += static_cast<int64_t>(Real(CellOf(cg, row, "ops")));
+      c.comm += Real(CellOf(cg, row, "communication"));
+      c.exposed += Real(CellOf(cg, row, "comm_not_overlapped"));
+      c.ranks.insert(a.rank);
+    }
+    const analysis::Table os = analysis::OpStatisticTable(a);
+    analysis::Table top{os.name, {}, {}};
+    for (const char* c : {"type", "name", "count", "total", "self"})
+      for (const auto& col : os.columns)
+        if (col.name == c) top.columns.push_back(col);
+    size_t host = 0, device = 0;
+    for (const auto& row : os.rows) {  // rows come sorted by total within each type
+      const std::string type = Text(CellOf(os, row, "type"));
+      if (type != "host" && type != "device") continue;
+      Op& o = ops[{type, Text(CellOf(os, row, "name"))}];
+      o.count += static_cast<int64_t>(Real(CellOf(os, row, "count")));
+      o.total += Real(CellOf(os, row, "total"));
+      o.self += Real(CellOf(os, row, "self"));
+      size_t& n = type == "host" ? host : device;
+      if (detail && n++ < kReportInputTopOps)
+        top.rows.push_back({type, Text(CellOf(os, row, "name")), CellOf(os, row, "count") ? *CellOf(os, row, "count") : analysis::Cell{},
+                            Real(CellOf(os, row, "total")), Real(CellOf(os, row, "self"))});
+    }
+    if (detail) input_ops[std::to_string(k)] = analysis::ToJson(top);
+  }
+  json diag_rows = json::array();  // [name, count, inputs, [example input indices]]
+  for (const auto& [name, d] : diag_by_name) diag_rows.push_back({name, d.count, d.inputs, d.examples});
+  json comm_rows = json::array();
+  for (const auto& [group, c] : comm)
+    comm_rows.push_back({{"group", group}, {"ranks", c.ranks.size()}, {"ops", c.ops},
+                         {"communication", Number(c.comm)}, {"comm_not_overlapped", Number(c.exposed)}});
+  std::vector<std::pair<std::pair<std::string, std::string>, Op>> sorted(ops.begin(), ops.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  if (sorted.size() > kReportTopOps) sorted.resize(kReportTopOps);
+  json op_rows = json::array();
+  for (const auto& [key, o] : sorted)
+    op_rows.push_back({{"type", key.first}, {"name", key.second}, {"count", o.count},
+                       {"total", Number(o.total)}, {"self", Number(o.self)}});
+  // The run-level part of summary.json, without its per-input tables.
+  json run = json::object();
+  for (const char* k : {"format", "schema_version", "options", "stage_across_ranks",
+                        "diagnostics", "diagnostic_severity", "diagnostic_details"})
+    if (summary.contains(k)) run[k] = std::move(summary[k]);
+  size_t dropped = 0;
+  if (summary.contains("run_view")) run["run_view"] = CapRunView(summary["run_view"], kReportRunViewLanes, &dropped);
+  run["run_view_lanes_left_out"] = dropped;
+
+  char when[32] = "";
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  if (gmtime_r(&now, &utc) != nullptr) std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &utc);
+  json data = {{"model", "rlprof-report"}, {"model_version", 2},
+               {"title", title}, {"generated", when}, {"rlprof_version", version},
+               {"run", std::move(run)}, {"inputs", std::move(inputs)},
+               {"stages", std::move(stages)}, {"step_atoms", std::move(atoms)},
+               {"input_diagnostics", std::move(input_diagnostics)},
+               {"diagnostics_by_name", std::move(diag_rows)}, {"input_ops", std::move(input_ops)},
+               {"input_ops_left_out", !detail}, {"comm", std::move(comm_rows)}, {"ops", std::move(op_rows)}};
+  data["dict"] = std::move(dict).ToJson();
+  if (compare != nullptr) {
+    data["compare"] = analysis::ComparisonToJson(*compare);
+    data["compare"]["baseline"] = baseline;
+    data["compare"]["new"] = current;
+  }
+  return data;
+}
+
+}  // namespace rlprof::report

@@ -1,0 +1,95 @@
+// The report's compact data model (ReportData): columnar across inputs, aggregated operators
+// and communication, per-input detail only below the threshold, a page that grows with ranks ×
+// steps × stages and not with each input's tables.
+#include <gtest/gtest.h>
+
+#include "src/analysis/run.h"
+#include "src/report/html_report.h"
+
+namespace rlprof::report {
+namespace {
+
+using analysis::InputResult;
+
+// `n` inputs (one per rank) of `steps` steps × 2 stages, an operator and a group each.
+std::vector<InputResult> Inputs(size_t n, int64_t steps) {
+  std::vector<InputResult> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    InputResult& r = out[k];
+    r.input = "run/rank" + std::to_string(k);
+    r.name = "rank" + std::to_string(k);
+    analysis::TraceAnalysis& a = r.analysis;
+    a.rank = static_cast<int64_t>(k);
+    for (int64_t s = 1; s <= steps; ++s) {
+      for (const char* stage : {"rollout_generate", "actor_update"}) {
+        analysis::StageResult st;
+        st.step = s;
+        st.role = stage[0] == 'r' ? "rollout" : "actor";
+        st.name = stage;
+        st.start = s * 1'000'000 + (stage[0] == 'r' ? 0 : 500'000);
+        st.duration = 400'000 + static_cast<int64_t>(k);
+        st.end = st.start + st.duration;
+        a.stages.push_back(st);
+      }
+      a.comm_by_group.push_back({s, "dp", 2, 1000, 250});
+    }
+    analysis::OpStat op;
+    op.name = "aten::mm";
+    op.count = 3;
+    op.total = 3000;
+    op.self = 2000;
+    a.host_ops.push_back(op);
+    if (k == 1) a.diagnostics.Add("raw_bad_checksum_chunks", 2);
+  }
+  return out;
+}
+
+TEST(ReportModelTest, StagesAreOneColumnarTableAcrossInputsWithDictionaryStrings) {
+  const auto in = Inputs(3, 2);
+  const nlohmann::json d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  EXPECT_EQ(d["model"], "rlprof-report");
+  EXPECT_FALSE(d.contains("summary"));
+  const auto& st = d["stages"];
+  ASSERT_EQ(st["input"].size(), 3u * 2 * 2);
+  EXPECT_EQ(st["input"][4], 1);  // rank 1's first stage
+  const auto role = st["role"][0].get<size_t>();
+  EXPECT_EQ(d["dict"][role], "rollout");
+  EXPECT_EQ(st["duration"][0], 400);  // µs
+  EXPECT_EQ(st["duration"][4], 400.001);
+  EXPECT_EQ(d["inputs"]["rank"], nlohmann::json({0, 1, 2}));
+  // Communication and operators are summed over the run.
+  ASSERT_EQ(d["comm"].size(), 1u);
+  EXPECT_EQ(d["comm"][0]["ranks"], 3);
+  EXPECT_EQ(d["comm"][0]["ops"], 12);
+  ASSERT_EQ(d["ops"].size(), 1u);
+  EXPECT_EQ(d["ops"][0]["count"], 9);
+  EXPECT_EQ(d["ops"][0]["total"], 9);
+  // A small run keeps each input's top operators; diagnostics are kept per input, sparse.
+  EXPECT_EQ(d["input_ops"].size(), 3u);
+  EXPECT_FALSE(d["input_ops_left_out"].get<bool>());
+  EXPECT_EQ(d["input_diagnostics"], nlohmann::json::parse(R"([[1, "raw_bad_checksum_chunks", 2]])"));
+}
+
+TEST(ReportModelTest, ABigRunLeavesOutPerInputDetailAndGrowsLinearly) {
+  const auto small = Inputs(kReportDetailInputs * 2, 4), big = Inputs(kReportDetailInputs * 8, 4);
+  const nlohmann::json ds = ReportData(small, analysis::SummaryJson(small, {}), "t", "v");
+  const nlohmann::json db = ReportData(big, analysis::SummaryJson(big, {}), "t", "v");
+  EXPECT_TRUE(db["input_ops"].empty());
+  // Diagnostics: one row per name (count, inputs, up to 3 examples), not one per input.
+  EXPECT_TRUE(db["input_diagnostics"].empty());
+  EXPECT_EQ(db["diagnostics_by_name"], nlohmann::json::parse(R"([["raw_bad_checksum_chunks", 2, 1, [1]]])"));
+  EXPECT_TRUE(db["input_ops_left_out"].get<bool>());
+  // The run view keeps kReportRunViewLanes rank columns (+ step, kind, …, min, mean, max …).
+  EXPECT_EQ(db["run"]["run_view_lanes_left_out"], kReportDetailInputs * 8 - kReportRunViewLanes);
+  const size_t cols = db["run"]["run_view"]["columns"].size();
+  EXPECT_EQ(cols, 6 + kReportRunViewLanes + 5);
+  for (const auto& row : db["run"]["run_view"]["rows"]) EXPECT_EQ(row.size(), cols);
+  // Bytes per rank-step stay flat from 128 to 512 ranks (within 25 %) and small.
+  const double per_small = static_cast<double>(ScriptSafeJson(ds).size()) / (kReportDetailInputs * 2 * 4);
+  const double per_big = static_cast<double>(ScriptSafeJson(db).size()) / (kReportDetailInputs * 8 * 4);
+  EXPECT_LT(per_big, per_small * 1.25) << per_small << " " << per_big;
+  EXPECT_LT(per_big, 400.0);
+}
+
+}  // namespace
+}  // namespace rlprof::report
