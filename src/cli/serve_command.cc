@@ -172,6 +172,7 @@ int Run(const ServeArgs& in, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
   if (int rc = PrepareAnalysis(a.analysis, "serve", io, &opts, &cls); rc != kExitOk) return rc;
+  opts.kernel_rows = false;  // reports never show per-kernel rows: memory grows with steps × stages
   std::error_code ec;
   if (!fs::is_directory(a.save_path, ec)) {
     io.err << "rlprof serve: " << a.save_path << ": not a folder\n";
