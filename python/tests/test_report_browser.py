@@ -114,6 +114,9 @@ def test_report_loads_without_console_errors_and_draws_every_section(browser, re
     assert browser.execute_script("return typeof Chart") == "function"
     for cid in ("stagechart", "comparechart"):
         assert browser.execute_script(f"return !!Chart.getChart(document.getElementById('{cid}'))"), cid
+    # The cluster view: the 2-rank run has no collectives, and says so rather than drawing nothing.
+    cluster = browser.find_element(By.ID, "cluster").text
+    assert "Slow ranks" in cluster and "no collectives in this run" in cluster
     text = browser.find_element(By.ID, "steps").text
     assert "step 1" in text and "rank 1" in text
     browser.save_screenshot(os.path.join(_artifacts(), "report_overview.png"))

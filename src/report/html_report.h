@@ -31,12 +31,14 @@ namespace rlprof::report {
 // (strings dictionary-encoded in "dict"); communication per process group and the top
 // kReportTopOps operators and kernels summed over the run; each input's own top operators only
 // for runs of at most kReportDetailInputs inputs; the title, UTC time and version; with a
-// baseline the comparison ("compare": ComparisonToJson plus "baseline" and "new").
+// baseline the comparison ("compare": ComparisonToJson plus "baseline" and "new"); the cluster
+// view ("cluster": balance, slow_ranks and the kReportCollectives collectives of largest start skew).
 // Layout: docs/scale.md ("The report's data").
 inline constexpr size_t kReportDetailInputs = 64;
 inline constexpr size_t kReportInputTopOps = 12;
 inline constexpr size_t kReportTopOps = 200;
 inline constexpr size_t kReportRunViewLanes = 32;
+inline constexpr size_t kReportCollectives = 50;  // the cluster view's collectives, largest start skew first
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
                           const std::string& title,
                           const std::string& version, const analysis::Comparison* compare = nullptr,

@@ -14,6 +14,8 @@
 
 #include "src/report/html_report.h"
 
+#include "src/analysis/cluster.h"
+
 namespace rlprof::report {
 namespace {
 
@@ -237,6 +239,14 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
                {"diagnostics_by_name", std::move(diag_rows)}, {"input_ops", std::move(input_ops)},
                {"input_ops_left_out", !detail}, {"comm", std::move(comm_rows)}, {"ops", std::move(op_rows)}};
   data["dict"] = std::move(dict).ToJson();
+  // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
+  // collectives with the largest start skew (the table comes sorted by it).
+  if (!results.empty()) {
+    analysis::ClusterResult cl = analysis::AnalyseCluster(results);
+    if (cl.collectives.rows.size() > kReportCollectives) cl.collectives.rows.resize(kReportCollectives);
+    data["cluster"] = {{"balance", analysis::ToJson(cl.balance)}, {"slow_ranks", analysis::ToJson(cl.slow_ranks)},
+                       {"collectives", analysis::ToJson(cl.collectives)}};
+  }
   if (compare != nullptr) {
     data["compare"] = analysis::ComparisonToJson(*compare);
     data["compare"]["baseline"] = baseline;
