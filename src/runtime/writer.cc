@@ -228,6 +228,7 @@ void Writer::Loop() {
       }
     });
     if (!open_.empty() && opt_.on_tick) Guarded("advancing the schedule", [&] { opt_.on_tick(); });
+    if (opt_.on_poll) Guarded("polling trigger requests", [&] { opt_.on_poll(); });
   }
 }
 
