@@ -38,6 +38,8 @@ def main() -> None:
     # Fast failure detection: a removed node is known dead within a few seconds.
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "resources": {"driver": 1},
+        # The head holds no captures (its own empty folder): only the nodes that do may analyse.
+        "env_vars": {"RLPROF_CAPTURE_ROOTS": os.path.join(ROOT, "..", "head")},
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
                            "health_check_initial_delay_ms": 0}})
     nodes = {}
@@ -56,6 +58,8 @@ def main() -> None:
     report["analyse_s"] = time.monotonic() - t1
     report["equal"] = tables(r.run) == tables(local)
     report["differs"] = [k for k, v in tables(r.run).items() if tables(local).get(k) != v]
+    report["placement"] = {os.path.relpath(i, ROOT): n[:8] for i, n in r.placement.items()}
+    report["node_ids"] = {k: v[:8] for k, v in node_id.items()}
     report["placed_right"] = all(
         r.placement[i] == node_id[os.path.relpath(i, ROOT).split(os.sep)[0]] for i in r.placement)
     report["inputs"] = len(r.placement)
@@ -121,7 +125,7 @@ def main() -> None:
     b = local_rest.table("stage_time")
     report["survivors_equal"] = a["data"][1:] == b["data"][1:] and len(a["data"][0]) == len(b["data"][0])
     report["total_s"] = time.monotonic() - t0
-    print(json.dumps(report))
+    print("RLPROF_REPORT " + json.dumps(report), flush=True)
     ray.shutdown()
     cluster.shutdown()
 

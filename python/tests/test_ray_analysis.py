@@ -46,12 +46,14 @@ def test_distributed_analysis_on_a_ray_test_cluster_equals_local_and_survives_a_
                         os.path.join(BUILD, "bin", "rlprof")],
                        env=env, capture_output=True, text=True, timeout=240, cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr[-4000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    line = [l for l in p.stdout.splitlines() if l.startswith("RLPROF_REPORT ")]
+    assert line, p.stdout[-2000:] + p.stderr[-4000:]
+    r = json.loads(line[-1][len("RLPROF_REPORT "):])
     print(r)
     assert r["inputs"] == 9  # 4 stages × 2 ranks + one Kineto trace
     assert r["equal"], r["differs"]
     assert r["cluster_equal"]
-    assert r["placed_right"]
+    assert r["placed_right"], (r["placement"], r["node_ids"])
     assert r["result_bytes"] < r["trace_bytes"]
     assert r["cli_rc"] == [0, 0], r["cli_err"]
     assert r["cli_equal"] and r["cli_run_view_equal"]
