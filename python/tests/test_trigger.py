@@ -30,7 +30,8 @@ def test_trigger_opens_a_window_at_a_step_the_config_did_not_select(tmp_path, rl
         ov += [f"{b}.profiler.ranks=[0]", f"{b}.profiler.tool_config.rlprof.discrete=false"]
     ov += ["~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start",
            "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end"]
-    cfg = grpo_tiny.GrpoConfig(steps=10, max_digit=2, group=4, sft_steps=5, mini_batches=2, micro_batches=2)
+    # Steps to spare: the request lands 1-2 steps after step 3 (writer polls every <= 0.5 s).
+    cfg = grpo_tiny.GrpoConfig(steps=16, max_digit=2, group=4, sft_steps=5, mini_batches=2, micro_batches=2)
     result = {}
 
     def trigger() -> None:
