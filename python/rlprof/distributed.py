@@ -133,6 +133,8 @@ def analyse(paths: Union[PathArg, Sequence[PathArg]], address: Optional[str] = N
             holders.setdefault(i, []).append(n)
         for p, _why in missing:
             missing_here[p] = missing_here.get(p, 0) + 1
+    # Nodes that see the same files (a shared file system) report the same search: count it once.
+    found = list(dict.fromkeys(found))
     searched = len(nodes) - len(lost_searches)
     # A path no node could search (exists nowhere); paths some node holds are fine.
     missing = [p for p in pb if missing_here.get(p, 0) >= searched]
@@ -247,7 +249,7 @@ def main(argv: Sequence[str]) -> int:
         problems = [f"{n}={c}" for n, c, s in zip(cols["name"], _ints(cols["count"]), cols["severity"])
                     if s != "info"]
         sys.stdout.write("diagnostics: " + (" ".join(problems) if problems else "none") + "\n")
-    return 2 if errors or missing_or_lost(r) else 0
+    return 2 if errors or _missing_or_lost(r) else 0
 
 
 def _ints(col: Any) -> List[int]:
@@ -257,7 +259,7 @@ def _ints(col: Any) -> List[int]:
     return list(col)
 
 
-def missing_or_lost(r: RayAnalysis) -> bool:
+def _missing_or_lost(r: RayAnalysis) -> bool:
     """Whether any path or node was lost (exit 2, as unreadable inputs are)."""
     d = r.run.diagnostics()
     cols = dict(zip(d["columns"], d["data"]))

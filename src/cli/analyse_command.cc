@@ -1,5 +1,7 @@
 // `rlprof analyse PATH... [-o DIR] [--jobs N] [--export text,db,pftrace] [--rules FILE]
-//                  [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta] [--json]`
+//                  [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta] [--json]
+//                  [--ray [ADDRESS] [--ray-timeout S]]`
+// With --ray the same analysis runs on a Ray cluster (src/cli/ray_handoff.h, docs/scale.md).
 // Finds every trace below PATH (rlprof captures, Kineto / torch JSON, Ascend trace_view),
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
@@ -33,6 +35,7 @@ struct AnalyseArgs {
   AnalysisArgs analysis;
   bool json = false;
   std::optional<std::string> ray;  // --ray [ADDRESS]: analyse on a Ray cluster (src/cli/ray_handoff.h)
+  double ray_timeout_s = 0;        // --ray-timeout S: inputs not back by then count as lost
 };
 
 // --ray: the same analysis, where the captures are, by rlprof.distributed (Python).
@@ -48,6 +51,7 @@ int RunOnRay(const AnalyseArgs& a, Io& io) {
   if (!a.analysis.rules.empty()) args.insert(args.end(), {"--rules", a.analysis.rules});
   if (!a.analysis.step_marker.empty()) args.insert(args.end(), {"--step-marker", a.analysis.step_marker});
   if (a.json) args.push_back("--json");
+  if (a.ray_timeout_s > 0) args.insert(args.end(), {"--timeout", std::to_string(a.ray_timeout_s)});
   return ExecPythonAnalyse(args, io);
 }
 
@@ -125,6 +129,9 @@ Command AddAnalyseCommand(CLI::App& app) {
                   "runs RLPROF_PYTHON or python3 -m rlprof; docs/scale.md)")
       ->expected(0, 1)
       ->default_str("auto");
+  cmd->add_option("--ray-timeout", args->ray_timeout_s,
+                  "With --ray: seconds to wait for the nodes; inputs not back by then count as lost")
+      ->check(CLI::PositiveNumber);
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }
 
