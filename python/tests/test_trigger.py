@@ -62,3 +62,5 @@ def test_trigger_opens_a_window_at_a_step_the_config_did_not_select(tmp_path, rl
     assert "malformed trigger request(s)" in capfd.readouterr().err  # junk.trigger: counted, ignored
     m = manifest([c for c in res["captures"] if capture_key(c)[0] == steps[2]][0])
     assert m["scope"] == "e2e" and m["steps"] == [steps[2]] and m["complete"] is True
+    assert m["window"]["trigger"] == doc["id"]  # the manifest names the request that opened it
+    assert all("trigger" not in manifest(c)["window"] for c in res["captures"] if capture_key(c)[0] <= 3)

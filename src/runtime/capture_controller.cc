@@ -152,6 +152,7 @@ void CaptureController::OpenCapture(int64_t first_step, int64_t now_ns,
   a.role = host_.role;
   a.stage = host_.stage;
   a.part = capture_.part;
+  a.triggered = host_.triggered;
   out.push_back(a);
   a.type = WindowAction::Type::kRecordOn;
   out.push_back(std::move(a));
@@ -194,6 +195,7 @@ void CaptureController::OpenHost(std::string scope, std::string role, std::strin
   host_.stage = std::move(stage);
   host_.steps.assign(1, step_);
   host_.open_ns = now_ns;
+  host_.triggered = Forced(step_);
   if (schedule == nullptr || !schedule->schedule.enabled()) {
     OpenCapture(step_, now_ns, out);
     return;

@@ -106,6 +106,7 @@ struct WindowAction {
   int64_t sub_first = 0;
   int64_t sub_count = 0;
   bool period_complete = false;
+  bool triggered = false;  // kOpen: the window was opened by Trigger(), not by the config
 
   // "open e2e steps=[2]", "close actor_update.part1 steps=[2] reason=schedule", ...
   std::string ToString() const;
@@ -167,6 +168,7 @@ class CaptureController {
     std::optional<ScheduleTracker> tracker;
     const config::StageSchedule* schedule = nullptr;  // into proc_.schedules
     int parts = 0;
+    bool triggered = false;  // opened by Trigger()
   };
   struct Capture {
     bool open = false;

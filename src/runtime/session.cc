@@ -247,6 +247,7 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
         pending_open_.mode = config::CaptureModeName(proc_.mode);
         pending_open_.role = a.role;
         pending_open_.stage = a.stage;
+        pending_open_.trigger = a.triggered ? trigger_id_ : std::string();
         pending_open_.first_step = a.steps.empty() ? current_step_ : a.steps.front();
         break;
       case WindowAction::Type::kRecordOn: {
@@ -448,6 +449,7 @@ void SessionImpl::PollTriggers() try {
       continue;
     }
     ++trig_accepted_;
+    trigger_id_ = r.id;
     if (!quiet_)
       std::fprintf(stderr, "rlprof: trigger %s: capturing %lld %s from the next step (rank %lld)\n", r.id.c_str(),
                    static_cast<long long>(r.steps > 0 ? r.steps : r.decode_steps),

@@ -138,6 +138,7 @@ class SessionImpl {
   bool quiet_ = false;
   // `rlprof trigger` (writer thread only, except the counters).
   std::unique_ptr<TriggerInbox> trigger_;
+  std::string trigger_id_;  // the last request accepted (mu_): named in its captures' manifests
   std::atomic<uint64_t> trig_accepted_{0}, trig_malformed_{0}, trig_refused_{0}, trig_busy_{0};
 };
 

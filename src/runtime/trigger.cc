@@ -136,7 +136,10 @@ std::vector<TriggerRequest> TriggerInbox::Poll(const Identity& id, const std::st
     last_mtime_ns_ = -2;
     return out;
   }
-  last_mtime_ns_ = mtime;
+  // A directory changed within the file system's timestamp granularity (coarse: a few ms) of
+  // this listing may change again without its mtime moving: list it again next time until its
+  // mtime is safely in the past (as git does for racy index entries).
+  last_mtime_ns_ = now_s - static_cast<double>(dst.st_mtim.tv_sec) > 2.0 ? mtime : -1;
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return out;
   std::vector<std::string> names;

@@ -72,7 +72,8 @@ class TriggerInbox {
   TriggerInbox(std::string dir, double session_start_s, double poll_interval_s = 0.5);
 
   // The requests that select this process and were not acted on before. Reads the directory
-  // at most once per poll interval, and only when its mtime changed. When acting, writes
+  // at most once per poll interval, and only when its mtime changed (or is under 2 s old: a
+  // coarse mtime may not move for a second change). When acting, writes
   // <id>.<rank>-<pid>.ack next to the request (for `rlprof trigger --wait`).
   std::vector<TriggerRequest> Poll(const Identity& id, const std::string& run_id, double now_s);
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "src/runtime/capture_controller_test_util.h"
 
@@ -111,6 +112,12 @@ TEST_F(TriggerDirTest, ARequestIsActedOnOnceAndAcknowledged) {
   EXPECT_TRUE(fs::exists(dir_ + "/" + r.id + ".1-4242.ack"));
   EXPECT_TRUE(inbox.Poll(Me(1), "run-1", Now() + 1).empty());  // once
   EXPECT_EQ(inbox.accepted(), 1u);
+  // A second request right after (the directory's coarse mtime may not have moved) is seen.
+  TriggerRequest next = Request(1);
+  ASSERT_TRUE(WriteTriggerRequest(&next, dir_).ok());
+  got = inbox.Poll(Me(1), "run-1", Now() + 2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, next.id);
   EXPECT_EQ(inbox.malformed(), 0u);
 }
 
@@ -196,6 +203,19 @@ TEST(TriggerControllerTest, ADecodeTriggerCapturesNDecodeStepsOfTheNextStep) {
   ASSERT_EQ(d.captures().size(), 1u);
   EXPECT_EQ(d.captures()[0].scope, "rollout_generate");
   EXPECT_EQ(d.captures()[0].sampled, "decode [0, 2)");
+}
+
+TEST(TriggerControllerTest, OnlyWindowsOpenedByATriggerSaySo) {
+  CaptureController ctl(testing::MakePlan(testing::StepList({1})), testing::EndToEnd());
+  auto opened = [](const std::vector<WindowAction>& as) {
+    for (const auto& a : as)
+      if (a.type == WindowAction::Type::kOpen) return std::optional<bool>(a.triggered);
+    return std::optional<bool>();
+  };
+  EXPECT_EQ(opened(ctl.OnStepBegin(1, 10)), std::optional<bool>(false));
+  ASSERT_TRUE(ctl.Trigger(1, 0));
+  EXPECT_EQ(opened(ctl.OnStepBegin(2, 20)), std::optional<bool>(true));
+  EXPECT_EQ(opened(ctl.OnStepBegin(3, 30)), std::nullopt);
 }
 
 TEST(TriggerControllerTest, AnInertControllerIgnoresTriggers) {

@@ -56,6 +56,7 @@ struct WindowOpen {
   std::string mode;  // "e2e" | "discrete" | "manual"
   std::string role, stage;
   int64_t first_step = 0;  // the capture directory is step<first_step>/<scope>/
+  std::string trigger;     // the `rlprof trigger` request that opened it ("" = the config)
   uint64_t open_ticks = 0;
 };
 
