@@ -1,6 +1,8 @@
 """`python -m rlprof` and the `rlprof` console script.
 
-`run` and `env` (the launcher, rlprof/launch.py) are handled here; every other subcommand
+`run` and `env` (the launcher, rlprof/launch.py) and `analyse … --ray [ADDRESS]` (analysis on a
+Ray cluster, rlprof/distributed.py; the C++ `rlprof analyse --ray` execs this) are handled here;
+every other subcommand
 (plan, export, analyse, summary, compare, report, cluster, version) runs rlprof's C++ command,
 installed next to this package by `pip install ./python` (rlprof/_bin/rlprof), or found on
 PATH / RLPROF_CLI.
@@ -39,6 +41,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args and args[0] == "env":
         from rlprof import launch
         return launch.env_lines(args[1:])
+    if args and args[0] in ("analyse", "analyze") and any(a == "--ray" or a.startswith("--ray=") for a in args):
+        from rlprof import distributed
+        return distributed.main(args[1:])
     cli = _cli()
     if cli is None:
         sys.stderr.write("rlprof: the C++ command is not installed (only `rlprof run` and "

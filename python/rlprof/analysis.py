@@ -293,13 +293,22 @@ class Cluster:
 
 def load(paths: Union[PathArg, Sequence[PathArg]], *, rules: Optional[PathArg] = None,
          assign: str = "clip", compat: str = "native", step_marker: Optional[str] = None,
-         jobs: int = 2, progress: Optional[Callable[[int, int], Any]] = None) -> Analysis:
+         jobs: int = 2, progress: Optional[Callable[[int, int], Any]] = None,
+         ray: Optional[str] = None) -> Analysis:
     """Finds and analyses every trace under `paths` (rlprof captures and run folders, Kineto /
     torch JSON, Ascend trace_view.json), like `rlprof analyse PATHS --rules … --assign …
     --compat … --step-marker … --jobs …`. `progress(done, total)` is called after each input
-    (from a worker thread; what it raises goes to sys.unraisablehook)."""
+    (from a worker thread; what it raises goes to sys.unraisablehook).
+
+    `ray="auto"` (or a cluster address): like `rlprof analyse --ray`, each capture is analysed
+    on the Ray node that holds it and only its results come back (rlprof.distributed,
+    docs/scale.md); the numbers are the local analysis's. `jobs` is then each node's CPUs."""
     if jobs < 1:
         raise ValueError("rlprof.analysis: jobs must be at least 1")
+    if ray is not None:
+        from rlprof import distributed
+        return Analysis(distributed.analyse(paths, ray, rules=rules, assign=assign, compat=compat,
+                                            step_marker=step_marker, progress=progress).run)
     run = _analysis.analyse(_paths(paths), os.fsencode(rules) if rules is not None else b"", assign,
                             compat, step_marker or "", int(jobs), progress)
     return Analysis(run)

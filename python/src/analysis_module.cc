@@ -18,12 +18,16 @@
 
 #include <limits>
 #include <memory>
+#include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "src/analysis/cluster.h"
 #include "src/analysis/compare.h"
+#include "src/analysis/input_codec.h"
+#include "src/analysis/readers/readers.h"
 #include "src/analysis/run_pipeline.h"
 #include "src/analysis/tables.h"
 #include "src/format/diagnostics.h"
@@ -387,6 +391,60 @@ py::dict RunViewLong(const PyRun& r) {
   return TableToPy(t);
 }
 
+// ---- analysis where the captures are (rlprof.distributed, docs/scale.md) ----
+
+// What this node holds of `paths`: (inputs as bytes, sorted; EncodeDiagnostics of the search;
+// [(path, why)] for each path this node cannot search — not there, or unreadable).
+py::tuple FindInputs(const std::vector<std::string>& paths) {
+  std::set<std::string> inputs;
+  analysis::Diagnostics found;
+  std::vector<std::pair<std::string, std::string>> missing;
+  {
+    py::gil_scoped_release release;
+    for (const auto& p : paths) {
+      auto r = analysis::FindTraceInputs({p}, &found);
+      if (r.ok()) inputs.insert(r->begin(), r->end());
+      else missing.emplace_back(p, r.status().message());
+    }
+  }
+  py::list in, miss;
+  for (const auto& i : inputs) in.append(py::bytes(i));
+  for (const auto& [p, why] : missing) miss.append(py::make_tuple(py::bytes(p), Str(why)));
+  return py::make_tuple(in, py::bytes(analysis::EncodeDiagnostics(found)), miss);
+}
+
+analysis::RunConfig RemoteConfig(const std::string& rules_yaml, const std::string& rules_origin,
+                                 const std::string& assign, const std::string& compat,
+                                 const std::string& step_marker) {
+  analysis::RunSettings settings;
+  settings.assign = assign;
+  settings.compat = compat;
+  settings.step_marker = step_marker;
+  auto cfg = analysis::MakeRunConfig(settings, 1);
+  if (!cfg.ok()) throw py::value_error(cfg.status().message());
+  if (!rules_yaml.empty()) {  // the driver's rules file, shipped as text: nodes need not have it
+    auto c = analysis::Classifier::FromRulesYaml(rules_yaml, rules_origin);
+    if (!c.ok()) throw py::value_error(c.status().message());
+    cfg->classifier = std::move(*c);
+  }
+  return std::move(*cfg);
+}
+
+// One input analysed here (AnalyseInputs, as `rlprof analyse`), as EncodeInputResult bytes.
+py::bytes AnalyseInputBytes(const std::string& input, const std::string& name, const std::string& rules_yaml,
+                            const std::string& rules_origin, const std::string& assign,
+                            const std::string& compat, const std::string& step_marker) {
+  const analysis::RunConfig cfg = RemoteConfig(rules_yaml, rules_origin, assign, compat, step_marker);
+  std::string bytes;
+  {
+    py::gil_scoped_release release;
+    std::vector<analysis::InputResult> r = analysis::AnalyseInputs({input}, cfg.classifier, cfg.options, 1);
+    r[0].name = name;
+    bytes = analysis::EncodeInputResult(r[0]);
+  }
+  return py::bytes(bytes);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_analysis, m) {
@@ -428,6 +486,40 @@ PYBIND11_MODULE(_analysis, m) {
         },
         py::arg("paths"), py::arg("rules") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
         py::arg("step_marker") = "", py::arg("jobs") = 2, py::arg("progress") = py::none());
+  m.def("check_options", [](const std::string& rules_yaml, const std::string& rules_origin, const std::string& assign,
+                            const std::string& compat, const std::string& step_marker) {
+          RemoteConfig(rules_yaml, rules_origin, assign, compat, step_marker);
+        },
+        py::arg("rules_yaml"), py::arg("rules_origin"), py::arg("assign"), py::arg("compat"), py::arg("step_marker"),
+        "ValueError for a bad option or rules text (before a cluster is asked anything)");
+  m.def("find_inputs", &FindInputs, py::arg("paths"),
+        "What this node holds of the paths: (inputs, encoded search diagnostics, [(path, why)])");
+  m.def("input_names", [](const std::vector<std::string>& inputs) {
+          py::list out;
+          for (const auto& n : analysis::InputNames(inputs)) out.append(py::bytes(n));
+          return out;
+        },
+        py::arg("inputs"), "The inputs' short unique names (as `rlprof analyse` names their folders)");
+  m.def("analyse_input", &AnalyseInputBytes, py::arg("input"), py::arg("name"), py::arg("rules_yaml") = "",
+        py::arg("rules_origin") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
+        py::arg("step_marker") = "", "One input analysed here, encoded (src/analysis/input_codec.h)");
+  m.def("assemble", [](const std::vector<std::string>& paths, const std::string& assign, const std::string& compat,
+                       const std::string& step_marker, const std::vector<std::string>& found,
+                       const std::vector<std::tuple<std::string, std::string, std::string, std::string>>& inputs,
+                       const std::vector<std::string>& missing, const std::vector<std::string>& lost_searches) {
+          const analysis::RunConfig cfg = RemoteConfig("", "", assign, compat, step_marker);
+          std::vector<analysis::RemoteInput> in;
+          in.reserve(inputs.size());
+          for (const auto& [input, name, result, lost] : inputs) in.push_back({input, name, result, lost});
+          auto r = std::make_shared<PyRun>();
+          py::gil_scoped_release release;
+          r->run = std::make_shared<const analysis::RunAnalysis>(
+              analysis::AssembleRemoteRun(paths, cfg.options, found, in, missing, lost_searches));
+          return r;
+        },
+        py::arg("paths"), py::arg("assign"), py::arg("compat"), py::arg("step_marker"), py::arg("found"),
+        py::arg("inputs"), py::arg("missing"), py::arg("lost_searches"),
+        "The run from every node's results: inputs as (input, name, result bytes, why lost or '')");
   m.def("compare", [](const PyRun& b, const PyRun& t, size_t top) { return ComparePy(b.run, t.run, top); },
         py::arg("baseline"), py::arg("new"), py::arg("top") = 30);
   m.def("cluster", [](const PyRun& r) { return ClusterPy(r.run); }, py::arg("run"));

@@ -107,6 +107,17 @@ base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, co
   return run;
 }
 
+RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& options, Diagnostics found,
+                        std::vector<InputResult> inputs) {
+  RunAnalysis run;
+  run.paths = std::move(paths);
+  run.options = options;
+  run.found = std::move(found);
+  run.inputs = std::move(inputs);
+  run.view = BuildRunView(run.inputs);
+  return run;
+}
+
 std::vector<Table> RunTables(const RunAnalysis& run) {
   std::vector<std::vector<Table>> tables(run.inputs.size());
   size_t first = run.inputs.size();

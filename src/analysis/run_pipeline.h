@@ -73,6 +73,15 @@ struct RunAnalysis {
 // message says why, from the search's details); the search's own errors as they are.
 base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, const RunConfig& cfg);
 
+// Analysis where the captures are (rlprof.distributed, docs/scale.md): the driver finds which
+// node holds which input, each node analyses its inputs (AnalyseInputs, then
+// EncodeInputResult of src/analysis/input_codec.h) and the driver assembles the run from the
+// decoded results: the same RunAnalysis AnalyseRun gives for the same inputs. `inputs` in
+// FindTraceInputs order, named by InputNames over all of them; an input lost on the way (its
+// node died) is kept with its Status, as an unreadable one is.
+RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& options, Diagnostics found,
+                        std::vector<InputResult> inputs);
+
 // The run's tables, in analysis.db order: each per-input table (AllTables) of every analysed
 // input concatenated with an `input` column first, then stage_across_ranks and run_view.
 std::vector<Table> RunTables(const RunAnalysis& run);

@@ -1,5 +1,7 @@
 // `rlprof analyse PATH... [-o DIR] [--jobs N] [--export text,db,pftrace] [--rules FILE]
-//                  [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta] [--json]`
+//                  [--assign clip|by_start|by_launch] [--step-marker REGEX] [--compat native|hta] [--json]
+//                  [--ray [ADDRESS] [--ray-timeout S]]`
+// With --ray the same analysis runs on a Ray cluster (src/cli/ray_handoff.h, docs/scale.md).
 // Finds every trace below PATH (rlprof captures, Kineto / torch JSON, Ascend trace_view),
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
@@ -11,6 +13,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "src/analysis/run_pipeline.h"
@@ -18,6 +21,7 @@
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
+#include "src/cli/ray_handoff.h"
 #include "src/report/html_report.h"
 
 namespace rlprof::cli {
@@ -30,7 +34,26 @@ struct AnalyseArgs {
   std::vector<std::string> exports;
   AnalysisArgs analysis;
   bool json = false;
+  std::optional<std::string> ray;  // --ray [ADDRESS]: analyse on a Ray cluster (src/cli/ray_handoff.h)
+  double ray_timeout_s = 0;        // --ray-timeout S: inputs not back by then count as lost
 };
+
+// --ray: the same analysis, where the captures are, by rlprof.distributed (Python).
+int RunOnRay(const AnalyseArgs& a, Io& io) {
+  if (!a.exports.empty()) {
+    io.err << "rlprof analyse: --export reads the traces themselves: run it on the node that holds them "
+              "(without --ray)\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> args = a.paths;
+  args.insert(args.end(), {"--ray", a.ray->empty() ? "auto" : *a.ray, "-o", a.output, "--assign",
+                           a.analysis.assign, "--compat", a.analysis.compat});
+  if (!a.analysis.rules.empty()) args.insert(args.end(), {"--rules", a.analysis.rules});
+  if (!a.analysis.step_marker.empty()) args.insert(args.end(), {"--step-marker", a.analysis.step_marker});
+  if (a.json) args.push_back("--json");
+  if (a.ray_timeout_s > 0) args.insert(args.end(), {"--timeout", std::to_string(a.ray_timeout_s)});
+  return ExecPythonAnalyse(args, io);
+}
 
 base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
   // Progress on stderr, only for a terminal.
@@ -77,6 +100,7 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
 }
 
 int Run(const AnalyseArgs& a, Io& io) {
+  if (a.ray) return RunOnRay(a, io);
   analysis::RunConfig cfg;
   if (int rc = PrepareAnalysis(a.analysis, "analyse", io, &cfg.options, &cfg.classifier); rc != kExitOk)
     return rc;  // usage (bad regex) or bad input (rules file)
@@ -100,6 +124,14 @@ Command AddAnalyseCommand(CLI::App& app) {
       ->check(CLI::IsMember({"text", "db", "pftrace"}));
   AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print summary.json to stdout");
+  cmd->add_option("--ray", args->ray,
+                  "Analyse on a Ray cluster, each capture on the node that holds it (ADDRESS: default auto; "
+                  "runs RLPROF_PYTHON or python3 -m rlprof; docs/scale.md)")
+      ->expected(0, 1)
+      ->default_str("auto");
+  cmd->add_option("--ray-timeout", args->ray_timeout_s,
+                  "With --ray: seconds to wait for the nodes; inputs not back by then count as lost")
+      ->check(CLI::PositiveNumber);
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }
 

@@ -55,6 +55,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddClusterCommand(app));
   add(AddServeCommand(app));
   add(AddRunCommand(app));
+  add(AddTriggerCommand(app));
 
   if (argc >= 2 && std::string(argv[1]) == "run") {
     Io io{out, err};

@@ -43,6 +43,7 @@ Command AddCompareCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
 Command AddClusterCommand(CLI::App& app);
 Command AddServeCommand(CLI::App& app);
+Command AddTriggerCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 
 // `rlprof run ...` (run_command.cc): the words after `run`; execs the command.

@@ -149,6 +149,7 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   window.Int("open_ns", &m.window_open_ns);
   window.Int("close_ns", &m.window_close_ns);
   window.Str("close_reason", &m.close_reason);
+  window.Str("trigger", &m.trigger);
   Fields sampling = window.Object("sampling");
   sampling.Str("unit", &m.sampling_unit);
   sampling.Int("first", &m.sampling_first);

@@ -57,6 +57,7 @@ struct Manifest {
   // unit sampling_unit the capture holds; sampling_complete = its active period ended at
   // RECORD_AND_SAVE. sampling_unit "" = not sampled (the whole stage or step).
   std::string sampling_unit;
+  std::string trigger;  // window.trigger: the `rlprof trigger` request that opened it, "" = the config
   int64_t sampling_first = 0;
   int64_t sampling_count = 0;
   bool sampling_complete = false;

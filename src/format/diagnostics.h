@@ -38,7 +38,7 @@ struct DiagnosticSpec {
   std::string_view name;
   Severity severity;
   std::string_view source;  // "input" | "raw" | "manifest" | "json" | "trace" | "capture" |
-                            // "analysis" | "compare" | "cluster" | "export"
+                            // "analysis" | "compare" | "cluster" | "export" | "ray"
   std::string_view description;
 };
 

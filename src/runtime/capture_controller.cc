@@ -92,8 +92,30 @@ const ScheduleTracker* CaptureController::tracker() const {
 
 // The scope of a continuous run starting at `first`: "e2e" for a run of one step,
 // "steps<A>-<B>" for the planned run A..B, "steps<A>-end" when the selection is unbounded.
+bool CaptureController::Forced(int64_t step) const {
+  return step >= forced_first_ && step <= forced_last_ && !steps_.Contains(step);
+}
+
+bool CaptureController::Selected(int64_t step) const {
+  return steps_.Contains(step) || (step >= forced_first_ && step <= forced_last_);
+}
+
+bool CaptureController::Trigger(int64_t steps, int64_t decode_steps) {
+  if (!active() || trigger_pending() || (has_step_ && forced_last_ >= step_ && forced_first_ <= forced_last_ &&
+                                         (step_active_ || forced_last_ > step_)))
+    return false;
+  if ((steps > 0) == (decode_steps > 0)) return false;
+  trigger_steps_ = steps;
+  trigger_decode_ = decode_steps;
+  return true;
+}
+
 std::string CaptureController::RunScope(int64_t first) const {
   if (!continuous_) return "e2e";
+  if (Forced(first)) {
+    const int64_t last = std::max(first, forced_last_);
+    return last == first ? "e2e" : "steps" + std::to_string(first) + "-" + std::to_string(last);
+  }
   std::optional<int64_t> last;
   switch (steps_.kind) {
     case StepSelection::Kind::kNone: last = first; break;
@@ -130,6 +152,7 @@ void CaptureController::OpenCapture(int64_t first_step, int64_t now_ns,
   a.role = host_.role;
   a.stage = host_.stage;
   a.part = capture_.part;
+  a.triggered = host_.triggered;
   out.push_back(a);
   a.type = WindowAction::Type::kRecordOn;
   out.push_back(std::move(a));
@@ -172,6 +195,7 @@ void CaptureController::OpenHost(std::string scope, std::string role, std::strin
   host_.stage = std::move(stage);
   host_.steps.assign(1, step_);
   host_.open_ns = now_ns;
+  host_.triggered = Forced(step_);
   if (schedule == nullptr || !schedule->schedule.enabled()) {
     OpenCapture(step_, now_ns, out);
     return;
@@ -213,7 +237,7 @@ std::vector<WindowAction> CaptureController::EndStep(int64_t now_ns) {
   if (!host_.open) return out;
   // The run goes on: the window stays open (a step-unit schedule advances when the next
   // step begins, so a capture it opens never names a step that did not run).
-  if (mode_ == CaptureMode::kEndToEnd && continuous_ && steps_.Contains(step_ + 1)) return out;
+  if (mode_ == CaptureMode::kEndToEnd && continuous_ && Selected(step_ + 1) && !(forced_decode_ && Forced(step_))) return out;
   CloseHost(CloseReason::kStepEnd, now_ns, out);
   return out;
 }
@@ -221,13 +245,32 @@ std::vector<WindowAction> CaptureController::EndStep(int64_t now_ns) {
 std::vector<WindowAction> CaptureController::OnStepBegin(int64_t step, int64_t now_ns) {
   if (!active()) return {};
   std::vector<WindowAction> out = EndStep(now_ns);
+  if (trigger_pending()) {  // `rlprof trigger`: this step is the first of the forced window
+    forced_first_ = step;
+    forced_last_ = step + std::max<int64_t>(trigger_steps_, 1) - 1;
+    forced_decode_ = trigger_decode_ > 0;
+    if (forced_decode_) {
+      forced_schedule_ = config::StageSchedule{};
+      forced_schedule_.role = "*";
+      forced_schedule_.block = "rlprof trigger";
+      forced_schedule_.schedule.active = trigger_decode_;
+      forced_schedule_.schedule.repeat = 1;
+      forced_schedule_.schedule.unit = SubStepKind::kDecode;
+      forced_schedule_.token_window = true;
+    }
+    trigger_steps_ = trigger_decode_ = 0;
+  }
   // A continuous window only survives into the step that directly follows its last step.
-  if (host_.open && !(continuous_ && step == step_ + 1 && steps_.Contains(step)))
+  if (host_.open && !(continuous_ && step == step_ + 1 && Selected(step) && !Forced(step) == !Forced(step_)))
     CloseHost(CloseReason::kStepEnd, now_ns, out);
   step_ = step;
   has_step_ = true;
   step_active_ = true;
-  if (mode_ != CaptureMode::kEndToEnd || !steps_.Contains(step)) return out;
+  if (mode_ != CaptureMode::kEndToEnd || !Selected(step)) return out;
+  if (Forced(step) && forced_decode_) {
+    if (!host_.open) OpenHost("e2e", "", "", &forced_schedule_, now_ns, out);
+    return out;
+  }
   if (host_.open) {  // continuing run
     host_.steps.push_back(step);
     if (host_.tracker && host_.tracker->schedule().unit == SubStepKind::kStep)
@@ -255,13 +298,15 @@ std::vector<WindowAction> CaptureController::OnStageBegin(std::string_view role,
   }
   (void)counts;  // schedules attach by stage (proc_.ScheduleFor), not by declaration
   stack_.push_back(StageFrame{std::string(role), std::string(stage), false});
-  if (mode_ != CaptureMode::kDiscrete || !step_active_ || host_.open ||
-      !steps_.Contains(step_))
+  if (mode_ != CaptureMode::kDiscrete || !step_active_ || host_.open || !Selected(step_))
     return out;
   if (!proc_.StageSelected(stage)) return out;
   std::string name = config::CanonicalStage(stage);
+  const bool decode = Forced(step_) && forced_decode_;
+  if (decode && name != "rollout_generate") return out;  // a decode trigger samples the rollout only
   stack_.back().owns_window = true;
-  OpenHost(name, stack_.back().role, name, proc_.ScheduleFor(role, stage), now_ns, out);
+  OpenHost(name, stack_.back().role, name, decode ? &forced_schedule_ : proc_.ScheduleFor(role, stage), now_ns,
+           out);
   return out;
 }
 

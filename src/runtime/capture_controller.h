@@ -106,6 +106,7 @@ struct WindowAction {
   int64_t sub_first = 0;
   int64_t sub_count = 0;
   bool period_complete = false;
+  bool triggered = false;  // kOpen: the window was opened by Trigger(), not by the config
 
   // "open e2e steps=[2]", "close actor_update.part1 steps=[2] reason=schedule", ...
   std::string ToString() const;
@@ -130,6 +131,15 @@ class CaptureController {
   std::vector<WindowAction> OnBudgetExceeded(int64_t now_ns);
   std::vector<WindowAction> OnError(int64_t now_ns);  // the Session failed: close, reason kError
   std::vector<WindowAction> OnStop(int64_t now_ns);   // closes everything, flushes partial cycles
+  // On-demand capture (`rlprof trigger`, src/runtime/trigger.h): the next `steps` steps are
+  // captured as if the config had selected them (in the config's mode: one e2e window per
+  // step, a continuous run, or the step's stage windows); or, with `decode_steps`, the next
+  // step captures `decode_steps` decode iterations (a token window [0, N): end-to-end, the
+  // step window; discrete, its rollout_generate stage). Takes effect at the next OnStepBegin;
+  // steps the config selects anyway keep the config's windows. False (ignored) when the
+  // controller is inert, or a triggered window is still pending or running.
+  bool Trigger(int64_t steps, int64_t decode_steps);
+  bool trigger_pending() const { return trigger_steps_ > 0 || trigger_decode_ > 0; }
 
   bool window_open() const { return capture_.open; }  // a capture is open
   bool recording() const { return capture_.open; }    // recording is on (see protocol)
@@ -158,6 +168,7 @@ class CaptureController {
     std::optional<ScheduleTracker> tracker;
     const config::StageSchedule* schedule = nullptr;  // into proc_.schedules
     int parts = 0;
+    bool triggered = false;  // opened by Trigger()
   };
   struct Capture {
     bool open = false;
@@ -178,6 +189,8 @@ class CaptureController {
   void CloseCapture(CloseReason reason, std::vector<WindowAction>& out);
   void AdvanceTracker(int64_t first_step, int64_t now_ns, std::vector<WindowAction>& out);
   std::string RunScope(int64_t first_step) const;
+  bool Selected(int64_t step) const;  // by the config, or by a trigger
+  bool Forced(int64_t step) const;    // by a trigger only
 
   // From the plans.
   bool enabled_ = false;
@@ -196,6 +209,11 @@ class CaptureController {
   size_t overflow_frames_ = 0;
   Host host_;
   Capture capture_;
+  // Trigger (`rlprof trigger`): asked for, then the steps it forces.
+  int64_t trigger_steps_ = 0, trigger_decode_ = 0;
+  int64_t forced_first_ = 1, forced_last_ = 0;  // empty range when none
+  config::StageSchedule forced_schedule_;       // decode trigger: token window [0, N)
+  bool forced_decode_ = false;
 };
 
 }  // namespace rlprof::runtime

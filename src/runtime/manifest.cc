@@ -38,6 +38,7 @@ std::string ManifestJson(const ManifestData& m) {
     window["close_ns"] = m.close_ns;
     window["close_reason"] = m.close_reason;
   }
+  if (!m.trigger.empty()) window["trigger"] = m.trigger;
   if (!m.sampling_json.empty()) {
     json sampling = json::parse(m.sampling_json, nullptr, /*allow_exceptions=*/false);
     if (!sampling.is_discarded()) window["sampling"] = std::move(sampling);

@@ -32,6 +32,7 @@ struct ManifestData {
   int64_t close_ns = 0;       // 0 while open
   std::string close_reason;   // "" while open
   std::string sampling_json;  // window.sampling (scheduled captures), JSON text; "" = absent
+  std::string trigger;        // window.trigger: the `rlprof trigger` request id; "" = absent
   std::vector<std::string> contents;
   uint64_t events = 0;
   uint64_t dropped_buffer_full = 0;

@@ -38,6 +38,18 @@ TEST(ManifestTest, WholeWindowCapturesHaveNoSampling) {
   format::Manifest back = format::ParseManifest(ManifestJson(m), &diag);
   EXPECT_EQ(back.sampling_unit, "");
   EXPECT_EQ(ManifestJson(m).find("sampling"), std::string::npos);
+  EXPECT_EQ(back.trigger, "");
+  EXPECT_EQ(ManifestJson(m).find("trigger"), std::string::npos);
+}
+
+TEST(ManifestTest, TheTriggerThatOpenedAWindowRoundTrips) {
+  ManifestData m;
+  m.scope = "e2e";
+  m.trigger = "t0123abcd";
+  std::vector<std::string> diag;
+  format::Manifest back = format::ParseManifest(ManifestJson(m), &diag);
+  EXPECT_TRUE(diag.empty());
+  EXPECT_EQ(back.trigger, "t0123abcd");
 }
 
 }  // namespace

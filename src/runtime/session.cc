@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -55,6 +56,10 @@ std::string SamplingJson(const WindowAction& a) {
 constexpr uint64_t kMaxRecordsPerChunk = uint64_t{1} << 22;
 
 void Warn(const std::string& msg) { std::fprintf(stderr, "rlprof: warning: %s\n", msg.c_str()); }
+
+double RealtimeSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace
 
@@ -168,6 +173,12 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   wo.quiet = options.quiet;
   SessionImpl* self = s;
   wo.on_tick = [self] { self->OnTick(); };
+  // `rlprof trigger`: requests are polled on the writer thread, never on the training thread.
+  s->quiet_ = options.quiet;
+  if (const char* t = env("RLPROF_TRIGGER"); !(t != nullptr && std::strcmp(t, "0") == 0)) {
+    s->trigger_ = std::make_unique<TriggerInbox>(TriggerDir(), RealtimeSeconds());
+    wo.on_poll = [self] { self->PollTriggers(); };
+  }
   wo.on_budget = [self](uint32_t gen) { self->OnBudget(gen); };
   wo.on_fatal = [self](const std::string& m) { self->OnFatal(m); };
   s->writer_ = std::make_unique<Writer>(std::move(wo));
@@ -236,6 +247,7 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
         pending_open_.mode = config::CaptureModeName(proc_.mode);
         pending_open_.role = a.role;
         pending_open_.stage = a.stage;
+        pending_open_.trigger = a.triggered ? trigger_id_ : std::string();
         pending_open_.first_step = a.steps.empty() ? current_step_ : a.steps.front();
         break;
       case WindowAction::Type::kRecordOn: {
@@ -411,6 +423,40 @@ void SessionImpl::OnTick() try {
   Apply(ctl_->OnTick(MonotonicNowNs()));
 }
 RLPROF_SESSION_GUARD("the writer's tick", )
+
+void SessionImpl::PollTriggers() try {
+  if (trigger_ == nullptr || disabled_.load(std::memory_order_relaxed)) return;
+  std::vector<TriggerRequest> reqs = trigger_->Poll(id_, run_id_, RealtimeSeconds());
+  if (trigger_->malformed() > trig_malformed_.load()) {
+    if (trig_malformed_.load() == 0)
+      Warn("malformed trigger request(s) in " + trigger_->dir() + " ignored (see docs/runtime.md)");
+    trig_malformed_.store(trigger_->malformed());
+  }
+  if (trigger_->refused() > trig_refused_.load()) {
+    if (trig_refused_.load() == 0) {
+      const base::Status why = CheckTriggerDir(trigger_->dir());
+      Warn("trigger request(s) refused: " + (why.ok() ? std::string("not regular files of this user") : why.message()));
+    }
+    trig_refused_.store(trigger_->refused());
+  }
+  if (reqs.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || ctl_ == nullptr) return;
+  for (const TriggerRequest& r : reqs) {
+    if (!ctl_->Trigger(r.steps, r.decode_steps)) {
+      ++trig_busy_;
+      if (!quiet_) std::fprintf(stderr, "rlprof: trigger %s ignored: a triggered window is still running\n", r.id.c_str());
+      continue;
+    }
+    ++trig_accepted_;
+    trigger_id_ = r.id;
+    if (!quiet_)
+      std::fprintf(stderr, "rlprof: trigger %s: capturing %lld %s from the next step (rank %lld)\n", r.id.c_str(),
+                   static_cast<long long>(r.steps > 0 ? r.steps : r.decode_steps),
+                   r.steps > 0 ? "step(s)" : "decode step(s)", static_cast<long long>(id_.rank));
+  }
+}
+RLPROF_SESSION_GUARD("polling trigger requests", )
 
 void SessionImpl::OnBudget(uint32_t gen) try {
   std::lock_guard<std::mutex> lock(mu_);

@@ -32,6 +32,7 @@
 #include "src/runtime/clock.h"
 #include "src/runtime/identity.h"
 #include "src/runtime/source.h"
+#include "src/runtime/trigger.h"
 #include "src/runtime/writer.h"
 
 namespace rlprof::runtime {
@@ -69,6 +70,15 @@ class SessionImpl {
   uint32_t recording_gen() const;
   // Names of the sources running in this session (configured and wanted by the plan).
   std::vector<std::string> SourceNames() const;
+  // `rlprof trigger` requests this session acted on, found malformed (ignored), refused (not
+  // this user's, or a directory others can write) and could not honour (a triggered window
+  // still running). The requests are polled on the writer thread (src/runtime/trigger.h).
+  struct TriggerCounts {
+    uint64_t accepted = 0, malformed = 0, refused = 0, busy = 0;
+  };
+  TriggerCounts trigger_counts() const {
+    return {trig_accepted_.load(), trig_malformed_.load(), trig_refused_.load(), trig_busy_.load()};
+  }
 
  private:
   SessionImpl() = default;
@@ -79,6 +89,7 @@ class SessionImpl {
   void CloseManualLocked(const char* reason);
   void Disable(const std::string& why);
   void OnTick();
+  void PollTriggers();  // the writer thread, each wake-up
   void BoundaryLocked();  // a step / stage boundary: sources' Boundary() if a window is open
   void OnBudget(uint32_t gen);
   void OnFatal(const std::string& message);
@@ -124,6 +135,11 @@ class SessionImpl {
   // The sources this process runs (source.h): built-in memory, and those registered.
   std::shared_ptr<SourceSet> sources_;
   bool listening_ = false;  // sources_ is the SourceRegistry's listener
+  bool quiet_ = false;
+  // `rlprof trigger` (writer thread only, except the counters).
+  std::unique_ptr<TriggerInbox> trigger_;
+  std::string trigger_id_;  // the last request accepted (mu_): named in its captures' manifests
+  std::atomic<uint64_t> trig_accepted_{0}, trig_malformed_{0}, trig_refused_{0}, trig_busy_{0};
 };
 
 }  // namespace rlprof::runtime

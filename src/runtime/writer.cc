@@ -228,6 +228,7 @@ void Writer::Loop() {
       }
     });
     if (!open_.empty() && opt_.on_tick) Guarded("advancing the schedule", [&] { opt_.on_tick(); });
+    if (opt_.on_poll) Guarded("polling trigger requests", [&] { opt_.on_poll(); });
   }
 }
 
@@ -546,6 +547,7 @@ ManifestData Writer::BaseManifest(const Capture& c) const {
   m.scope = c.info.scope;
   m.mode = c.info.mode;
   m.stage = c.info.stage;
+  m.trigger = c.info.trigger;
   m.role = c.info.role;
   m.steps = {c.info.first_step};
   m.identity = opt_.identity;

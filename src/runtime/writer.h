@@ -56,6 +56,7 @@ struct WindowOpen {
   std::string mode;  // "e2e" | "discrete" | "manual"
   std::string role, stage;
   int64_t first_step = 0;  // the capture directory is step<first_step>/<scope>/
+  std::string trigger;     // the `rlprof trigger` request that opened it ("" = the config)
   uint64_t open_ticks = 0;
 };
 
@@ -82,6 +83,7 @@ struct WriterOptions {
   bool quiet = false;
   // Called from the writer thread with no writer lock held.
   std::function<void()> on_tick;                                  // each wake-up while a capture is open
+  std::function<void()> on_poll;  // each wake-up, open capture or not (≤ 500 ms apart): trigger requests
   std::function<void(uint32_t gen)> on_budget;                    // the capture reached its budget
   // The first I/O fault of this writer (a capture that cannot be created, a write error, a
   // manifest that cannot be written, an unexpected exception on the writer thread); later
