@@ -38,7 +38,8 @@ RANK_SCRIPT = textwrap.dedent("""
     import sys, time, rlprof
     rank, slow = int(sys.argv[1]), float(sys.argv[2])
     cfg = {"rlprof": {"steps": [1, 2, 3], "save_path": sys.argv[3],
-                      "roles": {"actor": {"ranks": [0, 1]}, "rollout": {"ranks": [0, 1]}}}}
+                      "roles": {"actor": {"ranks": [0, 1], "contents": ["cpu", "memory"]},
+                                "rollout": {"ranks": [0, 1], "contents": ["cpu", "memory"]}}}}
     prof = rlprof.Profiler(cfg, rank=rank, world_size=2, roles=["actor", "rollout"],
                            run_id=sys.argv[4], quiet=True, measure_clock_offset=False)
     def spin(s):
@@ -117,6 +118,9 @@ def test_report_loads_without_console_errors_and_draws_every_section(browser, re
     # The cluster view: the 2-rank run has no collectives, and says so rather than drawing nothing.
     cluster = browser.find_element(By.ID, "cluster").text
     assert "Slow ranks" in cluster and "no collectives in this run" in cluster
+    # Memory over time: the captures sampled RSS at stage boundaries.
+    assert browser.execute_script("return !!Chart.getChart(document.getElementById('memorychart'))")
+    assert "rss" in browser.find_element(By.ID, "memory").text.lower()
     text = browser.find_element(By.ID, "steps").text
     assert "step 1" in text and "rank 1" in text
     browser.save_screenshot(os.path.join(_artifacts(), "report_overview.png"))

@@ -5,10 +5,12 @@
 // diagnostics: above the threshold, one row per diagnostic name with how many inputs and a few
 // examples) and the run view's per-rank columns only up to a threshold. The page's script (assets/report.html,
 // `expand`) turns it back into the per-input tables it draws.
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <tuple>
 #include <set>
 #include <unordered_map>
 
@@ -239,6 +241,42 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
                {"diagnostics_by_name", std::move(diag_rows)}, {"input_ops", std::move(input_ops)},
                {"input_ops_left_out", !detail}, {"comm", std::move(comm_rows)}, {"ops", std::move(op_rows)}};
   data["dict"] = std::move(dict).ToJson();
+  // Memory over time at stage resolution: for each (series, step, role, stage), the value when
+  // the stage began and ended (mean over ranks) and its peak (max over ranks, and the rank that
+  // reached it), at the stage's first start and last end on rank 0's clock (µs). Grows with
+  // series × steps × stages, not with ranks or samples.
+  struct Mem {
+    int64_t start = INT64_MAX, end = INT64_MIN;
+    double at_start = 0, at_end = 0, peak = -1;
+    int64_t peak_rank = -1, ranks = 0;
+  };
+  std::map<std::tuple<std::string, int64_t, std::string, std::string>, Mem> mem;
+  for (const auto& r : results) {
+    if (!r.status.ok()) continue;
+    for (const auto& m : r.analysis.memory_peaks) {
+      if (m.stage == "(none)") continue;  // the step's time outside every stage: no one span
+      const analysis::StageResult* st = nullptr;
+      for (const auto& s : r.analysis.stages)
+        if (s.step == m.step && s.role == m.role && s.name == m.stage) st = &s;
+      if (st == nullptr) continue;
+      Mem& e = mem[{m.series, m.step, m.role, m.stage}];
+      e.start = std::min(e.start, st->start);
+      e.end = std::max(e.end, st->end);
+      e.at_start += m.at_start;
+      e.at_end += m.at_end;
+      ++e.ranks;
+      if (m.peak > e.peak) {
+        e.peak = m.peak;
+        e.peak_rank = r.analysis.rank;
+      }
+    }
+  }
+  json mem_rows = json::array();  // [series, step, role, stage, start_us, end_us, at_start, peak, at_end, peak_rank, ranks]
+  for (const auto& [k, e] : mem)
+    mem_rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), Number(e.start / 1e3),
+                        Number(e.end / 1e3), Number(e.at_start / e.ranks), Number(e.peak), Number(e.at_end / e.ranks),
+                        e.peak_rank, e.ranks});
+  data["memory"] = std::move(mem_rows);
   // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
   // collectives with the largest start skew (the table comes sorted by it).
   if (!results.empty()) {
