@@ -30,20 +30,35 @@ def test_trigger_opens_a_window_at_a_step_the_config_did_not_select(tmp_path, rl
         ov += [f"{b}.profiler.ranks=[0]", f"{b}.profiler.tool_config.rlprof.discrete=false"]
     ov += ["~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start",
            "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end"]
-    # Steps to spare: the request lands 1-2 steps after step 3 (writer polls every <= 0.5 s).
-    cfg = grpo_tiny.GrpoConfig(steps=16, max_digit=2, group=4, sft_steps=5, mini_batches=2, micro_batches=2)
+    cfg = grpo_tiny.GrpoConfig(steps=8, max_digit=2, group=4, sft_steps=5, mini_batches=2, micro_batches=2)
     result = {}
+    acknowledged = threading.Event()
+    # Step 4 starts only once `rlprof trigger` has returned (its request acknowledged by the
+    # writer thread, which polls on its own), so a loaded machine cannot let the job run out of
+    # steps before the request lands: the window opens at the next step start.
+    real_share, calls = grpo_tiny.table_share, {"n": 0}
+
+    def gated_share(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            acknowledged.wait(timeout=150)
+        return real_share(*args, **kwargs)
+
+    monkeypatch.setattr(grpo_tiny, "table_share", gated_share)
 
     def trigger() -> None:
-        # Once step 3's capture (the config's last) exists, ask for one more step.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any("step3" in c for c in all_captures(str(out))):
-            time.sleep(0.05)
-        os.makedirs(trig, mode=0o700, exist_ok=True)
-        (trig / "junk.trigger").write_text("{not json")
-        result["cli"] = subprocess.run(
-            [rlprof_cli, "trigger", "--steps", "1", "--pid", str(os.getpid()), "--ranks", "0",
-             "--wait", "60", "--expect", "1", "--json"], capture_output=True, text=True, timeout=90)
+        try:
+            # Once step 3's capture (the config's last) exists, ask for one more step.
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any("step3" in c for c in all_captures(str(out))):
+                time.sleep(0.05)
+            os.makedirs(trig, mode=0o700, exist_ok=True)
+            (trig / "junk.trigger").write_text("{not json")
+            result["cli"] = subprocess.run(
+                [rlprof_cli, "trigger", "--steps", "1", "--pid", str(os.getpid()), "--ranks", "0",
+                 "--wait", "60", "--expect", "1", "--json"], capture_output=True, text=True, timeout=90)
+        finally:
+            acknowledged.set()
 
     t = threading.Thread(target=trigger)
     t.start()
