@@ -4,12 +4,14 @@
 #include <map>
 #include <ostream>
 
+#include "src/analysis/compare.h"
 #include "src/analysis/run.h"
 #include "src/analysis/run_pipeline.h"
 #include "src/base/files.h"
 #include "src/cli/cli.h"
 #include "src/format/diagnostics.h"
 #include "src/format/json_escape.h"
+#include "src/report/html_report.h"
 
 namespace rlprof::cli {
 
@@ -120,6 +122,28 @@ base::Status WriteTableFiles(const std::string& dir, const std::vector<const ana
   // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
   const std::string text = doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   return base::WriteFileAtomic(dir + "/" + json_name, text + "\n");
+}
+
+base::Status AnalyseForReport(const std::string& path, const std::string& baseline, const std::string& title,
+                              const std::string& baseline_label, const std::string& current_label,
+                              const char* command, const analysis::Classifier& cls,
+                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out) {
+  std::vector<analysis::InputResult> results, base;
+  analysis::Diagnostics found;
+  RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, opts, jobs, io, &results, &out->bad_inputs, &found));
+  if (!baseline.empty())
+    RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, opts, jobs, io, &base, &out->bad_inputs, &found));
+  std::unique_ptr<analysis::Comparison> cmp;
+  if (!baseline.empty()) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
+  out->data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,
+                                 RLPROF_VERSION, cmp.get(), baseline_label, current_label);
+  out->inputs = results.size();
+  out->compared = cmp != nullptr;
+  out->diagnostics = found;
+  out->diagnostics.Merge(MergedDiagnostics(results));
+  out->diagnostics.Merge(MergedDiagnostics(base));
+  if (cmp) out->diagnostics.Merge(cmp->diagnostics);
+  return base::Status::Ok();
 }
 
 }  // namespace rlprof::cli

@@ -47,6 +47,23 @@ base::Status AnalysePath(const std::string& path, const char* command, const std
                          Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
                          analysis::Diagnostics* found);
 
+// What `rlprof report` and `rlprof serve` draw: `path` (and `baseline` when not empty) found and
+// analysed with AnalysePath, compared, and turned into the report's data (report::ReportData,
+// labelled `title`, `baseline_label` and `current_label`). `diagnostics` totals what finding the
+// inputs passed over, every input and the comparison. A search that found nothing is the Status;
+// unreadable inputs set `bad_inputs` and are listed in the page.
+struct RunReport {
+  nlohmann::json data;
+  size_t inputs = 0;
+  bool compared = false;
+  bool bad_inputs = false;
+  analysis::Diagnostics diagnostics;
+};
+base::Status AnalyseForReport(const std::string& path, const std::string& baseline, const std::string& title,
+                              const std::string& baseline_label, const std::string& current_label,
+                              const char* command, const analysis::Classifier& cls,
+                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out);
+
 // The Status of a command whose inputs were partly unreadable (their reasons already printed):
 // DataLoss (exit 2) when `bad_inputs`, else Ok.
 base::Status UnreadableInputs(bool bad_inputs);

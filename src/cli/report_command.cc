@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/compare.h"
-#include "src/analysis/run.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
@@ -27,27 +25,14 @@ struct ReportArgs {
 
 base::Status Report(const ReportArgs& a, const analysis::AnalysisOptions& opts, const analysis::Classifier& cls,
                     Io& io) {
-  std::vector<analysis::InputResult> results, base;
-  bool bad = false;
-  analysis::Diagnostics found;
-  RLPROF_RETURN_IF_ERROR(AnalysePath(a.path, "report", "", cls, opts, a.jobs, io, &results, &bad, &found));
-  if (!a.baseline.empty())
-    RLPROF_RETURN_IF_ERROR(AnalysePath(a.baseline, "report", "baseline", cls, opts, a.jobs, io, &base, &bad, &found));
-  std::unique_ptr<analysis::Comparison> cmp;
-  if (!a.baseline.empty())
-    cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
-  const std::string title = a.title.empty() ? a.path : a.title;
-  const auto data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,
-                                       RLPROF_VERSION, cmp.get(), a.baseline, a.path);
-  RLPROF_RETURN_IF_ERROR(report::WriteHtmlReport(a.output, data));
-  io.out << "wrote " << a.output << " (" << results.size() << " input(s)"
-         << (cmp ? ", compared with " + a.baseline : std::string()) << ")\n";
-  analysis::Diagnostics all = found;
-  all.Merge(MergedDiagnostics(results));
-  all.Merge(MergedDiagnostics(base));
-  if (cmp) all.Merge(cmp->diagnostics);
-  PrintDiagnostics(io, all, "all inputs");
-  return UnreadableInputs(bad);
+  RunReport r;
+  RLPROF_RETURN_IF_ERROR(AnalyseForReport(a.path, a.baseline, a.title.empty() ? a.path : a.title, a.baseline, a.path,
+                                          "report", cls, opts, a.jobs, io, &r));
+  RLPROF_RETURN_IF_ERROR(report::WriteHtmlReport(a.output, r.data));
+  io.out << "wrote " << a.output << " (" << r.inputs << " input(s)"
+         << (r.compared ? ", compared with " + a.baseline : std::string()) << ")\n";
+  PrintDiagnostics(io, r.diagnostics, "all inputs");
+  return UnreadableInputs(r.bad_inputs);
 }
 
 int Run(const ReportArgs& a, Io& io) {

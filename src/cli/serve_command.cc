@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -25,8 +24,6 @@
 
 #include <httplib.h>
 
-#include "src/analysis/compare.h"
-#include "src/analysis/run.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
@@ -72,20 +69,13 @@ class Site {
     if (auto hit = Cached(run, name, newest)) return *hit;
     std::ostringstream out, err;
     Io io{out, err};
-    std::vector<analysis::InputResult> results, base;
-    bool bad = false;
-    analysis::Diagnostics found;
     // Inputs that cannot be read are listed in the page's diagnostics; only "no trace at all"
     // (or a search that failed) is an error page.
-    RLPROF_RETURN_IF_ERROR(AnalysePath(run.path, "serve", "", cls_, opts_, args_.jobs, io, &results, &bad, &found));
-    if (baseline)
-      RLPROF_RETURN_IF_ERROR(
-          AnalysePath(baseline->path, "serve", "baseline", cls_, opts_, args_.jobs, io, &base, &bad, &found));
-    std::unique_ptr<analysis::Comparison> cmp;
-    if (baseline) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
-    const auto data = report::ReportData(results, analysis::SummaryJson(results, opts_, &found, /*input_tables=*/false), run.id,
-                                         RLPROF_VERSION, cmp.get(), baseline ? baseline->id : "", run.id);
-    std::string page = report::RenderHtmlReport(data);
+    RunReport r;
+    RLPROF_RETURN_IF_ERROR(AnalyseForReport(run.path, baseline ? baseline->path : "", run.id,
+                                            baseline ? baseline->id : "", run.id, "serve", cls_, opts_, args_.jobs,
+                                            io, &r));
+    std::string page = report::RenderHtmlReport(r.data);
     Store(run, name, page);
     return page;
   }
@@ -202,33 +192,29 @@ int Run(const ServeArgs& in, Io& io) {
     Html(res, report::RunListPage(report::ListRuns(root), site.query()));
   });
   svr.Get(R"(/runs/([^/]+)/report\.html)", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const report::RunIndex idx = report::ListRuns(root);
-    const report::RunInfo* run = report::FindRun(idx, req.matches[1].str());
-    if (run == nullptr) return Fail(res, 404, "no such run");
+    const auto run = report::LoadRun(root, req.matches[1].str());
+    if (!run) return Fail(res, 404, "no such run");
     auto page = site.Report(*run, nullptr);
     if (!page.ok()) return Fail(res, 500, page.status().message());
     Html(res, *page, /*report=*/true);
   });
   svr.Get("/compare", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const report::RunIndex idx = report::ListRuns(root);
-    const report::RunInfo* base = report::FindRun(idx, req.get_param_value("baseline"));
-    const report::RunInfo* run = report::FindRun(idx, req.get_param_value("new"));
-    if (base == nullptr || run == nullptr) return Fail(res, 404, "compare needs ?baseline=RUN&new=RUN of listed runs");
-    auto page = site.Report(*run, base);
+    const auto base = report::LoadRun(root, req.get_param_value("baseline"));
+    const auto run = report::LoadRun(root, req.get_param_value("new"));
+    if (!base || !run) return Fail(res, 404, "compare needs ?baseline=RUN&new=RUN of listed runs");
+    auto page = site.Report(*run, &*base);
     if (!page.ok()) return Fail(res, 500, page.status().message());
     Html(res, *page, /*report=*/true);
   });
   svr.Get(R"(/runs/([^/]+)/captures)", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const report::RunIndex idx = report::ListRuns(root);
-    const report::RunInfo* run = report::FindRun(idx, req.matches[1].str());
-    if (run == nullptr) return Fail(res, 404, "no such run");
+    const auto run = report::LoadRun(root, req.matches[1].str());
+    if (!run) return Fail(res, 404, "no such run");
     Html(res, report::CaptureListPage(*run, site.query()));
   });
   svr.Get(R"(/runs/([^/]+)/captures/([0-9]{1,9})\.pftrace)", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const report::RunIndex idx = report::ListRuns(root);
-    const report::RunInfo* run = report::FindRun(idx, req.matches[1].str());
+    const auto run = report::LoadRun(root, req.matches[1].str());
     const size_t i = std::stoul(req.matches[2].str());
-    if (run == nullptr || i >= run->captures.size()) return Fail(res, 404, "no such capture");
+    if (!run || i >= run->captures.size()) return Fail(res, 404, "no such capture");
     auto bytes = site.Pftrace(*run, i);
     if (!bytes.ok()) return Fail(res, 500, bytes.status().message());
     std::string file;

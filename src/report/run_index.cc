@@ -123,7 +123,7 @@ std::string Page(const std::string& title, const std::string& sub, const std::st
 
 }  // namespace
 
-RunIndex ListRuns(const std::string& save_path) {
+RunIndex ListRuns(const std::string& save_path, std::string_view only_id) {
   RunIndex idx;
   std::error_code ec;
   const fs::path root = fs::weakly_canonical(save_path, ec);
@@ -138,6 +138,7 @@ RunIndex ListRuns(const std::string& save_path) {
   for (const fs::path& e : entries) {
     const std::string name = e.filename().string();
     if (name.empty() || name[0] == '.') continue;  // .rlprof-serve caches, hidden folders
+    if (!only_id.empty() && name != only_id) continue;  // compared with listed names only
     std::error_code e2;
     if (!fs::is_directory(e, e2)) continue;
     const fs::path real = fs::canonical(e, e2);
@@ -154,13 +155,20 @@ RunIndex ListRuns(const std::string& save_path) {
     }
     idx.diagnostics.Merge(d);
     if (run.captures.empty()) continue;
-    run.bytes = FolderBytes(real);
+    if (only_id.empty()) run.bytes = FolderBytes(real);  // the list page's column only
     idx.runs.push_back(std::move(run));
   }
   std::sort(idx.runs.begin(), idx.runs.end(), [](const RunInfo& a, const RunInfo& b) {
     return a.newest_ns != b.newest_ns ? a.newest_ns > b.newest_ns : a.id < b.id;
   });
   return idx;
+}
+
+std::optional<RunInfo> LoadRun(const std::string& save_path, std::string_view id) {
+  if (id.empty()) return std::nullopt;
+  RunIndex idx = ListRuns(save_path, id);
+  if (idx.runs.empty()) return std::nullopt;
+  return std::move(idx.runs.front());
 }
 
 const RunInfo* FindRun(const RunIndex& index, std::string_view id) {

@@ -8,6 +8,7 @@
 //   RunIndex idx = ListRuns("outputs/profile");
 //   for (const RunInfo& r : idx.runs) { … r.id, r.captures.size(), r.bytes … }
 //   const RunInfo* r = FindRun(idx, "20261126-120129-c0639e");
+//   std::optional<RunInfo> one = LoadRun("outputs/profile", "20261126-120129-c0639e");
 //
 // Also the HTML of the pages `rlprof serve` shows (every name escaped).
 // Thread-safety: pure functions.
@@ -15,6 +16,7 @@
 #define RLPROF_SRC_REPORT_RUN_INDEX_H_
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,7 +42,11 @@ struct RunIndex {
   format::Diagnostics diagnostics;
 };
 
-RunIndex ListRuns(const std::string& save_path);
+// Every run, newest first. With `only_id`, just the listed folder of that name (its `bytes`
+// left 0): what a request for one run needs, without reading every other run's manifests.
+RunIndex ListRuns(const std::string& save_path, std::string_view only_id = {});
+// The run listed under `id`, or nullopt (no such folder, no captures, or outside the save path).
+std::optional<RunInfo> LoadRun(const std::string& save_path, std::string_view id);
 const RunInfo* FindRun(const RunIndex& index, std::string_view id);
 
 // Text safe inside HTML element content and attribute values.

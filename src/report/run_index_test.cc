@@ -47,6 +47,14 @@ TEST_F(RunIndexTest, EveryFolderWithCapturesIsARunNewestFirst) {
   EXPECT_NE(FindRun(idx, "old"), nullptr);
   EXPECT_EQ(FindRun(idx, "../old"), nullptr);
   EXPECT_EQ(FindRun(idx, "empty"), nullptr);
+  // One run alone: the same captures, without the others' manifests or the size walk.
+  const auto one = LoadRun(root_.string(), "old");
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->captures, idx.runs[1].captures);
+  EXPECT_EQ(one->ranks, idx.runs[1].ranks);
+  EXPECT_FALSE(LoadRun(root_.string(), "../old").has_value());
+  EXPECT_FALSE(LoadRun(root_.string(), "empty").has_value());
+  EXPECT_FALSE(LoadRun(root_.string(), "").has_value());
 }
 
 TEST_F(RunIndexTest, AFolderLinkedFromOutsideTheSavePathIsNotServed) {
