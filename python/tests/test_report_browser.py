@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, ROOT
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -35,10 +35,10 @@ if not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM):
                 allow_module_level=True)
 
 RANK_SCRIPT = textwrap.dedent("""
-    import sys, time, rlprof
+    import sys, time, rlprof, torch
     rank, slow = int(sys.argv[1]), float(sys.argv[2])
     cfg = {"rlprof": {"steps": [1, 2, 3], "save_path": sys.argv[3],
-                      "roles": {"actor": {"ranks": [0, 1], "contents": ["cpu", "memory"]},
+                      "roles": {"actor": {"ranks": [0, 1], "contents": ["cpu", "memory", "ops"]},
                                 "rollout": {"ranks": [0, 1], "contents": ["cpu", "memory"]}}}}
     prof = rlprof.Profiler(cfg, rank=rank, world_size=2, roles=["actor", "rollout"],
                            run_id=sys.argv[4], quiet=True, measure_clock_offset=False)
@@ -53,6 +53,9 @@ RANK_SCRIPT = textwrap.dedent("""
             time.sleep(0.001)
             with rlprof.annotate("actor_update", role="actor"):
                 spin(0.006)
+                x = torch.ones(64, 64)
+                for _ in range(3):
+                    x = torch.mm(x, x) * 0.01   # host operators: the rank's host lane
     prof.shutdown()
 """)
 
@@ -123,6 +126,12 @@ def test_report_loads_without_console_errors_and_draws_every_section(browser, re
     assert "rss" in browser.find_element(By.ID, "memory").text.lower()
     text = browser.find_element(By.ID, "steps").text
     assert "step 1" in text and "rank 1" in text
+    # Each rank's main thread is a host lane: its outermost operators (aten::mm, aten::mul …).
+    act = browser.execute_script("return window.rlprofReport.timeline.activity.lanes")
+    host = [l for l in act if not l["device"]]
+    assert sorted({l["rank"] for l in host}) == [0, 1], act
+    for rank in (0, 1):   # 3 steps × 3 torch.mm at least, outermost
+        assert max(l["events"] for l in host if l["rank"] == rank) >= 9, host
     browser.save_screenshot(os.path.join(_artifacts(), "report_overview.png"))
 
 
@@ -239,3 +248,40 @@ def test_a_512_rank_run_stays_small_readable_and_clickable(browser, tmp_path, rl
     assert "rollout_generate · rollout · rank 511 · step 2" in detail
     assert "of the whole run" in detail and "aten::mm" in detail   # operators summed over the run
     browser.save_screenshot(os.path.join(_artifacts(), "report_512_ranks.png"))
+
+
+def test_a_gpu_trace_has_step_blocks_and_a_lane_per_stream(browser, tmp_path, rlprof_cli):
+    """A plain Kineto trace (HTA's trace_diff control: 5 ProfilerSteps, ~9,400 device events on
+    4 CUDA streams): the timeline draws its step windows, and one lane per stream whose spans
+    merge the kernels across the shortest gaps (≤ 4,000 per lane), hover with their counts and
+    zoom in on a click; the checkbox hides the lanes."""
+    src = os.path.join(ROOT, "test", "data", "fixtures", "kineto", "hta_trace_diff_control_control.json.gz")
+    out = str(tmp_path / "gpu.html")
+    subprocess.run([rlprof_cli, "report", src, "-o", out], check=True, capture_output=True, text=True, timeout=120)
+    browser.get("file://" + out)
+    assert _severe(browser) == []
+    t = browser.execute_script("const t = window.rlprofReport.timeline; return {blocks: t.blocks, steps: t.stepBlocks, lanes: t.activity.lanes}")
+    assert t["steps"] and t["blocks"] >= 4
+    dev = [l for l in t["lanes"] if l["device"]]
+    assert [l["name"] for l in dev] == ["device 3 stream 7", "device 3 stream 20", "device 3 stream 21", "device 3 stream 22"]
+    s7 = dev[0]
+    assert s7["events"] > 8000 and s7["spans"] <= 4000
+    i = t["lanes"].index(s7)
+    pt = browser.execute_script(f"return window.rlprofReport.timeline.activity.spanPoint({i})")
+    assert pt["visible"] and pt["count"] > 1 and pt["cls"] == "compute"
+    canvas = browser.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
+    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
+    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
+                                                      int(pt["y"] - r["y"] - r["h"] / 2)).perform()
+    tip = browser.find_element(By.ID, "tip").text
+    assert "device 3 stream 7 · rank" in tip and "kernels" in tip and "longest:" in tip, tip
+    browser.save_screenshot(os.path.join(_artifacts(), "report_gpu_lanes.png"))
+    tl = browser.find_element(By.ID, "tl")
+    w0 = float(tl.get_attribute("data-view-end")) - float(tl.get_attribute("data-view-start"))
+    ActionChains(browser).click().perform()   # a merged span: zoom into it
+    w1 = float(tl.get_attribute("data-view-end")) - float(tl.get_attribute("data-view-start"))
+    assert w1 < w0 * 0.5
+    browser.save_screenshot(os.path.join(_artifacts(), "report_gpu_lanes_zoomed.png"))
+    browser.find_element(By.ID, "tlact").click()
+    assert browser.execute_script("return window.rlprofReport.timeline.activity.shown()") is False
+    assert _severe(browser) == []

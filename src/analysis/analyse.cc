@@ -165,6 +165,11 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     ct.total = base::SatAdd(ct.total, t.dur[i]);
   }
   std::vector<WorkInterval> work = CollectWork(t, c, &a.cpu_only, &diag);
+  if (opts.activity_spans > 0) {
+    ActivityLanesResult lanes = ActivityLanes(t, c, {.max_spans = opts.activity_spans});
+    a.activity = std::move(lanes.lanes);
+    a.activity_lanes_left_out = lanes.device_lanes_left_out + lanes.host_lanes_left_out;
+  }
   std::vector<int64_t> launch = LaunchTimes(t);
   std::vector<StepWindow> windows = BuildStepWindows(t, work, launch, &diag);
   const Timeline tl = Timeline::Build(work);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analysis/activity.h"
 #include "src/analysis/classify.h"
 #include "src/analysis/contents.h"
 #include "src/analysis/partition.h"
@@ -41,6 +42,9 @@ struct AnalysisOptions {
   // steps × stages, not with kernels — for the views that never show them (the report, the
   // cluster view, the run view of `rlprof summary --view rl`; docs/scale.md).
   bool kernel_rows = true;
+  // > 0: TraceAnalysis::activity holds each device stream's and host thread's activity at
+  // most this many spans per lane (activity.h) — the report timeline's device and host lanes.
+  size_t activity_spans = 0;
 };
 
 struct StepResult {
@@ -146,6 +150,9 @@ struct TraceAnalysis {
   std::vector<RangeRow> user_ranges;  // --view ranges
   std::vector<MemoryPeakRow> memory_peaks;
   std::vector<FrameRow> ops_by_frame;
+  // Device and host activity lanes (AnalysisOptions::activity_spans > 0; activity.h).
+  std::vector<ActivityLane> activity;
+  int64_t activity_lanes_left_out = 0;  // streams and threads beyond the busiest kept
   Diagnostics diagnostics;  // reader's + analysis's
 };
 

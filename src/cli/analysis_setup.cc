@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "src/analysis/compare.h"
+#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/analysis/run_pipeline.h"
 #include "src/base/files.h"
@@ -130,9 +131,19 @@ base::Status AnalyseForReport(const std::string& path, const std::string& baseli
                               const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out) {
   std::vector<analysis::InputResult> results, base;
   analysis::Diagnostics found;
-  RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, opts, jobs, io, &results, &out->bad_inputs, &found));
+  // Device and host lanes for the timeline: only in runs whose page keeps per-input detail
+  // (their memory grows with lanes × spans per input), never for the baseline.
+  analysis::AnalysisOptions run_opts = opts, base_opts = opts;
+  base_opts.activity_spans = 0;
+  if (run_opts.activity_spans == 0) run_opts.activity_spans = report::kReportActivitySpansPerLane;
+  {
+    analysis::Diagnostics ignored;
+    auto inputs = analysis::FindTraceInputs({path}, &ignored);
+    if (!inputs.ok() || inputs->size() > report::kReportDetailInputs) run_opts.activity_spans = 0;
+  }
+  RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, run_opts, jobs, io, &results, &out->bad_inputs, &found));
   if (!baseline.empty())
-    RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, opts, jobs, io, &base, &out->bad_inputs, &found));
+    RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, base_opts, jobs, io, &base, &out->bad_inputs, &found));
   std::unique_ptr<analysis::Comparison> cmp;
   if (!baseline.empty()) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   out->data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,

@@ -32,13 +32,18 @@ namespace rlprof::report {
 // kReportTopOps operators and kernels summed over the run; each input's own top operators only
 // for runs of at most kReportDetailInputs inputs; the title, UTC time and version; with a
 // baseline the comparison ("compare": ComparisonToJson plus "baseline" and "new"); the cluster
-// view ("cluster": balance, slow_ranks and the kReportCollectives collectives of largest start skew).
+// view ("cluster": balance, slow_ranks and the kReportCollectives collectives of largest start skew);
+// for runs of at most kReportDetailInputs inputs analysed with AnalysisOptions::activity_spans,
+// each input's device and host activity lanes ("activity"), at most kReportActivitySpans spans
+// in all (lanes coarsened further to fit: analysis/activity.h).
 // Layout: docs/scale.md ("The report's data").
 inline constexpr size_t kReportDetailInputs = 64;
 inline constexpr size_t kReportInputTopOps = 12;
 inline constexpr size_t kReportTopOps = 200;
 inline constexpr size_t kReportRunViewLanes = 32;
-inline constexpr size_t kReportCollectives = 50;  // the cluster view's collectives, largest start skew first
+inline constexpr size_t kReportCollectives = 50;
+inline constexpr size_t kReportActivitySpansPerLane = 4000;  // what report/serve ask the analysis for
+inline constexpr size_t kReportActivitySpans = 60000;        // in the whole page  // the cluster view's collectives, largest start skew first
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
                           const std::string& title,
                           const std::string& version, const analysis::Comparison* compare = nullptr,

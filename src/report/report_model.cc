@@ -5,7 +5,9 @@
 // diagnostics: above the threshold, one row per diagnostic name with how many inputs and a few
 // examples) and the run view's per-rank columns only up to a threshold. The page's script (assets/report.html,
 // `expand`) turns it back into the per-input tables it draws.
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -118,6 +120,67 @@ json CapRunView(const json& rv, size_t lanes, size_t* dropped) {
     out["rows"].push_back(std::move(r));
   }
   return out;
+}
+
+// Device and host activity lanes of every input (small runs): lanes and spans columnar, times
+// in µs on the trace clock (the stage rows' clock), the longest event's name as a "dict" id
+// in a dictionary of its own. Past kReportActivitySpans spans in all, every lane is coarsened
+// to its share (at least 50 spans).
+json ActivityJson(const std::vector<analysis::InputResult>& results, bool detail) {
+  json lanes = {{"input", json::array()}, {"device", json::array()}, {"name", json::array()},
+                {"busy", json::array()}, {"events", json::array()}};
+  json spans = {{"lane", json::array()}, {"start", json::array()}, {"end", json::array()}, {"busy", json::array()},
+                {"count", json::array()}, {"cls", json::array()}, {"top", json::array()}};
+  json classes = json::array();
+  for (int c = 0; c < analysis::kWorkClassCount; ++c)
+    classes.push_back(analysis::WorkClassName(static_cast<analysis::WorkClass>(c)));
+  Dict names;
+  int64_t left_out = 0;
+  bool coarsened = false;
+  if (detail) {
+    size_t total = 0, n = 0;
+    for (const auto& r : results) {
+      if (!r.status.ok()) continue;
+      left_out += r.analysis.activity_lanes_left_out;
+      for (const auto& l : r.analysis.activity) {
+        total += l.spans.size();
+        ++n;
+      }
+    }
+    const size_t share = total > kReportActivitySpans ? std::max<size_t>(50, kReportActivitySpans / n) : SIZE_MAX;
+    size_t lane = 0;
+    for (size_t k = 0; k < results.size(); ++k) {
+      const auto& r = results[k];
+      if (!r.status.ok()) continue;
+      for (const auto& l : r.analysis.activity) {
+        std::vector<analysis::ActivitySpan> fine;
+        const std::vector<analysis::ActivitySpan>* ss = &l.spans;
+        if (l.spans.size() > share) {
+          fine = analysis::CoarsenSpans(l.spans, share);
+          ss = &fine;
+          coarsened = true;
+        }
+        lanes["input"].push_back(k);
+        lanes["device"].push_back(l.device);
+        lanes["name"].push_back(l.name);
+        lanes["busy"].push_back(Number(l.busy / 1e3));
+        lanes["events"].push_back(l.events);
+        for (const auto& s : *ss) {
+          spans["lane"].push_back(lane);
+          spans["start"].push_back(Number(s.start / 1e3));
+          spans["end"].push_back(Number(s.end / 1e3));
+          spans["busy"].push_back(Number(s.busy / 1e3));
+          spans["count"].push_back(s.count);
+          spans["cls"].push_back(static_cast<int>(s.cls));
+          spans["top"].push_back(names.Id(s.top));
+        }
+        ++lane;
+      }
+    }
+  }
+  return {{"lanes", std::move(lanes)}, {"spans", std::move(spans)}, {"classes", std::move(classes)},
+          {"names", std::move(names).ToJson()}, {"lanes_left_out", left_out}, {"coarsened", coarsened},
+          {"left_out_inputs", !detail}};
 }
 
 }  // namespace
@@ -277,6 +340,7 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
                         Number(e.end / 1e3), Number(e.at_start / e.ranks), Number(e.peak), Number(e.at_end / e.ranks),
                         e.peak_rank, e.ranks});
   data["memory"] = std::move(mem_rows);
+  data["activity"] = ActivityJson(results, detail);
   // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
   // collectives with the largest start skew (the table comes sorted by it).
   if (!results.empty()) {

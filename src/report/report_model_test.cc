@@ -91,5 +91,54 @@ TEST(ReportModelTest, ABigRunLeavesOutPerInputDetailAndGrowsLinearly) {
   EXPECT_LT(per_big, 400.0);
 }
 
+TEST(ReportModelTest, ActivityLanesAreColumnarJoinedByDictionaryAndBudgeted) {
+  auto in = Inputs(2, 1);
+  // Rank 0: one device lane of 3 spans; rank 1: a host lane of 1 span.
+  analysis::ActivityLane dev{true, "device 0 stream 7", 30'000, 3, {}};
+  for (int64_t i = 0; i < 3; ++i)
+    dev.spans.push_back({1'000'000 + i * 20'000, 1'010'000 + i * 20'000, 10'000, 1,
+                         i == 1 ? analysis::WorkClass::kCommunication : analysis::WorkClass::kCompute,
+                         i == 1 ? "ncclDevKernel_AllReduce" : "gemm", 10'000});
+  in[0].analysis.activity.push_back(dev);
+  in[0].analysis.activity_lanes_left_out = 2;
+  in[1].analysis.activity.push_back({false, "thread 7 (main)", 5'000, 4, {{1'000'000, 1'008'000, 5'000, 4, analysis::WorkClass::kHost, "gemm", 2'000}}});
+  nlohmann::json d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  const auto& a = d["activity"];
+  EXPECT_EQ(a["lanes"]["input"], nlohmann::json({0, 1}));
+  EXPECT_EQ(a["lanes"]["device"], nlohmann::json({true, false}));
+  EXPECT_EQ(a["lanes"]["busy"], nlohmann::json({30, 5}));
+  EXPECT_EQ(a["lanes_left_out"], 2);
+  EXPECT_EQ(a["spans"]["lane"], nlohmann::json({0, 0, 0, 1}));
+  EXPECT_EQ(a["spans"]["start"][1], 1020);  // µs on the trace clock
+  EXPECT_EQ(a["spans"]["end"][1], 1030);
+  EXPECT_EQ(a["classes"][a["spans"]["cls"][1].get<size_t>()], "communication");
+  EXPECT_EQ(a["names"][a["spans"]["top"][1].get<size_t>()], "ncclDevKernel_AllReduce");
+  EXPECT_EQ(a["spans"]["top"][0], a["spans"]["top"][3]);  // "gemm" once in the dictionary
+  EXPECT_FALSE(a["coarsened"].get<bool>());
+  // Past the page's budget every lane is coarsened to its share (busy time kept).
+  in = Inputs(2, 1);
+  for (auto& r : in) {
+    analysis::ActivityLane l{true, "device 0 stream 7", 0, 0, {}};
+    for (int64_t i = 0; i < static_cast<int64_t>(kReportActivitySpans); ++i) {
+      l.spans.push_back({i * 100, i * 100 + 50, 50, 1, analysis::WorkClass::kCompute, "k", 50});
+      l.busy += 50;
+      ++l.events;
+    }
+    r.analysis.activity.push_back(std::move(l));
+  }
+  d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  EXPECT_TRUE(d["activity"]["coarsened"].get<bool>());
+  EXPECT_LE(d["activity"]["spans"]["lane"].size(), kReportActivitySpans);
+  int64_t count = 0;
+  for (const auto& c : d["activity"]["spans"]["count"]) count += c.get<int64_t>();
+  EXPECT_EQ(count, 2 * static_cast<int64_t>(kReportActivitySpans));
+  // A big run's page has no lanes, and says so.
+  auto big = Inputs(kReportDetailInputs + 1, 1);
+  big[0].analysis.activity.push_back(dev);
+  d = ReportData(big, analysis::SummaryJson(big, {}), "t", "v");
+  EXPECT_TRUE(d["activity"]["spans"]["lane"].empty());
+  EXPECT_TRUE(d["activity"]["left_out_inputs"].get<bool>());
+}
+
 }  // namespace
 }  // namespace rlprof::report
