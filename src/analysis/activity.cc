@@ -5,6 +5,8 @@
 #include <array>
 #include <map>
 
+#include "src/base/time_math.h"
+
 namespace rlprof::analysis {
 
 namespace {
@@ -61,13 +63,13 @@ std::vector<S> Coarsen(std::vector<S> in, size_t max_spans) {
     if (i > 0 && gaps[i - 1] <= thr) {
       S& s = out.back();
       s.end = std::max(s.end, x.end);
-      s.busy += x.busy;
+      s.busy = base::SatAdd(s.busy, x.busy);  // hostile traces: durations up to 2^63
       s.count += x.count;
       if (x.top_dur > s.top_dur) {
         s.top = std::move(x.top);
         s.top_dur = x.top_dur;
       }
-      by_class[static_cast<size_t>(x.cls)] += x.busy;
+      by_class[static_cast<size_t>(x.cls)] = base::SatAdd(by_class[static_cast<size_t>(x.cls)], x.busy);
       continue;
     }
     if (!out.empty()) close(&out.back());
@@ -127,7 +129,7 @@ ActivityLanesResult ActivityLanes(const Trace& t, const Classification& c, const
     const int64_t events = static_cast<int64_t>(raw.size());
     std::vector<Raw> spans = Coarsen(std::move(raw), opts.max_spans);
     int64_t busy = 0;
-    for (const auto& s : spans) busy += s.busy;
+    for (const auto& s : spans) busy = base::SatAdd(busy, s.busy);
     (t.tracks[track].type == TrackType::kDeviceStream ? device : host).push_back({track, busy, events, std::move(spans)});
   }
   auto keep_busiest = [&](std::vector<Lane>* lanes, size_t max, int64_t* left_out) {

@@ -50,7 +50,10 @@ Trace ReadAnalyseExport(const std::string& path) {
       AnalysisOptions opts;
       opts.assign = mode;
       opts.compat = compat;
+      opts.activity_spans = mode == AssignMode::kByStart ? 3 : 0;  // the report's lanes, coarse
       TraceAnalysis a = AnalyseTrace(*t, cls, opts);
+      for (const auto& l : a.activity)
+        for (const auto& s : l.spans) EXPECT_TRUE(s.start <= s.end && s.busy >= 0 && s.busy <= s.end - s.start) << path;
       for (const auto& [k, v] : a.diagnostics.counts)
         EXPECT_NE(k.rfind("invariant_", 0), 0u) << path << ": " << k << "=" << v;
     }
