@@ -260,9 +260,10 @@ void Builder::Communication(const std::string& text) {
   CommSax sax(&ops);
   const std::string where = t_->source + "/" + kCommunicationJson;
   if (!nlohmann::json::sax_parse(text, &sax, nlohmann::json::input_format_t::json, /*strict=*/true))
-    t_->diagnostics.Note("ascend_text_corrupt", where + ": unreadable after byte " + std::to_string(sax.error_at()) +
-                                                    " of " + std::to_string(text.size()) + "; " +
-                                                    std::to_string(ops.size()) + " operators read before");
+    t_->diagnostics.Note("ascend_text_corrupt", where + ": stops parsing at byte " +
+                                                    std::to_string(std::min(sax.error_at(), text.size())) + " of " +
+                                                    std::to_string(text.size()) + "; " + std::to_string(ops.size()) +
+                                                    " operators read before");
   const uint32_t cat = t_->Intern("communication");
   std::unordered_map<std::string, uint32_t> lane_of_group;
   for (const CommSax::Op& op : ops) {
