@@ -110,8 +110,9 @@ class Builder {
         if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);  // a BOM (Excel-saved files)
         SplitCsvLine(line, &f);
         for (size_t i = 0; i < f.size(); ++i) col.emplace(std::string(f[i]), i);
-        c_start = idx({"Start Time(us)"});
-        c_dur = idx({"Duration(us)"});
+        // Older op_summary-style headers (msprof-analyze's advisor CsvTitle) name them "Task …".
+        c_start = idx({"Start Time(us)", "Task Start Time(us)"});
+        c_dur = idx({"Duration(us)", "Task Duration(us)"});
         c_stream = idx({"Stream ID"});
         c_name = idx({"Name", "Op Name"});
         c_core = idx({"Accelerator Core", "Task Type"});

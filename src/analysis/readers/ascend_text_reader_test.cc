@@ -171,6 +171,16 @@ TEST(AscendTextReader, MissingColumnsFilesAndGarbageAreCountedNotFatal) {
   ASSERT_TRUE(ReadAscendTextBytes("Name,Duration(us)\nMatMul,3.0\n", "x", {}, &a).ok());
   EXPECT_EQ(a.diagnostics.Get("ascend_text_missing_column"), 1u);
   EXPECT_EQ(a.size(), 0u);
+  // The older op_summary-style header.
+  Trace v1;
+  ASSERT_TRUE(ReadAscendTextBytes("Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us)\n"
+                                  "MatMul,MatMul,AI_CORE,\"10.5\t\",2.25\n",
+                                  "x", {}, &v1).ok());
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1.ts[0], 10500);
+  EXPECT_EQ(v1.dur[0], 2250);
+  EXPECT_EQ(v1.str(v1.name[0]), "MatMul");
+  EXPECT_EQ(v1.str(v1.category[0]), "AI_CORE");
   Trace b;
   ASSERT_TRUE(ReadAscendTextBytes("\n\x1e\n{\"step\": {\"collective\": {\"hcom_allGather__9_0_1@g\": "
                                   "{\"Communication Time Info\": {\"Start Timestamp(us)\": 1e3, "
