@@ -15,7 +15,8 @@ folder can be checked against msprof-analyze's on the database.
                             is the step holding the CANN launch (omitted without steps)
   communication.json        {"step<N>"|"step": {"collective"|"p2p": {"<opName>@<group>":
                             {"Communication Time Info": {...}, "Communication Bandwidth Info":
-                            {...}}}}} from COMMUNICATION_OP / COMMUNICATION_TASK_INFO; times are
+                            {...}}, "Total Op Info": {...}}}} (the layout of torch_npu's
+                            CommunicationParser) from COMMUNICATION_OP / COMMUNICATION_TASK_INFO; times are
                             written as exact decimal text (see PROVENANCE.md for the double-rounded
                             variant)
   communication_matrix.json per step and op, "src-dst" links with transport, size and time
@@ -172,6 +173,13 @@ def communication_json(ops):
                 bw_info = f'"RDMA": {{{empty}}}, "HCCS": {{{link}}}, "PCIE": {{{empty}}}, "SDMA": {{{link}}}'
                 op_parts.append(f'{json.dumps(name)}: {{"Communication Time Info": {{{time_info}}}, '
                                 f'"Communication Bandwidth Info": {{{bw_info}}}}}')
+            if kinds[kind]:
+                # torch_npu appends the kind's totals (times summed, no start): readers skip it.
+                ops_k = list(kinds[kind].values())
+                total = sum(o["end"] - o["start"] for o in ops_k)
+                size = sum(o["bytes"] for o in ops_k) / 1e6
+                op_parts.append(f'"Total Op Info": {{"Communication Time Info": {{"Elapse Time(ms)": {ms(total)}}}, '
+                                f'"Communication Bandwidth Info": {{"SDMA": {{"Transit Size(MB)": {size!r}}}}}}}')
             kp.append(f'"{kind}": {{' + ", ".join(op_parts) + "}")
         parts.append(f'{json.dumps(sk)}: {{' + ", ".join(kp) + "}")
     return "{" + ",\n".join(parts) + "}\n"
