@@ -99,7 +99,7 @@ class Builder {
       return -1;
     };
     int c_start = -1, c_dur = -1, c_stream = -1, c_name = -1, c_core = -1, c_shapes = -1, c_step = -1, c_dev = -1;
-    const uint32_t cat_kernel = t_->Intern("kernel"), cat_hccl = t_->Intern("hccl_task");
+    const uint32_t cat_kernel = t_->Intern("kernel");
     while (pos < text.size()) {
       size_t nl = text.find('\n', pos);
       if (nl == std::string_view::npos) nl = text.size();
@@ -144,18 +144,49 @@ class Builder {
       if (!ParseInteger(field(c_dev), &dev) || dev < 0 || dev > INT32_MAX) dev = 0;
       if (device_ < 0) device_ = dev;
       const std::string_view core = field(c_core);
-      uint32_t cat = cat_kernel;
-      if (IsKnownComputeCategory(core)) {
-        cat = t_->Intern(core);
-      } else if (core == "HCCL" || core == "COMMUNICATION") {
-        cat = cat_hccl;  // a part of an HCCL operator, which carries the time (communication.json)
+      if (ParseInteger(field(c_step), &step)) Extend(step, s, s + std::max<int64_t>(d, 0));
+      if (core == "COMMUNICATION" || core == "HCCL") {
+        // An HCCL operator (torch_npu lists them too, without stream, group or size): kept for
+        // when communication.json, which has all three, gives none (FlushKernelComm).
+        kernel_comm_.push_back({s, d, std::string(field(c_name))});
+        continue;
       }
+      const uint32_t cat = IsKnownComputeCategory(core) ? t_->Intern(core) : cat_kernel;
       const uint32_t tr = t_->StreamTrack(static_cast<int32_t>(dev), stream);
       const size_t row = t_->AddSlice(s, d, t_->Intern(TruncateName(field(c_name), &t_->diagnostics)),
                                       cat, tr);
       t_->shapes[row] = t_->Intern(Unquote(field(c_shapes)));
-      if (ParseInteger(field(c_step), &step)) Extend(step, s, s + std::max<int64_t>(d, 0));
     }
+  }
+
+  // The HCCL operators of kernel_details.csv become the communication when communication.json
+  // gave none (absent, or unreadable before its first operator); else they are its duplicates.
+  // Without a group, each "hcom_<op>__<id>_…" id (the group's hash tail) gets its own lane.
+  void FlushKernelComm() {
+    if (comm_ops_ > 0) return;
+    for (const KernelComm& k : kernel_comm_) {
+      const std::string tail = k.name.find("__") == std::string::npos ? "" : k.name.substr(k.name.find("__") + 2);
+      AddComm(k.s, k.d, k.name, "", "#" + tail.substr(0, tail.find('_')), -1);
+    }
+  }
+
+  // One HCCL operator on its group's lane.
+  void AddComm(int64_t s, int64_t d, const std::string& name, const std::string& group, const std::string& lane,
+               int64_t bytes) {
+    auto [it, fresh] = lane_of_group_.try_emplace(lane, 0);
+    if (fresh) {
+      const int32_t dev = static_cast<int32_t>(device_ >= 0 ? device_ : 0);
+      it->second = t_->StreamTrack(dev, kHcclGroupLaneBase + static_cast<int64_t>(lane_of_group_.size()) - 1);
+      t_->tracks[it->second].name = "HCCL " + lane;
+    }
+    const size_t row = t_->AddSlice(s, d, t_->Intern(TruncateName(name, &t_->diagnostics)), cat_comm_, it->second);
+    t_->group[row] = t_->Intern(group);
+    // "hcom_allReduce__1_0_1" → collective "allReduce" ("receive" marks p2p receives).
+    std::string coll = name.starts_with("hcom_") ? name.substr(5) : name;
+    coll = coll.substr(0, coll.find("__"));
+    while (!coll.empty() && coll.back() == '_') coll.pop_back();
+    t_->collective[row] = t_->Intern(coll);
+    t_->bytes[row] = bytes;
   }
 
   void Communication(const std::string& text);
@@ -183,8 +214,16 @@ class Builder {
     }
   }
 
+  struct KernelComm {
+    int64_t s, d;
+    std::string name;
+  };
   Trace* t_;
   int64_t device_ = -1;
+  size_t comm_ops_ = 0;  // operators read from communication.json
+  uint32_t cat_comm_ = t_->Intern("communication");
+  std::vector<KernelComm> kernel_comm_;
+  std::unordered_map<std::string, uint32_t> lane_of_group_;
   std::map<int64_t, std::pair<int64_t, int64_t>> windows_;
 };
 
@@ -265,8 +304,6 @@ void Builder::Communication(const std::string& text) {
                                                     std::to_string(std::min(sax.error_at(), text.size())) + " of " +
                                                     std::to_string(text.size()) + "; " + std::to_string(ops.size()) +
                                                     " operators read before");
-  const uint32_t cat = t_->Intern("communication");
-  std::unordered_map<std::string, uint32_t> lane_of_group;
   for (const CommSax::Op& op : ops) {
     int64_t s, d;
     if (!ParseMicrosToNanos(op.start, &s) || !ParseMillisToNanos(op.elapse, &d) || !base::IsValidTime(s) ||
@@ -275,30 +312,13 @@ void Builder::Communication(const std::string& text) {
       continue;
     }
     const size_t at = op.name.rfind('@');
-    const std::string name = op.name.substr(0, at);
     const std::string group = at == std::string::npos ? std::string() : op.name.substr(at + 1);
-    auto [it, fresh] = lane_of_group.try_emplace(group, 0);
-    if (fresh) {
-      const int32_t dev = static_cast<int32_t>(device_ >= 0 ? device_ : 0);
-      it->second = t_->StreamTrack(dev, kHcclGroupLaneBase + static_cast<int64_t>(lane_of_group.size()) - 1);
-      t_->tracks[it->second].name = "HCCL " + group;
-    }
-    const size_t row = t_->AddSlice(s, d, t_->Intern(TruncateName(name, &t_->diagnostics)), cat, it->second);
-    t_->group[row] = t_->Intern(group);
-    // "hcom_allReduce__1_0_1" → collective "allReduce" ("receive" marks p2p receives).
-    std::string coll = name.starts_with("hcom_") ? name.substr(5) : name;
-    coll = coll.substr(0, coll.find("__"));
-    while (!coll.empty() && coll.back() == '_') coll.pop_back();
-    t_->collective[row] = t_->Intern(coll);
     // SDMA already sums the on-chip links (HCCS, PCIE); RDMA is the network.
-    double mb = 0;
     auto get = [&](const char* k) { auto i = op.size_mb.find(k); return i == op.size_mb.end() ? 0.0 : i->second; };
-    if (op.size_mb.count("SDMA") || op.size_mb.count("RDMA")) {
-      mb = get("SDMA") + get("RDMA");
-    } else {
-      mb = get("HCCS") + get("PCIE");
-    }
-    if (mb > 0 && mb < 1e12) t_->bytes[row] = static_cast<int64_t>(mb * 1e6 + 0.5);
+    const double mb = op.size_mb.count("SDMA") || op.size_mb.count("RDMA") ? get("SDMA") + get("RDMA")
+                                                                            : get("HCCS") + get("PCIE");
+    AddComm(s, d, op.name.substr(0, at), group, group, mb > 0 && mb < 1e12 ? static_cast<int64_t>(mb * 1e6 + 0.5) : -1);
+    ++comm_ops_;
     int64_t step;
     if (op.step.starts_with("step") && ParseInteger(std::string_view(op.step).substr(4), &step) &&
         op.step.size() > 4)
@@ -351,6 +371,7 @@ base::Status ReadAscendText(const AscendTextFiles& files, const std::string& nam
   } else {
     trace->diagnostics.Note("ascend_text_missing_file", name + "/" + kCommunicationJson + ": absent (no communication)");
   }
+  b.FlushKernelComm();
   b.Steps();
   trace->Finalize();
   return base::Status::Ok();

@@ -166,6 +166,42 @@ TEST(AscendTextReader, ReadsTheRealKernelDetailsSampleExactly) {
   EXPECT_EQ(t.steps[0].step, 19);
 }
 
+// A real torch_npu text folder (Apache-2.0 sample of lishanni/npu-mfu-analyzer, 200 kernel rows of a
+// Qwen run on device 4; no communication.json, no trace_view.json: PROVENANCE.md). Expected
+// values computed with Python's csv and decimal modules from the file.
+TEST(AscendTextReader, ReadsARealTextOnlyFolderWithItsHcclOperatorsFromKernelDetails) {
+  const std::string dir = Data("ascend_text/real/npu_mfu_analyzer/ascend_sample_rank0");
+  auto f = FindAscendFolder(dir);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->rank, 0);
+  auto t = ReadTrace(dir);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->format, "ascend-text");
+  EXPECT_EQ(t->rank, 0);
+  EXPECT_EQ(t->diagnostics.Get("ascend_text_bad_row"), 0u);
+  EXPECT_EQ(t->diagnostics.Get("ascend_text_missing_file"), 1u);  // communication.json
+  const auto kernels = Rows(*t, [](const std::string& c) { return c != "communication"; });
+  const auto comm = Rows(*t, Comm);
+  ASSERT_EQ(kernels.size(), 159u);
+  ASSERT_EQ(comm.size(), 41u);  // the COMMUNICATION rows: hcom_allGather__503_*
+  EXPECT_EQ(std::get<0>(kernels.front()), 1777097775243356820);  // "1777097775243356.820\t", unquoted
+  EXPECT_EQ(std::get<4>(kernels.front()), 47);
+  int64_t comm_sum = 0;
+  for (size_t i = 0; i < t->size(); ++i) {
+    if (t->str(t->category[i]) != "communication") {
+      EXPECT_EQ(t->tracks[t->track[i]].device, 4);
+      continue;
+    }
+    comm_sum += t->dur[i];
+    EXPECT_EQ(t->str(t->collective[i]), "allGather");
+    EXPECT_EQ(t->tracks[t->track[i]].name, "HCCL #503");
+  }
+  EXPECT_EQ(comm_sum, 85158560);
+  const MsprofRow m = MsprofFromStep(AnalyseTrace(*t, Classifier::Default(), {}).steps.at(0));
+  EXPECT_EQ(m.computing, 3636780);      // the union of the compute rows (none overlap)
+  EXPECT_EQ(m.communication, 85158560);
+}
+
 TEST(AscendTextReader, MissingColumnsFilesAndGarbageAreCountedNotFatal) {
   Trace a;
   ASSERT_TRUE(ReadAscendTextBytes("Name,Duration(us)\nMatMul,3.0\n", "x", {}, &a).ok());
