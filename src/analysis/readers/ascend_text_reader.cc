@@ -369,7 +369,11 @@ base::Status ReadAscendText(const AscendTextFiles& files, const std::string& nam
   if (files.communication) {
     b.Communication(*files.communication);
   } else {
-    trace->diagnostics.Note("ascend_text_missing_file", name + "/" + kCommunicationJson + ": absent (no communication)");
+    trace->diagnostics.Note("ascend_text_missing_file",
+                            name + "/" + kCommunicationJson +
+                                (b.kernel_comm_.empty() ? ": absent (no communication)"
+                                                        : ": absent (communication from kernel_details.csv's "
+                                                          "COMMUNICATION rows: no groups, no sizes)"));
   }
   b.FlushKernelComm();
   b.Steps();
