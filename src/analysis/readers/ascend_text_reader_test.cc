@@ -202,6 +202,31 @@ TEST(AscendTextReader, ReadsARealTextOnlyFolderWithItsHcclOperatorsFromKernelDet
   EXPECT_EQ(m.communication, 85158560);
 }
 
+TEST(AscendTextReader, OverlappingStepRangesGiveTheOverlapToTheEarlierStep) {
+  // Step 1's all-reduce (stream-less lane) runs until 30 µs; step 2's first kernel starts at 25 µs.
+  const std::string text =
+      "Step Id,Stream ID,Name,Accelerator Core,Start Time(us),Duration(us)\n"
+      "1,2,MatMul,AI_CORE,10.000,10.000\n"
+      "2,2,Add,AI_VECTOR_CORE,25.000,10.000\n"
+      "\n\x1e\n"
+      "{\"step1\": {\"collective\": {\"hcom_allReduce__1_0_1@g\": {\"Communication Time Info\": "
+      "{\"Start Timestamp(us)\": 20.000, \"Elapse Time(ms)\": 0.010}}}, \"p2p\": {}}}";
+  Trace t;
+  ASSERT_TRUE(ReadAscendTextBytes(text, "x", {}, &t).ok());
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].start_ns, 10000);
+  EXPECT_EQ(t.steps[0].end_ns, 30000);  // torch_npu's ranges: [10, 30) and [25, 35)
+  EXPECT_EQ(t.steps[1].start_ns, 25000);
+  TraceAnalysis a = AnalyseTrace(t, Classifier::Default(), {});
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps[0].window.end, 30000);
+  EXPECT_EQ(a.steps[1].window.start, 30000);  // windows never overlap
+  const MsprofRow x = MsprofFromStep(a.steps[0]), y = MsprofFromStep(a.steps[1]);
+  EXPECT_EQ(x.computing, 15000);  // MatMul and 5 µs of Add
+  EXPECT_EQ(y.computing, 5000);
+  EXPECT_EQ(x.overlapped, 5000);
+}
+
 TEST(AscendTextReader, MissingColumnsFilesAndGarbageAreCountedNotFatal) {
   Trace a;
   ASSERT_TRUE(ReadAscendTextBytes("Name,Duration(us)\nMatMul,3.0\n", "x", {}, &a).ok());
