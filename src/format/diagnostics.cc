@@ -16,7 +16,7 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"ascend_db_unknown_string", S::kWarning, "input", "an id with no STRING_IDS row: the name reads as <string ID>"},
     {"ascend_text_bad_row", S::kDataLoss, "input", "a row of kernel_details.csv or an operator of communication.json without a readable start time or duration (a bad number, a row cut short, an unterminated quote): skipped"},
     {"ascend_text_corrupt", S::kDataLoss, "input", "communication.json could not be parsed to its end (truncated or damaged): the operators completed before the damage are kept"},
-    {"ascend_text_missing_column", S::kDataLoss, "input", "kernel_details.csv without its Start Time(us) or Duration(us) column: its kernels are not read"},
+    {"ascend_text_missing_column", S::kDataLoss, "input", "kernel_details.csv without its Start Time(us) or Duration(us) column, or empty: its kernels are not read"},
     {"ascend_text_missing_file", S::kWarning, "input", "an Ascend text folder without kernel_details.csv (no compute work) or communication.json (no communication, or only kernel_details.csv's HCCL rows: no groups, no sizes): the result lacks that part"},
     {"async_without_id", S::kWarning, "json", "async event (b/e/n) without an id; paired by category alone"},
     {"bad_arg_values", S::kWarning, "json", "args values of the wrong type, ignored (the event is kept)"},

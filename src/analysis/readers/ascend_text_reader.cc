@@ -88,6 +88,10 @@ class Builder {
   explicit Builder(Trace* t) : t_(t) {}
 
   void Kernels(std::string_view text) {
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      t_->diagnostics.Note("ascend_text_missing_column", t_->source + "/" + kKernelDetailsCsv + ": empty, no header");
+      return;
+    }
     size_t pos = 0, line_no = 0;
     std::vector<std::string> f;
     std::unordered_map<std::string, size_t> col;

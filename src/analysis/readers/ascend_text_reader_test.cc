@@ -232,6 +232,9 @@ TEST(AscendTextReader, MissingColumnsFilesAndGarbageAreCountedNotFatal) {
   ASSERT_TRUE(ReadAscendTextBytes("Name,Duration(us)\nMatMul,3.0\n", "x", {}, &a).ok());
   EXPECT_EQ(a.diagnostics.Get("ascend_text_missing_column"), 1u);
   EXPECT_EQ(a.size(), 0u);
+  Trace e;  // an empty kernel_details.csv (a killed writer): named, not silently nothing
+  ASSERT_TRUE(ReadAscendTextBytes("", "x", {}, &e).ok());
+  EXPECT_EQ(e.diagnostics.Get("ascend_text_missing_column"), 1u);
   // The older op_summary-style header.
   Trace v1;
   ASSERT_TRUE(ReadAscendTextBytes("Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us)\n"
