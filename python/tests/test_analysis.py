@@ -317,3 +317,38 @@ def test_the_example_notebook_runs(tmp_path):
                          capture_output=True, text=True, cwd=str(tmp_path),
                          env={**os.environ, "PYTHONPATH": os.path.join(BUILD, "python")})
     assert "critical rank" in out.stdout
+
+
+ASCEND_TEXT = os.path.join(ROOT, "test", "data", "ascend_text")
+
+
+def test_ascend_text_folders_load_compare_and_cluster_like_the_cli(tmp_path, rlprof_cli):
+    """torch_npu folders holding only text outputs (kernel_details.csv, communication.json):
+    rlprof.analysis reads them as the CLI does; compared with the database of the same events,
+    nothing differs."""
+    run = os.path.join(ASCEND_TEXT, "multi_rank")
+    out = str(tmp_path / "cli")
+    cli(rlprof_cli, "analyse", run, "-o", out)
+    a = ra.load(run)
+    assert list(a.inputs["format"]) == ["ascend-text", "ascend-text"]
+    assert list(a.inputs["rank"]) == [0, 1]
+    check_run_against_cli(a, out)
+    assert (a.steps["Computing"] > 0).all() and a.comm_by_group["ops"].sum() == 4
+
+    out = str(tmp_path / "cluster")
+    cli(rlprof_cli, "cluster", run, "-o", out)
+    k = ra.cluster(a)
+    assert_equals_csv(k.step_time, os.path.join(out, "cluster_step_trace_time.csv"))
+    assert_equals_csv(k.collectives, os.path.join(out, "collectives.csv"))
+
+    db = os.path.join(ROOT, "test", "data", "ascend_db", "multi_rank")
+    out = str(tmp_path / "cmp")
+    cli(rlprof_cli, "compare", db, run, "-o", out)
+    c = ra.compare(db, run)
+    assert_equals_csv(c.steps, os.path.join(out, "compare_steps.csv"))
+    assert (c.steps["delta"] == 0).all(), c.steps       # every msprof column, the step window
+    device = c.ops[(c.ops["type"] == "device") & (c.ops["change"] != "removed")]
+    assert len(device) and (device["delta"] == 0).all()  # kernels of both: the same times
+    # What the text outputs do not hold: host operators and CANN calls, memory copies.
+    assert set(c.ops[c.ops["change"] == "removed"]["type"]) <= {"host", "device"}
+    assert not (c.ops["change"] == "added").any()

@@ -279,6 +279,23 @@ def ascend_db():
                 out("ascend_db", name, f.read())
 
 
+def ascend_text():
+    """torch_npu text outputs (test/data/ascend_text) as the ascend_text target reads them:
+    kernel_details.csv (header and a few rows), a line "\\x1e", communication.json."""
+    src = os.path.join(ROOT, "test", "data", "ascend_text")
+    for name, folder in (("steps", "steps/node-a_42000_20251126094000123_ascend_pt"),
+                         ("recv", "multi_rank/node-a_41001_20251126094000123_ascend_pt"),
+                         ("damaged", "damaged/node-a_41002_20251126094000123_ascend_pt")):
+        d = os.path.join(src, folder, "ASCEND_PROFILER_OUTPUT")
+        with open(os.path.join(d, "kernel_details.csv")) as f:
+            csv_text = "".join(f.readlines()[:10])
+        with open(os.path.join(d, "communication.json")) as f:
+            comm = f.read()[:MAX_SEED - len(csv_text) - 8]
+        out("ascend_text", name + ".txt", csv_text + "\n\x1e\n" + comm)
+    with open(os.path.join(ROOT, "test", "data", "fixtures", "ascend", "kernel_details.csv")) as f:
+        out("ascend_text", "mstt_kernel_details.csv", "".join(f.readlines()[:8]))
+
+
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
     os.makedirs(os.path.join(CORPUS, "yaml_config"))
@@ -286,6 +303,7 @@ def main():
     legacy_torch()
     ascend()
     ascend_db()
+    ascend_text()
     rlp()
     manifests()
     yaml_configs()

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/analysis/readers/ascend_text_reader.h"
 #include "src/analysis/readers/chrome_builder.h"
 #include "src/base/time_math.h"
 
@@ -542,6 +543,8 @@ std::optional<AscendFolder> FindAscendFolder(const std::string& dir) {
     f.file = dbs.front();
   } else if (fs::exists(out / "trace_view.json", ec)) {
     f.file = (out / "trace_view.json").string();
+  } else if (HasAscendTextOutputs(out.string())) {
+    f.text_dir = out.string();
   }
   static const std::regex kInfo(R"(profiler_info_([0-9]{1,9})\.json)");
   std::smatch m;

@@ -43,12 +43,16 @@ base::Status ReadAscendDbBytes(std::string_view bytes, const std::string& name,
                                const ReadOptions& opts, Trace* trace);
 
 struct AscendFolder {
-  std::string file;   // the ascend_pytorch_profiler*.db, else trace_view.json, to read
-  int64_t rank = -1;  // from profiler_info_{rank}.json (or the db's name); -1 unknown
+  std::string file;      // the ascend_pytorch_profiler*.db, else trace_view.json, to read
+  std::string text_dir;  // else the ASCEND_PROFILER_OUTPUT folder of its text outputs
+                         // (kernel_details.csv, communication.json: ascend_text_reader.h)
+  int64_t rank = -1;     // from profiler_info_{rank}.json (or the db's name); -1 unknown
 };
-// A torch_npu output folder (has ASCEND_PROFILER_OUTPUT/, or is one): what to read in it.
-// nullopt when `dir` is no such folder; an AscendFolder with an empty `file` when it is one but
-// holds neither a database nor trace_view.json.
+// A torch_npu output folder (has ASCEND_PROFILER_OUTPUT/, or is one): what to read in it, in
+// this order: its database, its trace_view.json (kernels, HCCL operators and host operators with
+// their flows: everything the CSV/JSON outputs hold about times, and more), its text outputs.
+// nullopt when `dir` is no such folder; an AscendFolder with an empty `file` and `text_dir` when
+// it is one but holds none of them.
 std::optional<AscendFolder> FindAscendFolder(const std::string& dir);
 
 // `name` (a file name, no folder) is an Ascend profiler database by its name:

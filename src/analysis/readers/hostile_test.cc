@@ -129,6 +129,16 @@ TEST(HostileInputs, EveryHostileFileIsRead) {
 
 // Capture-level hostility through the analysis readers: an events.rlp that is a directory,
 // inverted windows, offsets of INT64_MAX: a partial trace and named diagnostics.
+TEST(HostileInputs, AnAscendTextFolderWithBrokenFilesIsAPartialTrace) {
+  // kernel_details.csv with a start that is no number, a row cut short, a negative duration and
+  // an unterminated quote; communication.json cut by a killed writer (test/data/ascend_text).
+  Trace t = ReadAnalyseExport(std::string(RLPROF_SOURCE_DIR) +
+                              "/test/data/ascend_text/damaged/node-a_41002_20251126094000123_ascend_pt");
+  EXPECT_GT(t.size(), 0u);
+  EXPECT_EQ(t.diagnostics.Get("ascend_text_bad_row"), 3u);
+  EXPECT_EQ(t.diagnostics.Get("ascend_text_corrupt"), 1u);
+}
+
 TEST(HostileInputs, HostileCapturesGivePartialTraces) {
   const std::string dir = format::TestDir();
   format::Capture c = format::SampleCaptures()[0];

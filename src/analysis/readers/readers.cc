@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "src/analysis/readers/ascend_db_reader.h"
+#include "src/analysis/readers/ascend_text_reader.h"
 #include "src/analysis/readers/capture_reader.h"
 #include "src/analysis/readers/chrome_json_reader.h"
 #include "src/analysis/readers/input_buffer.h"
@@ -95,12 +96,17 @@ base::StatusOr<Trace> ReadDb(const std::string& path, const ReadOptions& opts) {
 // A torch_npu output folder: its database, else its trace_view.json; the folder's rank.
 base::StatusOr<Trace> ReadAscendFolder(const std::string& dir, const AscendFolder& f,
                                        const ReadOptions& opts) {
-  if (f.file.empty())
+  if (f.file.empty() && f.text_dir.empty())
     return base::InvalidArgument(dir +
-                                 ": an Ascend profiler folder without ascend_pytorch_profiler*.db "
-                                 "or trace_view.json in ASCEND_PROFILER_OUTPUT");
+                                 ": an Ascend profiler folder without ascend_pytorch_profiler*.db, "
+                                 "trace_view.json, kernel_details.csv or communication.json in "
+                                 "ASCEND_PROFILER_OUTPUT");
   Trace t;
-  if (HasSqliteMagic(f.file)) {
+  if (!f.text_dir.empty()) {
+    AscendTextFiles files = LoadAscendTextFiles(f.text_dir, &t);
+    RLPROF_RETURN_IF_ERROR(ReadAscendText(files, f.text_dir, opts, &t));
+    AssignStageSteps(&t);
+  } else if (HasSqliteMagic(f.file)) {
     RLPROF_ASSIGN_OR_RETURN(t, ReadDb(f.file, opts));
   } else {
     RLPROF_ASSIGN_OR_RETURN(InputBuffer in, ReadInputFile(f.file));

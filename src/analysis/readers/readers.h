@@ -6,7 +6,8 @@
 //   - legacy torch JSON written without Kineto (a top-level array, pid "CPU functions");
 //   - Ascend trace_view.json (a top-level array with string timestamps);
 //   - Ascend profiler databases (ascend_pytorch_profiler_*.db, msprof_*.db: SQLite) and torch_npu
-//     output folders (*_ascend_pt/, ASCEND_PROFILER_OUTPUT/), see ascend_db_reader.h.
+//     output folders (*_ascend_pt/, ASCEND_PROFILER_OUTPUT/), see ascend_db_reader.h; folders with
+//     only text outputs (kernel_details.csv, communication.json), see ascend_text_reader.h.
 //
 //   RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, FindTraceInputs({"runs/"}));
 //   for (const auto& in : inputs) {
