@@ -262,6 +262,7 @@ def test_a_gpu_trace_has_step_blocks_and_a_lane_per_stream(browser, tmp_path, rl
     assert _severe(browser) == []
     t = browser.execute_script("const t = window.rlprofReport.timeline; return {blocks: t.blocks, steps: t.stepBlocks, lanes: t.activity.lanes}")
     assert t["steps"] and t["blocks"] >= 4
+    assert "1 ranks × 6 steps" in browser.find_element(By.ID, "hmtools").text   # the heatmap of step windows
     dev = [l for l in t["lanes"] if l["device"]]
     assert [l["name"] for l in dev] == ["device 3 stream 7", "device 3 stream 20", "device 3 stream 21", "device 3 stream 22"]
     s7 = dev[0]
