@@ -2,7 +2,10 @@
 #include "src/analysis/run_pipeline.h"
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <system_error>
+#include <thread>
 
 #include "src/analysis/readers/readers.h"
 #include "src/base/files.h"
@@ -91,7 +94,10 @@ Diagnostics RunAnalysis::AllDiagnostics() const {
   return d;
 }
 
-base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, const RunConfig& cfg) {
+// AnalyseRun, with `found(n)` called once the n inputs are known and `each` on the worker that
+// analysed each input.
+base::StatusOr<RunAnalysis> AnalyseRunWith(const std::vector<std::string>& paths, const RunConfig& cfg,
+                                           const std::function<void(size_t)>& found, const InputFn& each) {
   RunAnalysis run;
   run.paths = paths;
   run.options = cfg.options;
@@ -102,9 +108,14 @@ base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, co
     for (const auto& d : run.found.details) what += "\n" + d;  // why nothing was found
     return base::NotFound(what);
   }
-  run.inputs = AnalyseInputs(inputs, cfg.classifier, cfg.options, cfg.jobs, cfg.progress);
+  if (found) found(inputs.size());
+  run.inputs = AnalyseInputs(inputs, cfg.classifier, cfg.options, cfg.jobs, cfg.progress, each);
   run.view = BuildRunView(run.inputs);
   return run;
+}
+
+base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, const RunConfig& cfg) {
+  return AnalyseRunWith(paths, cfg, nullptr, nullptr);
 }
 
 RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& options, Diagnostics found,
@@ -117,6 +128,32 @@ RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& o
   run.view = BuildRunView(run.inputs);
   return run;
 }
+
+namespace {
+
+// analysis.db's tables without copying a row: each per-input table of every analysed input
+// (`tables[i]`, AllTables of input i; empty for an input not analysed), then the run-level
+// ones.
+std::vector<SqliteTable> RunSqliteTables(const RunAnalysis& run, const std::vector<std::vector<Table>>& tables,
+                                         const Table& across, const Table& view) {
+  std::vector<SqliteTable> out;
+  size_t first = run.inputs.size();
+  for (size_t i = 0; i < run.inputs.size() && first == run.inputs.size(); ++i)
+    if (!tables[i].empty()) first = i;
+  if (first < run.inputs.size()) {
+    for (size_t k = 0; k < tables[first].size(); ++k) {
+      SqliteTable t;
+      for (size_t i = 0; i < run.inputs.size(); ++i)
+        if (!tables[i].empty()) t.parts.push_back({run.inputs[i].name, &tables[i][k]});
+      out.push_back(std::move(t));
+    }
+  }
+  out.push_back({{{"", &across}}, false});
+  out.push_back({{{"", &view}}, false});
+  return out;
+}
+
+}  // namespace
 
 std::vector<Table> RunTables(const RunAnalysis& run) {
   std::vector<std::vector<Table>> tables(run.inputs.size());
@@ -142,36 +179,100 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
 
 nlohmann::json RunSummaryJson(const RunAnalysis& run) { return SummaryJson(run.inputs, run.options, &run.found); }
 
-base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
-                                           const RunWriteOptions& opts) {
+namespace {
+
+base::Status CheckExports(const RunWriteOptions& opts) {
   for (const auto& e : opts.exports)
     if (e != "text" && e != "db" && e != "pftrace")
       return base::InvalidArgument("export type '" + e + "' is not one of text, db, pftrace");
-  RunOutputs out;
-  for (const auto& r : run.inputs) {
-    if (!r.status.ok()) continue;
-    const std::string sub = dir + "/" + r.name;
-    RLPROF_RETURN_IF_ERROR(base::MakeDirs(sub));
-    for (const auto& t : AllTables(r.analysis))
-      RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(sub + "/" + t.name + ".csv", ToCsv(t)));
-    if (opts.exports.empty()) continue;
-    if (base::Status s = ExportCapture(r, opts.exports, sub, &out.exported); !s.ok()) {
-      if (s.code() == base::StatusCode::kIoError) return s;
-      out.export_failures.emplace_back(r.input, s);
-    }
+  return base::Status::Ok();
+}
+
+// What writing one input's files left: its tables (kept for analysis.db), the first write that
+// failed, its exports.
+struct InputFiles {
+  std::vector<Table> tables;  // AllTables; empty when the input was not analysed
+  base::Status write;         // the first IoError writing its CSVs or exports
+  std::vector<std::string> exported;
+  std::optional<base::Status> export_failure;  // its capture could not be read for --export
+};
+
+// Builds an input's tables once and writes DIR/<name>/<table>.csv (and its exports).
+void WriteInputFiles(const InputResult& r, const std::string& dir, const RunWriteOptions& opts, InputFiles* f) {
+  if (!r.status.ok()) return;
+  f->tables = AllTables(r.analysis);
+  const std::string sub = dir + "/" + r.name;
+  f->write = base::MakeDirs(sub);
+  for (size_t k = 0; k < f->tables.size() && f->write.ok(); ++k)
+    f->write = base::WriteFileAtomic(sub + "/" + f->tables[k].name + ".csv", ToCsv(f->tables[k]));
+  if (!f->write.ok() || opts.exports.empty()) return;
+  if (base::Status s = ExportCapture(r, opts.exports, sub, &f->exported); !s.ok()) {
+    if (s.code() == base::StatusCode::kIoError) f->write = s;
+    else f->export_failure = s;
   }
-  out.summary = RunSummaryJson(run);
-  out.summary["output"] = dir;
-  std::vector<Table> tables = RunTables(run);
+}
+
+// The run-level files once every input's are written: analysis.db on its own thread (from the
+// tables the inputs' writers built) while this thread writes run_view.csv, summary.json and
+// then runs `opts.while_db` (the CLI's report). Errors in that order, after the inputs' own.
+base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, std::vector<InputFiles>& files,
+                                            const std::string& dir, const RunWriteOptions& opts) {
+  RunOutputs out;
+  for (auto& f : files) {
+    if (!f.write.ok()) return f.write;
+    out.exported.insert(out.exported.end(), f.exported.begin(), f.exported.end());
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i].export_failure) out.export_failures.emplace_back(run.inputs[i].input, *files[i].export_failure);
   RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
-  // The run view, the run's one table of steps × stages × ranks (also in summary.json).
-  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", ToCsv(tables.back())));
-  // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
-  const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary + "\n"));
-  RLPROF_RETURN_IF_ERROR(WriteSqlite(tables, dir + "/analysis.db"));
+  std::vector<std::vector<Table>> tables(files.size());
+  for (size_t i = 0; i < files.size(); ++i) tables[i] = std::move(files[i].tables);
+  const Table across = StageAcrossRanksTable(run.inputs);
+  const Table view = RunViewTable(run.view);
+  const std::vector<SqliteTable> db_tables = RunSqliteTables(run, tables, across, view);
+  base::Status db_status;
+  std::thread db([&] { db_status = WriteSqliteParts(db_tables, dir + "/analysis.db"); });
+  base::Status docs = [&]() -> base::Status {
+    out.summary = RunSummaryJson(run);
+    out.summary["output"] = dir;
+    // The run view, the run's one table of steps × stages × ranks (also in summary.json).
+    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", ToCsv(view)));
+    // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
+    const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary + "\n"));
+    if (opts.while_db) return opts.while_db(out.summary);
+    return base::Status::Ok();
+  }();
+  db.join();
+  RLPROF_RETURN_IF_ERROR(docs);
+  RLPROF_RETURN_IF_ERROR(db_status);
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
   return out;
+}
+
+}  // namespace
+
+base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
+                                           const RunWriteOptions& opts) {
+  RLPROF_RETURN_IF_ERROR(CheckExports(opts));
+  std::vector<InputFiles> files(run.inputs.size());
+  for (size_t i = 0; i < run.inputs.size(); ++i) {
+    WriteInputFiles(run.inputs[i], dir, opts, &files[i]);
+    if (!files[i].write.ok()) return files[i].write;  // the first failure, as it happened
+  }
+  return FinishRunOutputs(run, files, dir, opts);
+}
+
+base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,
+                                              const std::string& dir, const RunWriteOptions& opts,
+                                              RunAnalysis* run) {
+  RLPROF_RETURN_IF_ERROR(CheckExports(opts));
+  std::vector<InputFiles> files;
+  // Each input's CSVs are written by the worker that analysed it, inside the parallel phase.
+  auto found = [&](size_t n) { files.resize(n); };
+  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(r, dir, opts, &files[i]); };
+  RLPROF_ASSIGN_OR_RETURN(*run, AnalyseRunWith(paths, cfg, found, each));
+  return FinishRunOutputs(*run, files, dir, opts);
 }
 
 }  // namespace rlprof::analysis

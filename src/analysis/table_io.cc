@@ -13,14 +13,31 @@ namespace rlprof::analysis {
 
 namespace {
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
+// Appends `s` as one CSV field (quoted only when it holds a separator, a quote or a newline).
+void AppendCsvField(std::string* out, std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out->append(s);
+    return;
   }
-  return out + "\"";
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+// Appends FormatCell(c) as a CSV field without building a string per cell (numbers never need
+// quoting: fmt writes digits, '.', 'e', '+', '-', "inf").
+void AppendCsvCell(std::string* out, const Cell& c) {
+  char buf[64];
+  if (const auto* i = std::get_if<int64_t>(&c)) {
+    out->append(buf, fmt::format_to_n(buf, sizeof buf, "{}", *i).out);
+  } else if (const auto* d = std::get_if<double>(&c)) {
+    if (!std::isnan(*d)) out->append(buf, fmt::format_to_n(buf, sizeof buf, "{}", *d).out);
+  } else if (const auto* s = std::get_if<std::string>(&c)) {
+    AppendCsvField(out, *s);
+  }
 }
 
 std::string Quoted(const std::string& ident) {
@@ -47,16 +64,17 @@ std::string FormatCell(const Cell& c) {
 
 std::string ToCsv(const Table& t) {
   std::string out;
+  out.reserve(64 + t.rows.size() * (t.columns.size() * 12 + 1));
   for (size_t i = 0; i < t.columns.size(); ++i) {
     if (i) out += ',';
     // Bare names, as torch_npu writes them; units are documented (docs/analysis.md).
-    out += CsvField(t.columns[i].name);
+    AppendCsvField(&out, t.columns[i].name);
   }
   out += '\n';
   for (const auto& r : t.rows) {
     for (size_t i = 0; i < r.size(); ++i) {
       if (i) out += ',';
-      out += CsvField(FormatCell(r[i]));
+      AppendCsvCell(&out, r[i]);
     }
     out += '\n';
   }
@@ -139,6 +157,13 @@ nlohmann::json ToJson(const Table& t) {
 }
 
 base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& path) {
+  std::vector<SqliteTable> whole;
+  whole.reserve(tables.size());
+  for (const auto& t : tables) whole.push_back({{{"", &t}}, false});
+  return WriteSqliteParts(whole, path);
+}
+
+base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path) {
   const std::string tmp = path + ".tmp";
   std::error_code ec;
   std::filesystem::remove(tmp, ec);
@@ -155,16 +180,25 @@ base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& pa
     return base::IoError(path + ": " + msg);
   };
   auto exec = [&](const std::string& sql) { return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr); };
+  // A fresh file written in one transaction and renamed into place at the end: no journal and no
+  // fsync are needed (a crash leaves only the .tmp file).
   if (exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN") != SQLITE_OK) return fail("begin");
   if (exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
            "INSERT INTO meta VALUES('format','rlprof-analysis'),('schema_version','1')") != SQLITE_OK)
     return fail("meta");
-  for (const auto& t : tables) {
-    std::string create = "CREATE TABLE " + Quoted(t.name) + "(";
-    std::string insert = "INSERT INTO " + Quoted(t.name) + " VALUES(";
-    for (size_t i = 0; i < t.columns.size(); ++i) {
-      const auto& c = t.columns[i];
-      if (i) {
+  for (const auto& st_parts : tables) {
+    if (st_parts.parts.empty()) continue;
+    const Table& first = *st_parts.parts.front().second;
+    const int shift = st_parts.with_input ? 1 : 0;  // the `input` column, first
+    std::string create = "CREATE TABLE " + Quoted(first.name) + "(";
+    std::string insert = "INSERT INTO " + Quoted(first.name) + " VALUES(";
+    if (shift) {
+      create += Quoted("input") + " TEXT";
+      insert += "?";
+    }
+    for (size_t i = 0; i < first.columns.size(); ++i) {
+      const auto& c = first.columns[i];
+      if (i + shift) {
         create += ", ";
         insert += ",";
       }
@@ -173,25 +207,28 @@ base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& pa
     }
     create += ")";
     insert += ")";
-    if (exec(create) != SQLITE_OK) return fail("create " + t.name);
+    if (exec(create) != SQLITE_OK) return fail("create " + first.name);
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, insert.c_str(), -1, &st, nullptr) != SQLITE_OK) return fail("prepare " + t.name);
-    for (const auto& r : t.rows) {
-      for (size_t i = 0; i < r.size(); ++i) {
-        const int k = static_cast<int>(i + 1);
-        const Cell& c = r[i];
-        if (std::holds_alternative<int64_t>(c)) sqlite3_bind_int64(st, k, std::get<int64_t>(c));
-        else if (std::holds_alternative<double>(c) && !std::isnan(std::get<double>(c)))
-          sqlite3_bind_double(st, k, std::get<double>(c));
-        else if (std::holds_alternative<std::string>(c))
-          sqlite3_bind_text(st, k, std::get<std::string>(c).c_str(), -1, SQLITE_TRANSIENT);
-        else sqlite3_bind_null(st, k);
+    if (sqlite3_prepare_v2(db, insert.c_str(), -1, &st, nullptr) != SQLITE_OK) return fail("prepare " + first.name);
+    for (const auto& [input, t] : st_parts.parts) {
+      if (shift) sqlite3_bind_text(st, 1, input.c_str(), -1, SQLITE_STATIC);
+      for (const auto& r : t->rows) {
+        for (size_t i = 0; i < r.size(); ++i) {
+          const int k = static_cast<int>(i) + 1 + shift;
+          const Cell& c = r[i];
+          // The rows outlive the statement's step: SQLite need not copy the text.
+          if (const auto* v = std::get_if<int64_t>(&c)) sqlite3_bind_int64(st, k, *v);
+          else if (const auto* d = std::get_if<double>(&c); d && !std::isnan(*d)) sqlite3_bind_double(st, k, *d);
+          else if (const auto* s = std::get_if<std::string>(&c))
+            sqlite3_bind_text(st, k, s->c_str(), -1, SQLITE_STATIC);
+          else sqlite3_bind_null(st, k);
+        }
+        if (sqlite3_step(st) != SQLITE_DONE) {
+          sqlite3_finalize(st);
+          return fail("insert " + first.name);
+        }
+        sqlite3_reset(st);
       }
-      if (sqlite3_step(st) != SQLITE_DONE) {
-        sqlite3_finalize(st);
-        return fail("insert " + t.name);
-      }
-      sqlite3_reset(st);
     }
     sqlite3_finalize(st);
   }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -72,6 +73,18 @@ std::string FormatCell(const Cell& c);  // shortest round-trip for reals, "" for
 
 // Writes every table into a new SQLite database (replaced atomically), plus a `meta` table.
 base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& path);
+
+// One table of a database written by WriteSqliteParts, assembled without copying rows: the
+// parts' rows in order. With `with_input`, an `input` text column comes first, holding each
+// part's label (ConcatWithInput's layout); without, the label is ignored. Every part has the
+// first part's name and columns.
+struct SqliteTable {
+  std::vector<std::pair<std::string, const Table*>> parts;  // (input label, table)
+  bool with_input = true;
+};
+// WriteSqlite over such tables: one connection, one transaction, one prepared INSERT per table.
+// The same file as WriteSqlite of the concatenated tables.
+base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path);
 
 }  // namespace rlprof::analysis
 
