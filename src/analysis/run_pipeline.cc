@@ -3,6 +3,9 @@
 
 #include <filesystem>
 #include <functional>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -129,32 +132,6 @@ RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& o
   return run;
 }
 
-namespace {
-
-// analysis.db's tables without copying a row: each per-input table of every analysed input
-// (`tables[i]`, AllTables of input i; empty for an input not analysed), then the run-level
-// ones.
-std::vector<SqliteTable> RunSqliteTables(const RunAnalysis& run, const std::vector<std::vector<Table>>& tables,
-                                         const Table& across, const Table& view) {
-  std::vector<SqliteTable> out;
-  size_t first = run.inputs.size();
-  for (size_t i = 0; i < run.inputs.size() && first == run.inputs.size(); ++i)
-    if (!tables[i].empty()) first = i;
-  if (first < run.inputs.size()) {
-    for (size_t k = 0; k < tables[first].size(); ++k) {
-      SqliteTable t;
-      for (size_t i = 0; i < run.inputs.size(); ++i)
-        if (!tables[i].empty()) t.parts.push_back({run.inputs[i].name, &tables[i][k]});
-      out.push_back(std::move(t));
-    }
-  }
-  out.push_back({{{"", &across}}, false});
-  out.push_back({{{"", &view}}, false});
-  return out;
-}
-
-}  // namespace
-
 std::vector<Table> RunTables(const RunAnalysis& run) {
   std::vector<std::vector<Table>> tables(run.inputs.size());
   size_t first = run.inputs.size();
@@ -191,16 +168,105 @@ base::Status CheckExports(const RunWriteOptions& opts) {
 // What writing one input's files left: its tables (kept for analysis.db), the first write that
 // failed, its exports.
 struct InputFiles {
+  std::string name;           // the input's name (its folder, its `input` in analysis.db)
   std::vector<Table> tables;  // AllTables; empty when the input was not analysed
   base::Status write;         // the first IoError writing its CSVs or exports
   std::vector<std::string> exported;
   std::optional<base::Status> export_failure;  // its capture could not be read for --export
 };
 
-// Builds an input's tables once and writes DIR/<name>/<table>.csv (and its exports).
-void WriteInputFiles(const InputResult& r, const std::string& dir, const RunWriteOptions& opts, InputFiles* f) {
+// analysis.db, written on a thread of its own: the per-input tables as soon as every input's
+// tables are built (while the last inputs' CSVs, the run view, summary.json and the report are
+// still being written), then the run-level tables once they are given. Abandoned (no file) when
+// an input's files or the run-level files could not be written, as if it had been written last.
+class DbJob {
+ public:
+  DbJob(std::string path, std::vector<InputFiles>* files) : path_(std::move(path)), files_(files) {}
+  ~DbJob() { Abandon(); }
+
+  // `files` has its final size: start waiting for the inputs.
+  void Start() {
+    thread_ = std::thread([this] { status_ = Run(); });
+  }
+  // One more input's tables are built (call after filling its InputFiles' name and tables).
+  void InputReady() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++ready_;
+    cv_.notify_all();
+  }
+  // The run-level tables (alive until Join); the file is committed after them.
+  void RunLevel(const Table* across, const Table* view) {
+    std::lock_guard<std::mutex> lock(mu_);
+    across_ = across;
+    view_ = view;
+    cv_.notify_all();
+  }
+  base::Status Join() {
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+  void Abandon() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandon_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();  // its status no longer matters
+  }
+
+ private:
+  base::Status Run() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abandon_ || ready_ == files_->size(); });
+      if (abandon_) return base::Status::Ok();
+    }
+    const std::vector<InputFiles>& files = *files_;
+    for (const auto& f : files)
+      if (!f.write.ok()) return base::Status::Ok();  // the run fails with that error: no file
+    size_t first = files.size();
+    for (size_t i = 0; i < files.size() && first == files.size(); ++i)
+      if (!files[i].tables.empty()) first = i;
+    const size_t dir_end = path_.rfind('/');
+    if (dir_end != std::string::npos) RLPROF_RETURN_IF_ERROR(base::MakeDirs(path_.substr(0, dir_end)));
+    RLPROF_ASSIGN_OR_RETURN(std::unique_ptr<SqliteWriter> w, SqliteWriter::Open(path_));
+    // Each per-input table of every analysed input, in input order, with an `input` column.
+    for (size_t k = 0; first < files.size() && k < files[first].tables.size(); ++k) {
+      SqliteTable t;
+      for (const auto& f : files)
+        if (!f.tables.empty()) t.parts.push_back({f.name, &f.tables[k]});
+      RLPROF_RETURN_IF_ERROR(w->Add(t));
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abandon_ || (across_ != nullptr && view_ != nullptr); });
+      if (abandon_) return base::Status::Ok();  // `w` removes the partial file
+    }
+    RLPROF_RETURN_IF_ERROR(w->Add({{{"", across_}}, false}));
+    RLPROF_RETURN_IF_ERROR(w->Add({{{"", view_}}, false}));
+    return w->Commit();
+  }
+
+  const std::string path_;
+  std::vector<InputFiles>* files_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t ready_ = 0;
+  bool abandon_ = false;
+  const Table* across_ = nullptr;
+  const Table* view_ = nullptr;
+  base::Status status_;
+  std::thread thread_;
+};
+
+// Builds an input's tables once and writes DIR/<name>/<table>.csv (and its exports); tells `db`
+// once the tables are built, before the CSVs are written.
+void WriteInputFiles(const InputResult& r, const std::string& dir, const RunWriteOptions& opts, InputFiles* f,
+                     DbJob* db) {
+  f->name = r.name;
+  if (r.status.ok()) f->tables = AllTables(r.analysis);
+  db->InputReady();
   if (!r.status.ok()) return;
-  f->tables = AllTables(r.analysis);
   const std::string sub = dir + "/" + r.name;
   f->write = base::MakeDirs(sub);
   for (size_t k = 0; k < f->tables.size() && f->write.ok(); ++k)
@@ -212,27 +278,26 @@ void WriteInputFiles(const InputResult& r, const std::string& dir, const RunWrit
   }
 }
 
-// The run-level files once every input's are written: analysis.db on its own thread (from the
-// tables the inputs' writers built) while this thread writes run_view.csv, summary.json and
-// then runs `opts.while_db` (the CLI's report). Errors in that order, after the inputs' own.
-base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, std::vector<InputFiles>& files,
-                                            const std::string& dir, const RunWriteOptions& opts) {
+// The run-level files once every input's are written: this thread writes run_view.csv,
+// summary.json and then runs `opts.while_db` (the CLI's report) while `db` finishes analysis.db.
+// Errors: the inputs' own (first in input order), then in that order.
+base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::vector<InputFiles>& files,
+                                            const std::string& dir, const RunWriteOptions& opts, DbJob* db) {
   RunOutputs out;
-  for (auto& f : files) {
-    if (!f.write.ok()) return f.write;
+  for (const auto& f : files) {
+    if (!f.write.ok()) {
+      db->Abandon();
+      return f.write;
+    }
     out.exported.insert(out.exported.end(), f.exported.begin(), f.exported.end());
   }
   for (size_t i = 0; i < files.size(); ++i)
     if (files[i].export_failure) out.export_failures.emplace_back(run.inputs[i].input, *files[i].export_failure);
-  RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
-  std::vector<std::vector<Table>> tables(files.size());
-  for (size_t i = 0; i < files.size(); ++i) tables[i] = std::move(files[i].tables);
   const Table across = StageAcrossRanksTable(run.inputs);
   const Table view = RunViewTable(run.view);
-  const std::vector<SqliteTable> db_tables = RunSqliteTables(run, tables, across, view);
-  base::Status db_status;
-  std::thread db([&] { db_status = WriteSqliteParts(db_tables, dir + "/analysis.db"); });
+  db->RunLevel(&across, &view);
   base::Status docs = [&]() -> base::Status {
+    RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
     out.summary = RunSummaryJson(run);
     out.summary["output"] = dir;
     // The run view, the run's one table of steps × stages × ranks (also in summary.json).
@@ -243,9 +308,11 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, std::vector<
     if (opts.while_db) return opts.while_db(out.summary);
     return base::Status::Ok();
   }();
-  db.join();
-  RLPROF_RETURN_IF_ERROR(docs);
-  RLPROF_RETURN_IF_ERROR(db_status);
+  if (!docs.ok()) {
+    db->Abandon();  // as before: no analysis.db after a failed run-level write (unless done)
+    return docs;
+  }
+  RLPROF_RETURN_IF_ERROR(db->Join());
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
   return out;
 }
@@ -256,11 +323,16 @@ base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::st
                                            const RunWriteOptions& opts) {
   RLPROF_RETURN_IF_ERROR(CheckExports(opts));
   std::vector<InputFiles> files(run.inputs.size());
+  DbJob db(dir + "/analysis.db", &files);
+  db.Start();
   for (size_t i = 0; i < run.inputs.size(); ++i) {
-    WriteInputFiles(run.inputs[i], dir, opts, &files[i]);
-    if (!files[i].write.ok()) return files[i].write;  // the first failure, as it happened
+    WriteInputFiles(run.inputs[i], dir, opts, &files[i], &db);
+    if (!files[i].write.ok()) {  // the first failure, as it happened
+      db.Abandon();
+      return files[i].write;
+    }
   }
-  return FinishRunOutputs(run, files, dir, opts);
+  return FinishRunOutputs(run, files, dir, opts, &db);
 }
 
 base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,
@@ -268,11 +340,16 @@ base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& pa
                                               RunAnalysis* run) {
   RLPROF_RETURN_IF_ERROR(CheckExports(opts));
   std::vector<InputFiles> files;
-  // Each input's CSVs are written by the worker that analysed it, inside the parallel phase.
-  auto found = [&](size_t n) { files.resize(n); };
-  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(r, dir, opts, &files[i]); };
+  DbJob db(dir + "/analysis.db", &files);
+  // Each input's CSVs are written by the worker that analysed it, inside the parallel phase;
+  // analysis.db starts as soon as the last input's tables are built.
+  auto found = [&](size_t n) {
+    files.resize(n);
+    db.Start();
+  };
+  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(r, dir, opts, &files[i], &db); };
   RLPROF_ASSIGN_OR_RETURN(*run, AnalyseRunWith(paths, cfg, found, each));
-  return FinishRunOutputs(*run, files, dir, opts);
+  return FinishRunOutputs(*run, files, dir, opts, &db);
 }
 
 }  // namespace rlprof::analysis

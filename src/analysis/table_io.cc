@@ -164,108 +164,138 @@ base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& pa
 }
 
 base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+  RLPROF_ASSIGN_OR_RETURN(std::unique_ptr<SqliteWriter> w, SqliteWriter::Open(path));
+  for (const auto& t : tables) RLPROF_RETURN_IF_ERROR(w->Add(t));
+  return w->Commit();
+}
+
+base::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::Open(const std::string& path) {
+  std::unique_ptr<SqliteWriter> w(new SqliteWriter);
+  w->path_ = path;
+  w->tmp_ = path + ".tmp";
   std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  sqlite3* db = nullptr;
+  std::filesystem::remove(w->tmp_, ec);
   // One connection used by one thread: no SQLite mutexes.
-  if (sqlite3_open_v2(tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+  if (sqlite3_open_v2(w->tmp_.c_str(), &w->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return base::IoError(path + ": cannot create database: " + msg);
+    std::string msg = w->db_ ? sqlite3_errmsg(w->db_) : "out of memory";
+    return base::IoError(path + ": cannot create database: " + msg);  // ~SqliteWriter closes it
   }
-  auto fail = [&](const std::string& what) {
-    std::string msg = what + ": " + sqlite3_errmsg(db);
-    sqlite3_close(db);
-    std::filesystem::remove(tmp, ec);
-    return base::IoError(path + ": " + msg);
-  };
-  auto exec = [&](const std::string& sql) { return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr); };
+  auto exec = [&](const char* sql) { return sqlite3_exec(w->db_, sql, nullptr, nullptr, nullptr); };
   // A fresh file written in one transaction and renamed into place at the end: no journal, no
   // fsync and no locking are needed (a crash leaves only the .tmp file). A page cache of up to
   // 256 MiB keeps the pages in memory until the commit writes each once (with SQLite's default
   // 2 MiB the cache spills and pages are written more than once); neither changes the file.
   if (exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
            "PRAGMA cache_size=-262144; BEGIN") != SQLITE_OK)
-    return fail("begin");
+    return w->Fail("begin");
   if (exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
            "INSERT INTO meta VALUES('format','rlprof-analysis'),('schema_version','1')") != SQLITE_OK)
-    return fail("meta");
-  for (const auto& st_parts : tables) {
-    if (st_parts.parts.empty()) continue;
-    const Table& first = *st_parts.parts.front().second;
-    const int shift = st_parts.with_input ? 1 : 0;  // the `input` column, first
-    const size_t ncols = first.columns.size() + shift;
-    std::string create = "CREATE TABLE " + Quoted(first.name) + "(";
-    if (shift) create += Quoted("input") + " TEXT";
-    for (size_t i = 0; i < first.columns.size(); ++i) {
-      const auto& c = first.columns[i];
-      if (i + shift) create += ", ";
-      create += Quoted(c.name) + (c.type == ColumnType::kInt ? " INTEGER" : c.type == ColumnType::kReal ? " REAL" : " TEXT");
-    }
-    create += ")";
-    if (exec(create) != SQLITE_OK) return fail("create " + first.name);
-    // INSERT … VALUES(row),(row),…: up to kBatch rows per step (fewer VDBE program runs and
-    // resets per row). Rows are inserted in the same order, so the file is the same.
-    auto prepare = [&](size_t rows, sqlite3_stmt** st) {
-      std::string one = "(";
-      for (size_t i = 0; i < ncols; ++i) one += i ? ",?" : "?";
-      one += ")";
-      std::string sql = "INSERT INTO " + Quoted(first.name) + " VALUES";
-      for (size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one;
-      return sqlite3_prepare_v2(db, sql.c_str(), -1, st, nullptr) == SQLITE_OK;
-    };
-    constexpr size_t kBatch = 32;
-    sqlite3_stmt* batch = nullptr;
-    sqlite3_stmt* single = nullptr;
-    auto finalize = [&] {
-      sqlite3_finalize(batch);
-      sqlite3_finalize(single);
-    };
-    if (!prepare(kBatch, &batch) || !prepare(1, &single)) {
-      finalize();
-      return fail("prepare " + first.name);
-    }
-    size_t total = 0;
-    for (const auto& part : st_parts.parts) total += part.second->rows.size();
-    size_t done = 0, in_stmt = 0;
-    sqlite3_stmt* st = total >= kBatch ? batch : single;
-    for (const auto& [input, t] : st_parts.parts) {
-      for (const auto& r : t->rows) {
-        const int base = static_cast<int>(in_stmt * ncols);
-        if (shift) sqlite3_bind_text(st, base + 1, input.c_str(), -1, SQLITE_STATIC);
-        for (size_t i = 0; i + shift < ncols; ++i) {
-          const int k = base + static_cast<int>(i) + 1 + shift;
-          if (i >= r.size()) {
-            sqlite3_bind_null(st, k);
-            continue;
-          }
-          const Cell& c = r[i];
-          // The rows outlive the statement's step: SQLite need not copy the text.
-          if (const auto* v = std::get_if<int64_t>(&c)) sqlite3_bind_int64(st, k, *v);
-          else if (const auto* d = std::get_if<double>(&c); d && !std::isnan(*d)) sqlite3_bind_double(st, k, *d);
-          else if (const auto* s = std::get_if<std::string>(&c))
-            sqlite3_bind_text(st, k, s->c_str(), -1, SQLITE_STATIC);
-          else sqlite3_bind_null(st, k);
-        }
-        ++done;
-        if (++in_stmt < (st == batch ? kBatch : 1)) continue;
-        if (sqlite3_step(st) != SQLITE_DONE) {
-          finalize();
-          return fail("insert " + first.name);
-        }
-        sqlite3_reset(st);
-        in_stmt = 0;
-        st = total - done >= kBatch ? batch : single;
-      }
-    }
-    finalize();
+    return w->Fail("meta");
+  return w;
+}
+
+SqliteWriter::~SqliteWriter() {
+  if (db_ == nullptr) return;
+  sqlite3_close(db_);  // not committed: the partial file goes
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+}
+
+base::Status SqliteWriter::Fail(const std::string& what) {
+  std::string msg = what + ": " + (db_ ? sqlite3_errmsg(db_) : "closed");
+  sqlite3_close(db_);
+  db_ = nullptr;
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+  return base::IoError(path_ + ": " + msg);
+}
+
+base::Status SqliteWriter::Add(const SqliteTable& st_parts) {
+  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
+  if (st_parts.parts.empty()) return base::Status::Ok();
+  const Table& first = *st_parts.parts.front().second;
+  const int shift = st_parts.with_input ? 1 : 0;  // the `input` column, first
+  const size_t ncols = first.columns.size() + shift;
+  std::string create = "CREATE TABLE " + Quoted(first.name) + "(";
+  if (shift) create += Quoted("input") + " TEXT";
+  for (size_t i = 0; i < first.columns.size(); ++i) {
+    const auto& c = first.columns[i];
+    if (i + shift) create += ", ";
+    create += Quoted(c.name) + (c.type == ColumnType::kInt ? " INTEGER" : c.type == ColumnType::kReal ? " REAL" : " TEXT");
   }
-  if (exec("COMMIT") != SQLITE_OK) return fail("commit");
-  if (sqlite3_close(db) != SQLITE_OK) return base::IoError(path + ": close failed");
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return base::IoError(path + ": " + ec.message());
+  create += ")";
+  if (sqlite3_exec(db_, create.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("create " + first.name);
+  // INSERT … VALUES(row),(row),…: up to kBatch rows per step (fewer VDBE program runs and
+  // resets per row). Rows are inserted in the same order, so the file is the same.
+  auto prepare = [&](size_t rows, sqlite3_stmt** st) {
+    std::string one = "(";
+    for (size_t i = 0; i < ncols; ++i) one += i ? ",?" : "?";
+    one += ")";
+    std::string sql = "INSERT INTO " + Quoted(first.name) + " VALUES";
+    for (size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one;
+    return sqlite3_prepare_v2(db_, sql.c_str(), -1, st, nullptr) == SQLITE_OK;
+  };
+  constexpr size_t kBatch = 32;
+  sqlite3_stmt* batch = nullptr;
+  sqlite3_stmt* single = nullptr;
+  auto finalize = [&] {
+    sqlite3_finalize(batch);
+    sqlite3_finalize(single);
+  };
+  if (!prepare(kBatch, &batch) || !prepare(1, &single)) {
+    finalize();
+    return Fail("prepare " + first.name);
+  }
+  size_t total = 0;
+  for (const auto& part : st_parts.parts) total += part.second->rows.size();
+  size_t done = 0, in_stmt = 0;
+  sqlite3_stmt* st = total >= kBatch ? batch : single;
+  for (const auto& [input, t] : st_parts.parts) {
+    for (const auto& r : t->rows) {
+      const int base = static_cast<int>(in_stmt * ncols);
+      if (shift) sqlite3_bind_text(st, base + 1, input.c_str(), -1, SQLITE_STATIC);
+      for (size_t i = 0; i + shift < ncols; ++i) {
+        const int k = base + static_cast<int>(i) + 1 + shift;
+        if (i >= r.size()) {
+          sqlite3_bind_null(st, k);
+          continue;
+        }
+        const Cell& c = r[i];
+        // The rows outlive the statement's step: SQLite need not copy the text.
+        if (const auto* v = std::get_if<int64_t>(&c)) sqlite3_bind_int64(st, k, *v);
+        else if (const auto* d = std::get_if<double>(&c); d && !std::isnan(*d)) sqlite3_bind_double(st, k, *d);
+        else if (const auto* s = std::get_if<std::string>(&c))
+          sqlite3_bind_text(st, k, s->c_str(), -1, SQLITE_STATIC);
+        else sqlite3_bind_null(st, k);
+      }
+      ++done;
+      if (++in_stmt < (st == batch ? kBatch : 1)) continue;
+      if (sqlite3_step(st) != SQLITE_DONE) {
+        finalize();
+        return Fail("insert " + first.name);
+      }
+      sqlite3_reset(st);
+      in_stmt = 0;
+      st = total - done >= kBatch ? batch : single;
+    }
+  }
+  finalize();
+  return base::Status::Ok();
+}
+
+base::Status SqliteWriter::Commit() {
+  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("commit");
+  const int rc = sqlite3_close(db_);
+  db_ = nullptr;
+  std::error_code ec;
+  if (rc != SQLITE_OK) {
+    std::filesystem::remove(tmp_, ec);
+    return base::IoError(path_ + ": close failed");
+  }
+  std::filesystem::rename(tmp_, path_, ec);
+  if (ec) return base::IoError(path_ + ": " + ec.message());
   return base::Status::Ok();
 }
 

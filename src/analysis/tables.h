@@ -12,6 +12,7 @@
 #define RLPROF_SRC_ANALYSIS_TABLES_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -21,6 +22,8 @@
 
 #include "src/analysis/analyse.h"
 #include "src/base/status.h"
+
+struct sqlite3;
 
 namespace rlprof::analysis {
 
@@ -85,6 +88,25 @@ struct SqliteTable {
 // WriteSqlite over such tables: one connection, one transaction, one prepared INSERT per table.
 // The same file as WriteSqlite of the concatenated tables.
 base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path);
+
+// WriteSqliteParts in steps, for a thread that gets its tables as they become ready: Open,
+// Add each table (in file order), Commit. Destroyed before Commit (or after a failure), the
+// partial file is removed and `path` is left as it was. IoError naming the path and the step.
+class SqliteWriter {
+ public:
+  static base::StatusOr<std::unique_ptr<SqliteWriter>> Open(const std::string& path);
+  ~SqliteWriter();
+  SqliteWriter(const SqliteWriter&) = delete;
+  SqliteWriter& operator=(const SqliteWriter&) = delete;
+  base::Status Add(const SqliteTable& table);
+  base::Status Commit();  // then renames the file into place
+
+ private:
+  SqliteWriter() = default;
+  base::Status Fail(const std::string& what);  // closes, removes the partial file
+  sqlite3* db_ = nullptr;
+  std::string path_, tmp_;
+};
 
 }  // namespace rlprof::analysis
 
