@@ -243,9 +243,9 @@ class DbJob {
       cv_.wait(lock, [&] { return abandon_ || ready_ == files_->size(); });
       if (abandon_) return base::Status::Ok();
     }
+    // Only `name` and `tables` may be read here: the workers may still be writing the CSVs
+    // (and setting `write`). A failed write abandons the job before the run-level tables come.
     const std::vector<InputFiles>& files = *files_;
-    for (const auto& f : files)
-      if (!f.write.ok()) return base::Status::Ok();  // the run fails with that error: no file
     size_t first = files.size();
     for (size_t i = 0; i < files.size() && first == files.size(); ++i)
       if (!files[i].tables.empty()) first = i;
