@@ -305,13 +305,21 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   if (!a.cpu_only && opts.kernel_rows) {
     int64_t prev_end = -1;
     uint32_t prev_track = UINT32_MAX;
+    size_t rows = 0;
+    for (const auto& x : work) rows += x.slice >= 0;
+    a.kernel_rows.reserve(rows);
+    // "device:stream" once per track, not once per kernel.
+    std::vector<std::string> stream_of(t.tracks.size());
     for (const auto& x : work) {
       if (x.slice < 0) continue;
       KernelRow k;
       const uint32_t tr = t.track[x.slice];
       k.name = t.str(t.name[x.slice]);
       k.cls = c.of[x.slice];
-      k.stream = std::to_string(t.tracks[tr].device) + ":" + std::to_string(t.tracks[tr].stream);
+      std::string& stream = stream_of[tr];
+      if (stream.empty())
+        stream = std::to_string(t.tracks[tr].device) + ":" + std::to_string(t.tracks[tr].stream);
+      k.stream = stream;
       k.start = x.start;
       k.dur = x.end - x.start;
       if (tr == prev_track && x.start > prev_end) k.wait = x.start - prev_end;

@@ -68,7 +68,7 @@ base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern) {
 
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,
-                                       const ProgressFn& progress) {
+                                       const ProgressFn& progress, const InputFn& each) {
   std::vector<InputResult> results(inputs.size());
   std::vector<std::string> names = InputNames(inputs);
   std::mutex mu;
@@ -90,13 +90,16 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
     InputResult& r = results[i];
     r.input = inputs[i];
     r.name = names[i];
-    auto trace = ReadTrace(inputs[i]);
-    if (!trace.ok()) {
-      r.status = trace.status();
-    } else {
-      if (step_marker) ApplyStepMarker(&*trace, *step_marker);
-      r.analysis = AnalyseTrace(*trace, cls, opts);
+    {  // the trace is freed before `each` runs
+      auto trace = ReadTrace(inputs[i]);
+      if (!trace.ok()) {
+        r.status = trace.status();
+      } else {
+        if (step_marker) ApplyStepMarker(&*trace, *step_marker);
+        r.analysis = AnalyseTrace(*trace, cls, opts);
+      }
     }
+    if (each) each(i, r);
     if (progress) {
       std::lock_guard<std::mutex> lock(mu);
       progress(++done, inputs.size());

@@ -6,7 +6,8 @@
 //                                              [](size_t done, size_t total) { … });
 //   nlohmann::json j = SummaryJson(r, opts);
 //
-// Thread-safety: AnalyseInputs calls `progress` from worker threads under a mutex.
+// Thread-safety: AnalyseInputs calls `progress` from worker threads under a mutex, and `each`
+// on the worker that analysed the input, without a lock (each call gets its own input).
 #ifndef RLPROF_SRC_ANALYSIS_RUN_H_
 #define RLPROF_SRC_ANALYSIS_RUN_H_
 
@@ -31,10 +32,14 @@ struct InputResult {
 };
 
 using ProgressFn = std::function<void(size_t done, size_t total)>;
+// Called once per input (index into `inputs`), right after it was analysed (or failed), on the
+// worker that analysed it and before `progress` counts it: per-input output work (the run
+// pipeline's CSVs) runs inside the parallel phase.
+using InputFn = std::function<void(size_t index, const InputResult& result)>;
 
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,
-                                       const ProgressFn& progress = nullptr);
+                                       const ProgressFn& progress = nullptr, const InputFn& each = nullptr);
 
 // The regex of AnalysisOptions::step_marker, or InvalidArgument naming the pattern.
 base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern);

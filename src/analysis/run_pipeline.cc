@@ -2,7 +2,13 @@
 #include "src/analysis/run_pipeline.h"
 
 #include <filesystem>
+#include <functional>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <system_error>
+#include <thread>
 
 #include "src/analysis/readers/readers.h"
 #include "src/base/files.h"
@@ -91,7 +97,10 @@ Diagnostics RunAnalysis::AllDiagnostics() const {
   return d;
 }
 
-base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, const RunConfig& cfg) {
+// AnalyseRun, with `found(n)` called once the n inputs are known and `each` on the worker that
+// analysed each input.
+base::StatusOr<RunAnalysis> AnalyseRunWith(const std::vector<std::string>& paths, const RunConfig& cfg,
+                                           const std::function<void(size_t)>& found, const InputFn& each) {
   RunAnalysis run;
   run.paths = paths;
   run.options = cfg.options;
@@ -102,9 +111,14 @@ base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, co
     for (const auto& d : run.found.details) what += "\n" + d;  // why nothing was found
     return base::NotFound(what);
   }
-  run.inputs = AnalyseInputs(inputs, cfg.classifier, cfg.options, cfg.jobs, cfg.progress);
+  if (found) found(inputs.size());
+  run.inputs = AnalyseInputs(inputs, cfg.classifier, cfg.options, cfg.jobs, cfg.progress, each);
   run.view = BuildRunView(run.inputs);
   return run;
+}
+
+base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, const RunConfig& cfg) {
+  return AnalyseRunWith(paths, cfg, nullptr, nullptr);
 }
 
 RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& options, Diagnostics found,
@@ -142,36 +156,227 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
 
 nlohmann::json RunSummaryJson(const RunAnalysis& run) { return SummaryJson(run.inputs, run.options, &run.found); }
 
-base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
-                                           const RunWriteOptions& opts) {
+namespace {
+
+base::Status CheckExports(const RunWriteOptions& opts) {
   for (const auto& e : opts.exports)
     if (e != "text" && e != "db" && e != "pftrace")
       return base::InvalidArgument("export type '" + e + "' is not one of text, db, pftrace");
-  RunOutputs out;
-  for (const auto& r : run.inputs) {
-    if (!r.status.ok()) continue;
-    const std::string sub = dir + "/" + r.name;
-    RLPROF_RETURN_IF_ERROR(base::MakeDirs(sub));
-    for (const auto& t : AllTables(r.analysis))
-      RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(sub + "/" + t.name + ".csv", ToCsv(t)));
-    if (opts.exports.empty()) continue;
-    if (base::Status s = ExportCapture(r, opts.exports, sub, &out.exported); !s.ok()) {
-      if (s.code() == base::StatusCode::kIoError) return s;
-      out.export_failures.emplace_back(r.input, s);
-    }
+  return base::Status::Ok();
+}
+
+// What writing one input's files left: its tables (kept for analysis.db), the first write that
+// failed, its exports.
+struct InputFiles {
+  std::string name;           // the input's name (its folder, its `input` in analysis.db)
+  std::vector<Table> tables;  // AllTables; empty when the input was not analysed
+  base::Status write;         // the first IoError writing its CSVs or exports
+  std::vector<std::string> exported;
+  std::optional<base::Status> export_failure;  // its capture could not be read for --export
+};
+
+// analysis.db, written on a thread of its own: the per-input tables as soon as every input's
+// tables are built (while the last inputs' CSVs, the run view, summary.json and the report are
+// still being written), then the run-level tables once they are given. Abandoned (no file) when
+// an input's files or the run-level files could not be written, as if it had been written last.
+class DbJob {
+ public:
+  DbJob(std::string path, std::vector<InputFiles>* files) : path_(std::move(path)), files_(files) {}
+  ~DbJob() { Abandon(); }
+
+  // `files` has its final size: start waiting for the inputs.
+  void Start() {
+    thread_ = std::thread([this] {
+      status_ = Run();
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      cv_.notify_all();
+    });
   }
-  out.summary = RunSummaryJson(run);
-  out.summary["output"] = dir;
-  std::vector<Table> tables = RunTables(run);
-  RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
-  // The run view, the run's one table of steps × stages × ranks (also in summary.json).
-  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", ToCsv(tables.back())));
-  // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
-  const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary + "\n"));
-  RLPROF_RETURN_IF_ERROR(WriteSqlite(tables, dir + "/analysis.db"));
+  // One more input's tables are built (call after filling its InputFiles' name and tables).
+  void InputReady() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++ready_;
+    cv_.notify_all();
+  }
+  // The run-level tables (alive until Join); the file is committed after them.
+  void RunLevel(const Table* across, const Table* view) {
+    std::lock_guard<std::mutex> lock(mu_);
+    across_ = across;
+    view_ = view;
+    cv_.notify_all();
+  }
+  // Frees each per-input table as soon as it is in the file, on the calling thread while the
+  // writer goes on with the next ones (freeing ~100 k rows of strings is milliseconds that would
+  // otherwise come after the commit); then waits for the file. Its Status.
+  base::Status Join() {
+    if (!thread_.joinable()) return status_;
+    size_t freed = 0;
+    for (;;) {
+      size_t upto;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return finished_ || written_ > freed; });
+        upto = written_;
+        if (finished_ && upto <= freed) break;
+      }
+      for (; freed < upto; ++freed)
+        for (auto& f : *files_)
+          if (freed < f.tables.size()) f.tables[freed] = Table{};
+    }
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+  void Abandon() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      abandon_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();  // its status no longer matters
+  }
+
+ private:
+  base::Status Run() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abandon_ || ready_ == files_->size(); });
+      if (abandon_) return base::Status::Ok();
+    }
+    // Only `name` and `tables` may be read here: the workers may still be writing the CSVs
+    // (and setting `write`). A failed write abandons the job before the run-level tables come.
+    const std::vector<InputFiles>& files = *files_;
+    size_t first = files.size();
+    for (size_t i = 0; i < files.size() && first == files.size(); ++i)
+      if (!files[i].tables.empty()) first = i;
+    const size_t dir_end = path_.rfind('/');
+    if (dir_end != std::string::npos) RLPROF_RETURN_IF_ERROR(base::MakeDirs(path_.substr(0, dir_end)));
+    RLPROF_ASSIGN_OR_RETURN(std::unique_ptr<SqliteWriter> w, SqliteWriter::Open(path_));
+    // Each per-input table of every analysed input, in input order, with an `input` column.
+    for (size_t k = 0; first < files.size() && k < files[first].tables.size(); ++k) {
+      SqliteTable t;
+      for (const auto& f : files)
+        if (!f.tables.empty()) t.parts.push_back({f.name, &f.tables[k]});
+      RLPROF_RETURN_IF_ERROR(w->Add(t));
+      std::lock_guard<std::mutex> lock(mu_);
+      written_ = k + 1;  // Join may free table k of every input now
+      cv_.notify_all();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abandon_ || (across_ != nullptr && view_ != nullptr); });
+      if (abandon_) return base::Status::Ok();  // `w` removes the partial file
+    }
+    RLPROF_RETURN_IF_ERROR(w->Add({{{"", across_}}, false}));
+    RLPROF_RETURN_IF_ERROR(w->Add({{{"", view_}}, false}));
+    return w->Commit();
+  }
+
+  const std::string path_;
+  std::vector<InputFiles>* files_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t ready_ = 0;
+  size_t written_ = 0;     // per-input tables [0, written_) are in the file
+  bool finished_ = false;  // Run returned
+  bool abandon_ = false;
+  const Table* across_ = nullptr;
+  const Table* view_ = nullptr;
+  base::Status status_;
+  std::thread thread_;
+};
+
+// Builds an input's tables once and writes DIR/<name>/<table>.csv (and its exports); tells `db`
+// once the tables are built, before the CSVs are written.
+void WriteInputFiles(const InputResult& r, const std::string& dir, const RunWriteOptions& opts, InputFiles* f,
+                     DbJob* db) {
+  f->name = r.name;
+  if (r.status.ok()) f->tables = AllTables(r.analysis);
+  db->InputReady();
+  if (!r.status.ok()) return;
+  const std::string sub = dir + "/" + r.name;
+  f->write = base::MakeDirs(sub);
+  for (size_t k = 0; k < f->tables.size() && f->write.ok(); ++k)
+    f->write = base::WriteFileAtomic(sub + "/" + f->tables[k].name + ".csv", ToCsv(f->tables[k]));
+  if (!f->write.ok() || opts.exports.empty()) return;
+  if (base::Status s = ExportCapture(r, opts.exports, sub, &f->exported); !s.ok()) {
+    if (s.code() == base::StatusCode::kIoError) f->write = s;
+    else f->export_failure = s;
+  }
+}
+
+// The run-level files once every input's are written: this thread writes run_view.csv,
+// summary.json and then runs `opts.while_db` (the CLI's report) while `db` finishes analysis.db.
+// Errors: the inputs' own (first in input order), then in that order.
+base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::vector<InputFiles>& files,
+                                            const std::string& dir, const RunWriteOptions& opts, DbJob* db) {
+  RunOutputs out;
+  for (const auto& f : files) {
+    if (!f.write.ok()) {
+      db->Abandon();
+      return f.write;
+    }
+    out.exported.insert(out.exported.end(), f.exported.begin(), f.exported.end());
+  }
+  for (size_t i = 0; i < files.size(); ++i)
+    if (files[i].export_failure) out.export_failures.emplace_back(run.inputs[i].input, *files[i].export_failure);
+  const Table across = StageAcrossRanksTable(run.inputs);
+  const Table view = RunViewTable(run.view);
+  db->RunLevel(&across, &view);
+  base::Status docs = [&]() -> base::Status {
+    RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
+    out.summary = RunSummaryJson(run);
+    out.summary["output"] = dir;
+    // The run view, the run's one table of steps × stages × ranks (also in summary.json).
+    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", ToCsv(view)));
+    // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
+    const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary + "\n"));
+    if (opts.while_db) return opts.while_db(out.summary);
+    return base::Status::Ok();
+  }();
+  if (!docs.ok()) {
+    db->Abandon();  // as before: no analysis.db after a failed run-level write (unless done)
+    return docs;
+  }
+  RLPROF_RETURN_IF_ERROR(db->Join());
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
   return out;
+}
+
+}  // namespace
+
+base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
+                                           const RunWriteOptions& opts) {
+  RLPROF_RETURN_IF_ERROR(CheckExports(opts));
+  std::vector<InputFiles> files(run.inputs.size());
+  DbJob db(dir + "/analysis.db", &files);
+  db.Start();
+  for (size_t i = 0; i < run.inputs.size(); ++i) {
+    WriteInputFiles(run.inputs[i], dir, opts, &files[i], &db);
+    if (!files[i].write.ok()) {  // the first failure, as it happened
+      db.Abandon();
+      return files[i].write;
+    }
+  }
+  return FinishRunOutputs(run, files, dir, opts, &db);
+}
+
+base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,
+                                              const std::string& dir, const RunWriteOptions& opts,
+                                              RunAnalysis* run) {
+  RLPROF_RETURN_IF_ERROR(CheckExports(opts));
+  std::vector<InputFiles> files;
+  DbJob db(dir + "/analysis.db", &files);
+  // Each input's CSVs are written by the worker that analysed it, inside the parallel phase;
+  // analysis.db starts as soon as the last input's tables are built.
+  auto found = [&](size_t n) {
+    files.resize(n);
+    db.Start();
+  };
+  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(r, dir, opts, &files[i], &db); };
+  RLPROF_ASSIGN_OR_RETURN(*run, AnalyseRunWith(paths, cfg, found, each));
+  return FinishRunOutputs(*run, files, dir, opts, &db);
 }
 
 }  // namespace rlprof::analysis

@@ -21,6 +21,7 @@
 #define RLPROF_SRC_ANALYSIS_RUN_PIPELINE_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,6 +92,10 @@ nlohmann::json RunSummaryJson(const RunAnalysis& run);
 
 struct RunWriteOptions {
   std::vector<std::string> exports;  // rlprof captures also exported: text, db, pftrace
+  // Optional run-level work (the CLI's report.html) run on the calling thread, after
+  // summary.json is written, while analysis.db is written on its own thread; gets the summary
+  // as written. Its failure is returned like a write failure.
+  std::function<base::Status(const nlohmann::json& summary)> while_db = nullptr;
 };
 
 struct RunOutputs {
@@ -104,9 +109,20 @@ struct RunOutputs {
 
 // Writes DIR/<name>/<table>.csv for every analysed input (plus its exports), DIR/run_view.csv,
 // DIR/summary.json and DIR/analysis.db. InvalidArgument for an unknown export type (before
-// writing anything); IoError, naming the file, on the first write that fails.
+// writing anything); IoError, naming the file, on the first write that fails. Each input's
+// tables are built once (for its CSVs and analysis.db); analysis.db is written on a thread of
+// its own while run_view.csv, summary.json and `opts.while_db` are written on this one.
 base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
                                            const RunWriteOptions& opts = {});
+
+// AnalyseRun then WriteRunOutputs in one pass, what `rlprof analyse` runs: each input's CSVs
+// (and exports) are written by the worker that analysed it, inside the parallel phase, so only
+// the run-level files are left for the end. The same files and RunOutputs as the two calls;
+// `*run` is the RunAnalysis (set when the analysis itself succeeded, even if a write failed).
+// Errors: AnalyseRun's, then WriteRunOutputs'.
+base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,
+                                              const std::string& dir, const RunWriteOptions& opts,
+                                              RunAnalysis* run);
 
 }  // namespace rlprof::analysis
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace rlprof::analysis {
@@ -94,6 +95,108 @@ TEST_F(RunPipelineTest, WritesTheSameFilesAsTheCommandAndKeepsUnreadableInputsWi
   EXPECT_FALSE(fs::exists(root_ + "/out2"));
   std::ofstream(root_ + "/file") << "x";
   EXPECT_EQ(WriteRunOutputs(*run, root_ + "/file/sub").status().code(), base::StatusCode::kIoError);
+}
+
+// Every file under `dir`, relative path → bytes.
+std::map<std::string, std::string> Files(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = Slurp(e.path().string());
+  return out;
+}
+
+TEST_F(RunPipelineTest, OnePassWritesTheSameFilesAsAnalyseThenWriteAndTheSameDatabaseAsTheConcatenatedTables) {
+  std::ofstream(root_ + "/bad.json") << "this is not a trace";
+  const std::vector<std::string> paths = {kInputs, root_ + "/bad.json"};
+  auto cfg = MakeRunConfig({}, 2);
+  ASSERT_TRUE(cfg.ok());
+  // AnalyseAndWriteRun: CSVs on the workers, analysis.db on its own thread, the callback beside it.
+  RunAnalysis one;
+  int calls = 0;
+  RunWriteOptions opts;
+  opts.while_db = [&](const nlohmann::json& summary) {
+    ++calls;
+    EXPECT_EQ(summary["output"], root_ + "/a");
+    return base::Status::Ok();
+  };
+  auto a = AnalyseAndWriteRun(paths, *cfg, root_ + "/a", opts, &one);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(calls, 1);
+  EXPECT_GT(one.analysed(), 10u);  // the golden inputs (captures, Kineto, legacy torch) …
+  EXPECT_EQ(one.inputs.size(), one.analysed() + 1);  // … and the one that is not a trace
+  // The two calls, one input after the other.
+  cfg->jobs = 1;
+  auto run = AnalyseRun(paths, *cfg);
+  ASSERT_TRUE(run.ok());
+  auto b = WriteRunOutputs(*run, root_ + "/b");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(a->written.size(), b->written.size());
+  auto fa = Files(root_ + "/a"), fb = Files(root_ + "/b");
+  ASSERT_EQ(fa.size(), fb.size());
+  ASSERT_GT(fa.size(), one.analysed() * 14);  // 14 CSVs per analysed input, the run's files
+  for (const auto& [name, bytes] : fa) {
+    ASSERT_TRUE(fb.count(name)) << name;
+    if (name == "summary.json") continue;  // its "output" differs
+    EXPECT_TRUE(bytes == fb[name]) << name;
+  }
+  nlohmann::json sa = nlohmann::json::parse(fa["summary.json"]), sb = nlohmann::json::parse(fb["summary.json"]);
+  sa.erase("output");
+  sb.erase("output");
+  EXPECT_EQ(sa, sb);
+  // The database built from each input's tables in place (32 rows per INSERT) is the file that
+  // WriteSqlite writes from the concatenated tables, one row per INSERT.
+  size_t rows = 0;
+  const std::vector<Table> merged = RunTables(*run);
+  for (const auto& t : merged) rows = std::max(rows, t.rows.size());
+  EXPECT_GT(rows, 100u);  // several full batches and a remainder
+  ASSERT_TRUE(WriteSqlite(merged, root_ + "/concat.db").ok());
+  EXPECT_TRUE(Slurp(root_ + "/concat.db") == fa["analysis.db"]);
+}
+
+TEST_F(RunPipelineTest, OnePassFailuresAreStatusesAndLeaveNoDatabase) {
+  auto cfg = MakeRunConfig({}, 2);
+  ASSERT_TRUE(cfg.ok());
+  const std::vector<std::string> paths = {kInputs + "hta_cpu_only_rank-34.json.gz", kInputs + "kineto_launches.json"};
+  RunAnalysis run;
+  EXPECT_EQ(AnalyseAndWriteRun(paths, *cfg, root_ + "/x", {.exports = {"xml"}}, &run).status().code(),
+            base::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(root_ + "/x"));
+  // An output folder that cannot be made: the inputs are still analysed.
+  std::ofstream(root_ + "/file") << "x";
+  EXPECT_EQ(AnalyseAndWriteRun(paths, *cfg, root_ + "/file/sub", {}, &run).status().code(),
+            base::StatusCode::kIoError);
+  EXPECT_EQ(run.analysed(), 2u);
+  // The run-level callback's failure is the run's; analysis.db is not left behind half-written.
+  RunWriteOptions opts;
+  opts.while_db = [](const nlohmann::json&) { return base::IoError("report.html: disk full"); };
+  auto w = AnalyseAndWriteRun(paths, *cfg, root_ + "/y", opts, &run);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(), "report.html: disk full");
+  EXPECT_FALSE(fs::exists(root_ + "/y/analysis.db.tmp"));
+  EXPECT_TRUE(fs::exists(root_ + "/y/summary.json"));
+  // No trace: NotFound, nothing written, `run` untouched.
+  fs::create_directories(root_ + "/empty");
+  EXPECT_EQ(AnalyseAndWriteRun({root_ + "/empty"}, *cfg, root_ + "/z", {}, &run).status().code(),
+            base::StatusCode::kNotFound);
+  EXPECT_FALSE(fs::exists(root_ + "/z"));
+}
+
+TEST_F(RunPipelineTest, ASqliteWriterDroppedBeforeCommitLeavesNoFile) {
+  Table t{"t", {{"x", ColumnType::kInt, ""}}, {{int64_t{1}}, {int64_t{2}}}};
+  {
+    auto w = SqliteWriter::Open(root_ + "/a.db");
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ASSERT_TRUE((*w)->Add({{{"in", &t}}, true}).ok());
+  }
+  EXPECT_FALSE(fs::exists(root_ + "/a.db"));
+  EXPECT_FALSE(fs::exists(root_ + "/a.db.tmp"));
+  auto w = SqliteWriter::Open(root_ + "/a.db");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Add({{{"in", &t}}, true}).ok());
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_TRUE(fs::exists(root_ + "/a.db"));
+  EXPECT_EQ((*w)->Commit().code(), base::StatusCode::kIoError);  // once only
+  EXPECT_EQ(SqliteWriter::Open(root_ + "/no/such/dir/a.db").status().code(), base::StatusCode::kIoError);
 }
 
 TEST_F(RunPipelineTest, AFileNameThatIsNotUtf8IsWrittenNotThrown) {

@@ -13,14 +13,31 @@ namespace rlprof::analysis {
 
 namespace {
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
+// Appends `s` as one CSV field (quoted only when it holds a separator, a quote or a newline).
+void AppendCsvField(std::string* out, std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out->append(s);
+    return;
   }
-  return out + "\"";
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+// Appends FormatCell(c) as a CSV field without building a string per cell (numbers never need
+// quoting: fmt writes digits, '.', 'e', '+', '-', "inf").
+void AppendCsvCell(std::string* out, const Cell& c) {
+  char buf[64];
+  if (const auto* i = std::get_if<int64_t>(&c)) {
+    out->append(buf, fmt::format_to_n(buf, sizeof buf, "{}", *i).out);
+  } else if (const auto* d = std::get_if<double>(&c)) {
+    if (!std::isnan(*d)) out->append(buf, fmt::format_to_n(buf, sizeof buf, "{}", *d).out);
+  } else if (const auto* s = std::get_if<std::string>(&c)) {
+    AppendCsvField(out, *s);
+  }
 }
 
 std::string Quoted(const std::string& ident) {
@@ -47,16 +64,17 @@ std::string FormatCell(const Cell& c) {
 
 std::string ToCsv(const Table& t) {
   std::string out;
+  out.reserve(64 + t.rows.size() * (t.columns.size() * 12 + 1));
   for (size_t i = 0; i < t.columns.size(); ++i) {
     if (i) out += ',';
     // Bare names, as torch_npu writes them; units are documented (docs/analysis.md).
-    out += CsvField(t.columns[i].name);
+    AppendCsvField(&out, t.columns[i].name);
   }
   out += '\n';
   for (const auto& r : t.rows) {
     for (size_t i = 0; i < r.size(); ++i) {
       if (i) out += ',';
-      out += CsvField(FormatCell(r[i]));
+      AppendCsvCell(&out, r[i]);
     }
     out += '\n';
   }
@@ -139,66 +157,145 @@ nlohmann::json ToJson(const Table& t) {
 }
 
 base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+  std::vector<SqliteTable> whole;
+  whole.reserve(tables.size());
+  for (const auto& t : tables) whole.push_back({{{"", &t}}, false});
+  return WriteSqliteParts(whole, path);
+}
+
+base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path) {
+  RLPROF_ASSIGN_OR_RETURN(std::unique_ptr<SqliteWriter> w, SqliteWriter::Open(path));
+  for (const auto& t : tables) RLPROF_RETURN_IF_ERROR(w->Add(t));
+  return w->Commit();
+}
+
+base::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::Open(const std::string& path) {
+  std::unique_ptr<SqliteWriter> w(new SqliteWriter);
+  w->path_ = path;
+  w->tmp_ = path + ".tmp";
   std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  sqlite3* db = nullptr;
-  if (sqlite3_open(tmp.c_str(), &db) != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return base::IoError(path + ": cannot create database: " + msg);
+  std::filesystem::remove(w->tmp_, ec);
+  // One connection used by one thread: no SQLite mutexes.
+  if (sqlite3_open_v2(w->tmp_.c_str(), &w->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = w->db_ ? sqlite3_errmsg(w->db_) : "out of memory";
+    return base::IoError(path + ": cannot create database: " + msg);  // ~SqliteWriter closes it
   }
-  auto fail = [&](const std::string& what) {
-    std::string msg = what + ": " + sqlite3_errmsg(db);
-    sqlite3_close(db);
-    std::filesystem::remove(tmp, ec);
-    return base::IoError(path + ": " + msg);
-  };
-  auto exec = [&](const std::string& sql) { return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr); };
-  if (exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN") != SQLITE_OK) return fail("begin");
+  auto exec = [&](const char* sql) { return sqlite3_exec(w->db_, sql, nullptr, nullptr, nullptr); };
+  // A fresh file written in one transaction and renamed into place at the end: no journal, no
+  // fsync and no locking are needed (a crash leaves only the .tmp file). A page cache of up to
+  // 256 MiB keeps the pages in memory until the commit writes each once (with SQLite's default
+  // 2 MiB the cache spills and pages are written more than once); neither changes the file.
+  if (exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+           "PRAGMA cache_size=-262144; BEGIN") != SQLITE_OK)
+    return w->Fail("begin");
   if (exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
            "INSERT INTO meta VALUES('format','rlprof-analysis'),('schema_version','1')") != SQLITE_OK)
-    return fail("meta");
-  for (const auto& t : tables) {
-    std::string create = "CREATE TABLE " + Quoted(t.name) + "(";
-    std::string insert = "INSERT INTO " + Quoted(t.name) + " VALUES(";
-    for (size_t i = 0; i < t.columns.size(); ++i) {
-      const auto& c = t.columns[i];
-      if (i) {
-        create += ", ";
-        insert += ",";
-      }
-      create += Quoted(c.name) + (c.type == ColumnType::kInt ? " INTEGER" : c.type == ColumnType::kReal ? " REAL" : " TEXT");
-      insert += "?";
-    }
-    create += ")";
-    insert += ")";
-    if (exec(create) != SQLITE_OK) return fail("create " + t.name);
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, insert.c_str(), -1, &st, nullptr) != SQLITE_OK) return fail("prepare " + t.name);
-    for (const auto& r : t.rows) {
-      for (size_t i = 0; i < r.size(); ++i) {
-        const int k = static_cast<int>(i + 1);
+    return w->Fail("meta");
+  return w;
+}
+
+SqliteWriter::~SqliteWriter() {
+  if (db_ == nullptr) return;
+  sqlite3_close(db_);  // not committed: the partial file goes
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+}
+
+base::Status SqliteWriter::Fail(const std::string& what) {
+  std::string msg = what + ": " + (db_ ? sqlite3_errmsg(db_) : "closed");
+  sqlite3_close(db_);
+  db_ = nullptr;
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+  return base::IoError(path_ + ": " + msg);
+}
+
+base::Status SqliteWriter::Add(const SqliteTable& st_parts) {
+  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
+  if (st_parts.parts.empty()) return base::Status::Ok();
+  const Table& first = *st_parts.parts.front().second;
+  const int shift = st_parts.with_input ? 1 : 0;  // the `input` column, first
+  const size_t ncols = first.columns.size() + shift;
+  std::string create = "CREATE TABLE " + Quoted(first.name) + "(";
+  if (shift) create += Quoted("input") + " TEXT";
+  for (size_t i = 0; i < first.columns.size(); ++i) {
+    const auto& c = first.columns[i];
+    if (i + shift) create += ", ";
+    create += Quoted(c.name) + (c.type == ColumnType::kInt ? " INTEGER" : c.type == ColumnType::kReal ? " REAL" : " TEXT");
+  }
+  create += ")";
+  if (sqlite3_exec(db_, create.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("create " + first.name);
+  // INSERT … VALUES(row),(row),…: up to kBatch rows per step (fewer VDBE program runs and
+  // resets per row). Rows are inserted in the same order, so the file is the same.
+  auto prepare = [&](size_t rows, sqlite3_stmt** st) {
+    std::string one = "(";
+    for (size_t i = 0; i < ncols; ++i) one += i ? ",?" : "?";
+    one += ")";
+    std::string sql = "INSERT INTO " + Quoted(first.name) + " VALUES";
+    for (size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one;
+    return sqlite3_prepare_v2(db_, sql.c_str(), -1, st, nullptr) == SQLITE_OK;
+  };
+  constexpr size_t kBatch = 32;
+  sqlite3_stmt* batch = nullptr;
+  sqlite3_stmt* single = nullptr;
+  auto finalize = [&] {
+    sqlite3_finalize(batch);
+    sqlite3_finalize(single);
+  };
+  if (!prepare(kBatch, &batch) || !prepare(1, &single)) {
+    finalize();
+    return Fail("prepare " + first.name);
+  }
+  size_t total = 0;
+  for (const auto& part : st_parts.parts) total += part.second->rows.size();
+  size_t done = 0, in_stmt = 0;
+  sqlite3_stmt* st = total >= kBatch ? batch : single;
+  for (const auto& [input, t] : st_parts.parts) {
+    for (const auto& r : t->rows) {
+      const int base = static_cast<int>(in_stmt * ncols);
+      if (shift) sqlite3_bind_text(st, base + 1, input.c_str(), -1, SQLITE_STATIC);
+      for (size_t i = 0; i + shift < ncols; ++i) {
+        const int k = base + static_cast<int>(i) + 1 + shift;
+        if (i >= r.size()) {
+          sqlite3_bind_null(st, k);
+          continue;
+        }
         const Cell& c = r[i];
-        if (std::holds_alternative<int64_t>(c)) sqlite3_bind_int64(st, k, std::get<int64_t>(c));
-        else if (std::holds_alternative<double>(c) && !std::isnan(std::get<double>(c)))
-          sqlite3_bind_double(st, k, std::get<double>(c));
-        else if (std::holds_alternative<std::string>(c))
-          sqlite3_bind_text(st, k, std::get<std::string>(c).c_str(), -1, SQLITE_TRANSIENT);
+        // The rows outlive the statement's step: SQLite need not copy the text.
+        if (const auto* v = std::get_if<int64_t>(&c)) sqlite3_bind_int64(st, k, *v);
+        else if (const auto* d = std::get_if<double>(&c); d && !std::isnan(*d)) sqlite3_bind_double(st, k, *d);
+        else if (const auto* s = std::get_if<std::string>(&c))
+          sqlite3_bind_text(st, k, s->c_str(), -1, SQLITE_STATIC);
         else sqlite3_bind_null(st, k);
       }
+      ++done;
+      if (++in_stmt < (st == batch ? kBatch : 1)) continue;
       if (sqlite3_step(st) != SQLITE_DONE) {
-        sqlite3_finalize(st);
-        return fail("insert " + t.name);
+        finalize();
+        return Fail("insert " + first.name);
       }
       sqlite3_reset(st);
+      in_stmt = 0;
+      st = total - done >= kBatch ? batch : single;
     }
-    sqlite3_finalize(st);
   }
-  if (exec("COMMIT") != SQLITE_OK) return fail("commit");
-  if (sqlite3_close(db) != SQLITE_OK) return base::IoError(path + ": close failed");
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return base::IoError(path + ": " + ec.message());
+  finalize();
+  return base::Status::Ok();
+}
+
+base::Status SqliteWriter::Commit() {
+  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("commit");
+  const int rc = sqlite3_close(db_);
+  db_ = nullptr;
+  std::error_code ec;
+  if (rc != SQLITE_OK) {
+    std::filesystem::remove(tmp_, ec);
+    return base::IoError(path_ + ": close failed");
+  }
+  std::filesystem::rename(tmp_, path_, ec);
+  if (ec) return base::IoError(path_ + ": " + ec.message());
   return base::Status::Ok();
 }
 

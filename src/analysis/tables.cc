@@ -16,6 +16,16 @@ Column Int(std::string name, std::string unit = "") { return {std::move(name), C
 Column Text(std::string name) { return {std::move(name), ColumnType::kText, ""}; }
 Cell Num(double v) { return std::isnan(v) ? Cell{} : Cell{v}; }
 
+// A row built in place: a braced list would construct every cell twice (strings copied twice).
+// For the tables with a row per operator or kernel.
+template <typename... Ts>
+std::vector<Cell> Row(Ts&&... v) {
+  std::vector<Cell> r;
+  r.reserve(sizeof...(v));
+  (r.emplace_back(std::forward<Ts>(v)), ...);
+  return r;
+}
+
 }  // namespace
 
 Table StepTraceTimeTable(const TraceAnalysis& a) {
@@ -89,11 +99,12 @@ Table OpStatisticTable(const TraceAnalysis& a) {
            Real("self", "us"), Real("mean", "us"), Real("min", "us"), Real("max", "us"),
            Real("p50", "us"), Real("p99", "us"), Real("device_total", "us"), Int("kernels")},
           {}};
+  t.rows.reserve(a.host_ops.size() + a.host_ops_by_shape.size() + a.kernels.size());
   auto add = [&](const char* type, const std::vector<OpStat>& v) {
     for (const auto& s : v)
-      t.rows.push_back({std::string(type), s.name, s.shapes, s.count, Us(s.total), Us(s.self),
-                        s.mean / 1e3, Us(s.min), Us(s.max), Us(s.p50), Us(s.p99),
-                        Us(s.device_total), s.kernels});
+      t.rows.push_back(Row(std::string(type), s.name, s.shapes, s.count, Us(s.total), Us(s.self),
+                           s.mean / 1e3, Us(s.min), Us(s.max), Us(s.p50), Us(s.p99),
+                           Us(s.device_total), s.kernels));
   };
   add("host", a.host_ops);
   add("host_by_shape", a.host_ops_by_shape);
@@ -151,9 +162,10 @@ Table KernelDetailsTable(const TraceAnalysis& a) {
           {Int("Step Id"), Text("Name"), Text("Type"), Text("Stream"), Real("Start Time", "us"),
            Real("Duration", "us"), Real("Wait Time", "us"), Int("start_ns", "ns")},
           {}};
+  t.rows.reserve(a.kernel_rows.size());
   for (const auto& k : a.kernel_rows)
-    t.rows.push_back({k.step < 0 ? Cell{} : Cell{k.step}, k.name, std::string(WorkClassName(k.cls)),
-                      k.stream, Us(k.start), Us(k.dur), Us(k.wait), k.start});
+    t.rows.push_back(Row(k.step < 0 ? Cell{} : Cell{k.step}, k.name, std::string(WorkClassName(k.cls)),
+                         k.stream, Us(k.start), Us(k.dur), Us(k.wait), k.start));
   return t;
 }
 
@@ -215,10 +227,24 @@ Table DiagnosticsTable(const Diagnostics& d) {
 }
 
 std::vector<Table> AllTables(const TraceAnalysis& a) {
-  return {StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a), OpStatisticTable(a),
-          KernelDetailsTable(a), HtaTemporalTable(a), HtaIdleTable(a), GpuTimelineTable(a),
-          ClassTable(a), ModuleViewTable(a), MemoryPeakTable(a), OpsByFrameTable(a),
-          DiagnosticsTable(a.diagnostics)};
+  // Moved in one by one: a braced list would copy every table (every row, every string).
+  std::vector<Table> out;
+  out.reserve(14);
+  out.push_back(StepTraceTimeTable(a));
+  out.push_back(StepAtomsTable(a));
+  out.push_back(StageTimeTable(a));
+  out.push_back(CommByGroupTable(a));
+  out.push_back(OpStatisticTable(a));
+  out.push_back(KernelDetailsTable(a));
+  out.push_back(HtaTemporalTable(a));
+  out.push_back(HtaIdleTable(a));
+  out.push_back(GpuTimelineTable(a));
+  out.push_back(ClassTable(a));
+  out.push_back(ModuleViewTable(a));
+  out.push_back(MemoryPeakTable(a));
+  out.push_back(OpsByFrameTable(a));
+  out.push_back(DiagnosticsTable(a.diagnostics));
+  return out;
 }
 
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts) {

@@ -12,7 +12,9 @@
 #define RLPROF_SRC_ANALYSIS_TABLES_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -20,6 +22,8 @@
 
 #include "src/analysis/analyse.h"
 #include "src/base/status.h"
+
+struct sqlite3;
 
 namespace rlprof::analysis {
 
@@ -72,6 +76,37 @@ std::string FormatCell(const Cell& c);  // shortest round-trip for reals, "" for
 
 // Writes every table into a new SQLite database (replaced atomically), plus a `meta` table.
 base::Status WriteSqlite(const std::vector<Table>& tables, const std::string& path);
+
+// One table of a database written by WriteSqliteParts, assembled without copying rows: the
+// parts' rows in order. With `with_input`, an `input` text column comes first, holding each
+// part's label (ConcatWithInput's layout); without, the label is ignored. Every part has the
+// first part's name and columns.
+struct SqliteTable {
+  std::vector<std::pair<std::string, const Table*>> parts;  // (input label, table)
+  bool with_input = true;
+};
+// WriteSqlite over such tables: one connection, one transaction, one prepared INSERT per table.
+// The same file as WriteSqlite of the concatenated tables.
+base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path);
+
+// WriteSqliteParts in steps, for a thread that gets its tables as they become ready: Open,
+// Add each table (in file order), Commit. Destroyed before Commit (or after a failure), the
+// partial file is removed and `path` is left as it was. IoError naming the path and the step.
+class SqliteWriter {
+ public:
+  static base::StatusOr<std::unique_ptr<SqliteWriter>> Open(const std::string& path);
+  ~SqliteWriter();
+  SqliteWriter(const SqliteWriter&) = delete;
+  SqliteWriter& operator=(const SqliteWriter&) = delete;
+  base::Status Add(const SqliteTable& table);
+  base::Status Commit();  // then renames the file into place
+
+ private:
+  SqliteWriter() = default;
+  base::Status Fail(const std::string& what);  // closes, removes the partial file
+  sqlite3* db_ = nullptr;
+  std::string path_, tmp_;
+};
 
 }  // namespace rlprof::analysis
 

@@ -64,16 +64,22 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
              << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
   }
-  RLPROF_ASSIGN_OR_RETURN(analysis::RunAnalysis run, analysis::AnalyseRun(a.paths, cfg));
+  // One pass: each input's CSVs are written by the worker that analysed it; the report is
+  // written while analysis.db is (on its own thread).
+  analysis::RunAnalysis run;
+  const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
+  analysis::RunWriteOptions wopts{.exports = a.exports};
+  wopts.while_db = [&](const nlohmann::json& summary) {
+    return report::WriteHtmlReport(a.output + "/report.html",
+                                   report::ReportData(run.inputs, summary, title, RLPROF_VERSION));
+  };
+  auto written = analysis::AnalyseAndWriteRun(a.paths, cfg, a.output, wopts, &run);
   for (const auto& r : run.inputs)
     if (!r.status.ok()) io.err << "rlprof analyse: " << r.input << ": " << r.status.message() << "\n";
-  RLPROF_ASSIGN_OR_RETURN(analysis::RunOutputs w,
-                          analysis::WriteRunOutputs(run, a.output, {.exports = a.exports}));
+  RLPROF_RETURN_IF_ERROR(written.status());
+  const analysis::RunOutputs& w = *written;
   for (const auto& [input, s] : w.export_failures)
     io.err << "rlprof analyse: export: " << input << ": " << s.message() << "\n";
-  const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
-  RLPROF_RETURN_IF_ERROR(report::WriteHtmlReport(
-      a.output + "/report.html", report::ReportData(run.inputs, w.summary, title, RLPROF_VERSION)));
   const size_t bad = run.inputs.size() - run.analysed() + w.export_failures.size();
   // Some inputs (or their exports) could not be read: everything else is written, exit 2.
   const base::Status partial =
