@@ -297,6 +297,37 @@ TEST_F(CuptiTest, ExportShowsDeviceStreamsAsPerfettoTracks) {
   EXPECT_NE(bytes.find("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), std::string::npos);
 }
 
+// The report's timeline has a device lane per stream the fake CUPTI recorded (issue 12): the
+// compute stream and the NCCL stream, with the collective's class.
+TEST_F(CuptiTest, ReportHasADeviceLanePerStream) {
+  Register();
+  const std::string dir = RunStep("level0");
+  int rc = 0;
+  const std::string page = save_ + "/report.html";
+  const std::string out = Shell(std::string(RLPROF_CLI) + " report " + dir + " -o " + page, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string open = "<script id=\"rlprof-data\" type=\"application/json\">";
+  const size_t a = html.find(open), b = html.find("</script>", a);
+  ASSERT_NE(a, std::string::npos);
+  const json d = json::parse(html.substr(a + open.size(), b - a - open.size()), nullptr, false);
+  ASSERT_FALSE(d.is_discarded());
+  const json& lanes = d["activity"]["lanes"];
+  std::map<std::string, bool> device;
+  for (size_t i = 0; i < lanes["name"].size(); ++i) device[lanes["name"][i]] = lanes["device"][i];
+  EXPECT_TRUE(device["device 0 stream 7"]) << lanes.dump();
+  EXPECT_TRUE(device["device 0 stream 13"]) << lanes.dump();
+  const json& spans = d["activity"]["spans"];
+  bool nccl = false;
+  for (size_t i = 0; i < spans["lane"].size(); ++i) {
+    const std::string cls = d["activity"]["classes"][spans["cls"][i].get<size_t>()];
+    const std::string top = d["activity"]["names"][spans["top"][i].get<size_t>()];
+    nccl |= cls == "communication" && top.starts_with("ncclDevKernel_AllReduce");
+  }
+  EXPECT_TRUE(nccl) << spans.dump();
+}
+
 TEST_F(CuptiTest, WithoutLibcuptiTheHostCaptureGoesOnAndTheManifestSaysWhy) {
   TestEnv()["RLPROF_CUPTI_LIBRARY"] = "/nonexistent/libcupti.so.13";
   Register();
