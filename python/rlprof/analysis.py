@@ -213,6 +213,18 @@ class Analysis:
         return self._with_ns("kernel_details")
 
     @property
+    def activity(self) -> pd.DataFrame:
+        """Device and host activity (load(..., activity=N)): one row per span of each device
+        stream's and host thread's lane — input, rank, lane, device (1 / 0), start_ns, end_ns,
+        busy_ns (time its events covered), events, class (the one busy longest), longest (the
+        longest event's name), longest_ns. Spans merge consecutive events across the shortest
+        gaps until a lane has at most N (docs/analysis.md, device and host lanes). Empty
+        unless asked for."""
+        if "#activity" not in self._frames:
+            self._frames["#activity"] = _frame(self._run.activity())
+        return self._frames["#activity"].copy()
+
+    @property
     def comm_by_group(self) -> pd.DataFrame:
         """comm_by_group: communication per step × process group (µs)."""
         return self.table("comm_by_group")
@@ -294,7 +306,7 @@ class Cluster:
 def load(paths: Union[PathArg, Sequence[PathArg]], *, rules: Optional[PathArg] = None,
          assign: str = "clip", compat: str = "native", step_marker: Optional[str] = None,
          jobs: int = 2, progress: Optional[Callable[[int, int], Any]] = None,
-         ray: Optional[str] = None) -> Analysis:
+         ray: Optional[str] = None, activity: int = 0) -> Analysis:
     """Finds and analyses every trace under `paths` (rlprof captures and run folders, Kineto /
     torch JSON, Ascend trace_view.json), like `rlprof analyse PATHS --rules … --assign …
     --compat … --step-marker … --jobs …`. `progress(done, total)` is called after each input
@@ -302,15 +314,23 @@ def load(paths: Union[PathArg, Sequence[PathArg]], *, rules: Optional[PathArg] =
 
     `ray="auto"` (or a cluster address): like `rlprof analyse --ray`, each capture is analysed
     on the Ray node that holds it and only its results come back (rlprof.distributed,
-    docs/scale.md); the numbers are the local analysis's. `jobs` is then each node's CPUs."""
+    docs/scale.md); the numbers are the local analysis's. `jobs` is then each node's CPUs.
+
+    `activity=N` (> 0) also keeps each device stream's and host thread's activity, at most N
+    spans per lane (what the report's device and host lanes draw): `Analysis.activity`, and
+    the lanes in the report `write()` makes. Not with `ray=`."""
     if jobs < 1:
         raise ValueError("rlprof.analysis: jobs must be at least 1")
+    if activity < 0:
+        raise ValueError("rlprof.analysis: activity must be 0 (off) or a number of spans per lane")
     if ray is not None:
+        if activity:
+            raise ValueError("rlprof.analysis: activity lanes are not gathered with ray= (analyse locally)")
         from rlprof import distributed
         return Analysis(distributed.analyse(paths, ray, rules=rules, assign=assign, compat=compat,
                                             step_marker=step_marker, progress=progress).run)
     run = _analysis.analyse(_paths(paths), os.fsencode(rules) if rules is not None else b"", assign,
-                            compat, step_marker or "", int(jobs), progress)
+                            compat, step_marker or "", int(jobs), progress, int(activity))
     return Analysis(run)
 
 

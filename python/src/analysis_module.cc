@@ -162,7 +162,7 @@ using RunPtr = std::shared_ptr<const analysis::RunAnalysis>;
 
 RunPtr Analyse(const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
                const std::string& compat, const std::string& step_marker, size_t jobs,
-               const py::object& progress) {
+               const py::object& progress, size_t activity) {
   auto cfg = analysis::MakeRunConfig({.rules = rules, .assign = assign, .compat = compat,
                                       .step_marker = step_marker},
                                      jobs);
@@ -171,6 +171,7 @@ RunPtr Analyse(const std::vector<std::string>& paths, const std::string& rules, 
     if (cfg.status().code() == base::StatusCode::kNotFound) Raise(cfg.status());
     throw py::value_error(cfg.status().message());
   }
+  cfg->options.activity_spans = activity;
   // progress(done, total) from the worker threads, with the GIL taken for the call; what it
   // raises is reported as unraisable (sys.unraisablehook), never stops the analysis. The
   // callable is referenced, not copied: no reference counting without the GIL.
@@ -365,6 +366,31 @@ py::dict NsColumns(const PyRun& r, const std::string& name) {
   return d;
 }
 
+// Device and host activity lanes (load(activity=N)): one row per span, exact ns.
+py::dict ActivityTable(const PyRun& r) {
+  Table t{"activity",
+          {{"input", ColumnType::kText, ""},
+           {"rank", ColumnType::kInt, ""},
+           {"lane", ColumnType::kText, ""},
+           {"device", ColumnType::kInt, ""},
+           {"start_ns", ColumnType::kInt, "ns"},
+           {"end_ns", ColumnType::kInt, "ns"},
+           {"busy_ns", ColumnType::kInt, "ns"},
+           {"events", ColumnType::kInt, ""},
+           {"class", ColumnType::kText, ""},
+           {"longest", ColumnType::kText, ""},
+           {"longest_ns", ColumnType::kInt, "ns"}},
+          {}};
+  for (const auto& in : r.run->inputs) {
+    if (!in.status.ok()) continue;
+    for (const auto& l : in.analysis.activity)
+      for (const auto& x : l.spans)
+        t.rows.push_back({in.name, in.analysis.rank, l.name, static_cast<int64_t>(l.device), x.start, x.end, x.busy,
+                          x.count, std::string(analysis::WorkClassName(x.cls)), x.top, x.top_dur});
+  }
+  return TableToPy(t);
+}
+
 // The run view in long form, exact: one row per (row of the run view, rank lane) with a value.
 py::dict RunViewLong(const PyRun& r) {
   const analysis::RunView& v = r.run->view;
@@ -467,6 +493,7 @@ PYBIND11_MODULE(_analysis, m) {
       .def("run_view_long", &RunViewLong, "The run view, one row per (row, rank), exact ns")
       .def("ns_columns", &NsColumns, py::arg("name"), "Exact ns (int64) columns of a µs table's rows")
       .def("inputs", [](const PyRun& r) { return InputsTable(*r.run); }, "One row per input found")
+      .def("activity", &ActivityTable, "Device and host activity spans (analyse(activity=N))")
       .def("diagnostics", [](const PyRun& r) { return RunDiagnostics(*r.run); },
            "Every diagnostic with the catalogue's severity")
       .def("summary_json", [](const PyRun& r) {
@@ -479,13 +506,13 @@ PYBIND11_MODULE(_analysis, m) {
       });
   m.def("analyse", [](const std::vector<std::string>& paths, const std::string& rules, const std::string& assign,
                       const std::string& compat, const std::string& step_marker, size_t jobs,
-                      const py::object& progress) {
+                      const py::object& progress, size_t activity) {
           auto r = std::make_shared<PyRun>();
-          r->run = Analyse(paths, rules, assign, compat, step_marker, jobs, progress);
+          r->run = Analyse(paths, rules, assign, compat, step_marker, jobs, progress, activity);
           return r;
         },
         py::arg("paths"), py::arg("rules") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
-        py::arg("step_marker") = "", py::arg("jobs") = 2, py::arg("progress") = py::none());
+        py::arg("step_marker") = "", py::arg("jobs") = 2, py::arg("progress") = py::none(), py::arg("activity") = 0);
   m.def("check_options", [](const std::string& rules_yaml, const std::string& rules_origin, const std::string& assign,
                             const std::string& compat, const std::string& step_marker) {
           RemoteConfig(rules_yaml, rules_origin, assign, compat, step_marker);

@@ -352,3 +352,31 @@ def test_ascend_text_folders_load_compare_and_cluster_like_the_cli(tmp_path, rlp
     # What the text outputs do not hold: host operators and CANN calls, memory copies.
     assert set(c.ops[c.ops["change"] == "removed"]["type"]) <= {"host", "device"}
     assert not (c.ops["change"] == "added").any()
+
+
+def test_activity_lanes_are_spans_per_stream_and_thread(tmp_path):
+    """load(activity=N): each CUDA stream's kernels and each host thread's outermost operators
+    as at most N spans per lane; every device event is in its stream's lane exactly once (the
+    spans' events add up to the stream's kernel_details rows), busy time never exceeds a span,
+    and the report write() makes carries the lanes. Off by default, refused with ray=."""
+    assert ra.load(KINETO_GPU).activity.empty
+    a = ra.load(KINETO_GPU, activity=50)
+    act = a.activity
+    assert list(act.columns) == ["input", "rank", "lane", "device", "start_ns", "end_ns", "busy_ns", "events",
+                                 "class", "longest", "longest_ns"]
+    dev = act[act["device"] == 1]
+    assert not dev.empty and not act[act["device"] == 0].empty
+    assert dev.groupby("lane").size().max() <= 50
+    assert (act["busy_ns"] <= act["end_ns"] - act["start_ns"]).all() and (act["busy_ns"] > 0).all()
+    assert (act["longest_ns"] <= act["busy_ns"]).all()
+    k = a.kernels
+    per_stream = k.groupby("Stream").size()
+    events = dev.groupby("lane")["events"].sum()
+    assert sorted(events.tolist()) == sorted(per_stream.tolist())
+    assert set(act["class"]) <= {"compute", "communication", "memcpy", "memset", "unclassified", "host"}
+    a.write(tmp_path / "out")
+    assert "device 0 stream 7" in (tmp_path / "out" / "report.html").read_text()   # the timeline's lanes
+    with pytest.raises(ValueError):
+        ra.load(KINETO_GPU, activity=-1)
+    with pytest.raises(ValueError):
+        ra.load(KINETO_GPU, activity=10, ray="auto")
