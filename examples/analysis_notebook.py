@@ -19,7 +19,7 @@ run = sys.argv[1] if len(sys.argv) > 1 else "test/golden/analysis/inputs/grpo_ti
 baseline, new = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else (run, run)
 
 # %% Load: every trace under the path, analysed on 2 threads (the GIL is released meanwhile).
-a = ra.load(run, jobs=2)           # options as the CLI's: assign=, compat=, step_marker=, rules=
+a = ra.load(run, jobs=2, activity=500)   # options as the CLI's: assign=, compat=, step_marker=, rules=
 print(a)
 print(a.inputs[["input", "format", "rank", "steps", "stages", "error"]])
 
@@ -56,3 +56,11 @@ print(c.ops.head(10).to_string(index=False))
 k = a.cluster()
 print(k.balance.head(10).to_string(index=False))
 print(k.slow_ranks.to_string(index=False) if len(k.slow_ranks) else "no slow rank")
+
+# %% Busy time per device stream and host thread (the report's device and host lanes), per rank.
+act = a.activity
+if len(act):
+    busy = act.groupby(["rank", "lane", "class"])["busy_ns"].sum().unstack(fill_value=0) / 1e6
+    print(busy.round(3).to_string())   # ms
+else:
+    print("no device or host activity recorded")
