@@ -107,7 +107,7 @@ ActivityLanesResult ActivityLanes(const Trace& t, const Classification& c, const
   std::vector<uint8_t> covered(t.size(), 0);
   std::map<uint32_t, std::vector<Raw>> by_track;  // slices come sorted by (track, ts, -dur)
   for (size_t i = 0; i < t.size(); ++i) {
-    const int32_t p = t.parent[i];
+    const int32_t p = i < t.parent.size() ? t.parent[i] : -1;  // -1 before Finalize
     if (p >= 0 && static_cast<size_t>(p) < i) covered[i] = covered[p] || IsHostWork(c.of[p]);
     if (t.kind[i] != SliceKind::kRange || t.dur[i] <= 0) continue;
     const TrackType tt = t.tracks[t.track[i]].type;
