@@ -1,4 +1,5 @@
 // Table writers: CSV, aligned text, JSON and SQLite — all driven by Table::columns.
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -41,13 +42,15 @@ void AppendCsvField(std::string* out, std::string_view s) {
 }
 
 // Appends FormatCell(c) as a CSV field without building a string per cell (numbers never need
-// quoting: fmt writes digits, '.', 'e', '+', '-', "inf").
+// quoting: fmt writes digits, '.', 'e', '+', '-', "inf"). The format is compiled (no format
+// string parsed per cell): the same text as fmt::format("{}", v).
 void AppendCsvCell(std::string* out, const Cell& c) {
-  char buf[64];
   if (const auto* i = std::get_if<int64_t>(&c)) {
-    out->append(buf, fmt::format_to_n(buf, sizeof buf, "{}", *i).out);
+    const fmt::format_int f(*i);
+    out->append(f.data(), f.size());
   } else if (const auto* d = std::get_if<double>(&c)) {
-    if (!std::isnan(*d)) out->append(buf, fmt::format_to_n(buf, sizeof buf, "{}", *d).out);
+    char buf[64];  // a double's shortest form is at most 24 characters ("-2.2250738585072014e-308")
+    if (!std::isnan(*d)) out->append(buf, fmt::format_to(buf, FMT_COMPILE("{}"), *d));
   } else if (const auto* s = std::get_if<std::string>(&c)) {
     AppendCsvField(out, *s);
   }
@@ -77,7 +80,16 @@ std::string FormatCell(const Cell& c) {
 
 std::string ToCsv(const Table& t) {
   std::string out;
-  out.reserve(64 + t.rows.size() * (t.columns.size() * 12 + 1));
+  // One allocation: text cells at their length (+ quotes), numbers at up to 24 characters.
+  size_t size = 64;
+  for (const auto& r : t.rows) {
+    size += r.size() + 1;
+    for (const auto& c : r) {
+      const auto* s = std::get_if<std::string>(&c);
+      size += s ? s->size() + 2 : 24;
+    }
+  }
+  out.reserve(size);
   for (size_t i = 0; i < t.columns.size(); ++i) {
     if (i) out += ',';
     // Bare names, as torch_npu writes them; units are documented (docs/analysis.md).
