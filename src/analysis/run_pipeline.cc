@@ -1,6 +1,7 @@
 // The run pipeline: find → analyse in parallel → run tables, summary.json → files.
 #include "src/analysis/run_pipeline.h"
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <condition_variable>
@@ -189,7 +190,12 @@ class DbJob {
   // `files` has its final size: start waiting for the inputs.
   void Start() {
     ready_.assign(files_->size(), false);
-    thread_ = std::thread([this] { status_ = Run(); });
+    thread_ = std::thread([this] {
+      status_ = Run();
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      cv_.notify_all();
+    });
   }
   // Input i's tables are built (call after filling its InputFiles' name and tables).
   void InputReady(size_t i) {
@@ -204,9 +210,16 @@ class DbJob {
     view_ = view;
     cv_.notify_all();
   }
-  // Call once every input's files are written: waits for the file. Its Status.
+  // Call after RunLevel: helps free the inputs' tables once the writer has read them all (the
+  // workers are done with them too), then waits for the file. Its Status.
   base::Status Join() {
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return status_;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return inputs_written_ || finished_; });
+    }
+    if (inputs_written_) FreeTables();
+    thread_.join();
     return status_;
   }
   void Abandon() {
@@ -253,6 +266,8 @@ class DbJob {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return abandon_ || (across_ != nullptr && view_ != nullptr); });
       if (abandon_) return base::Status::Ok();
+      inputs_written_ = true;  // and the workers are done (RunLevel comes after them): Join may free
+      cv_.notify_all();
     }
     if (w == nullptr) RLPROF_RETURN_IF_ERROR(open());  // no input at all
     RLPROF_RETURN_IF_ERROR(w->Add({{{"", across_}}, false}));
@@ -260,9 +275,14 @@ class DbJob {
     RLPROF_RETURN_IF_ERROR(w->Commit());
     // The run-level tables come once every input's files are written: nothing reads the inputs'
     // tables any more. Freeing them (~100 k rows of strings: milliseconds) here overlaps the
-    // rest of the run-level work (the CLI's report) instead of following it.
-    for (auto& f : *files_) std::vector<Table>().swap(f.tables);
+    // rest of the run-level work (the CLI's report); Join takes its share once that is done.
+    FreeTables();
     return base::Status::Ok();
+  }
+
+  // Frees the inputs' tables, input by input, on whichever threads call it.
+  void FreeTables() {
+    for (size_t i; (i = next_free_.fetch_add(1)) < files_->size();) std::vector<Table>().swap((*files_)[i].tables);
   }
 
   const std::string path_;
@@ -270,6 +290,9 @@ class DbJob {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<bool> ready_;  // input i's tables are built
+  bool inputs_written_ = false;  // every input's rows are in the file and RunLevel was given
+  bool finished_ = false;        // Run returned
+  std::atomic<size_t> next_free_{0};  // FreeTables: the next input whose tables to free
   bool abandon_ = false;
   const Table* across_ = nullptr;
   const Table* view_ = nullptr;
