@@ -190,12 +190,9 @@ class DbJob {
   // `files` has its final size: start waiting for the inputs.
   void Start() {
     ready_.assign(files_->size(), false);
-    thread_ = std::thread([this] {
-      status_ = Run();
-      std::lock_guard<std::mutex> lock(mu_);
-      finished_ = true;
-      cv_.notify_all();
-    });
+    users_ = std::make_unique<std::atomic<int>[]>(files_->size());
+    for (size_t i = 0; i < files_->size(); ++i) users_[i] = 2;  // its CSV writer and the database
+    thread_ = std::thread([this] { status_ = Run(); });
   }
   // Input i's tables are built (call after filling its InputFiles' name and tables).
   void InputReady(size_t i) {
@@ -210,16 +207,11 @@ class DbJob {
     view_ = view;
     cv_.notify_all();
   }
-  // Call after RunLevel: helps free the inputs' tables once the writer has read them all (the
-  // workers are done with them too), then waits for the file. Its Status.
+  // Input i's CSVs are written (or failed): its tables go once the database has them too.
+  void CsvsDone(size_t i) { Release(i); }
+  // Call after RunLevel: waits for the file. Its Status.
   base::Status Join() {
-    if (!thread_.joinable()) return status_;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return inputs_written_ || finished_; });
-    }
-    if (inputs_written_) FreeTables();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
     return status_;
   }
   void Abandon() {
@@ -261,28 +253,24 @@ class DbJob {
         }
       for (size_t k = 0; k < f.tables.size() && k < ids.size(); ++k)
         RLPROF_RETURN_IF_ERROR(w->Append(ids[k], f.name, f.tables[k]));
+      Release(i);
     }
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return abandon_ || (across_ != nullptr && view_ != nullptr); });
       if (abandon_) return base::Status::Ok();
-      inputs_written_ = true;  // and the workers are done (RunLevel comes after them): Join may free
-      cv_.notify_all();
     }
     if (w == nullptr) RLPROF_RETURN_IF_ERROR(open());  // no input at all
     RLPROF_RETURN_IF_ERROR(w->Add({{{"", across_}}, false}));
     RLPROF_RETURN_IF_ERROR(w->Add({{{"", view_}}, false}));
-    RLPROF_RETURN_IF_ERROR(w->Commit());
-    // The run-level tables come once every input's files are written: nothing reads the inputs'
-    // tables any more. Freeing them (~100 k rows of strings: milliseconds) here overlaps the
-    // rest of the run-level work (the CLI's report); Join takes its share once that is done.
-    FreeTables();
-    return base::Status::Ok();
+    return w->Commit();
   }
 
-  // Frees the inputs' tables, input by input, on whichever threads call it.
-  void FreeTables() {
-    for (size_t i; (i = next_free_.fetch_add(1)) < files_->size();) std::vector<Table>().swap((*files_)[i].tables);
+  // One user of input i's tables is done with them; the last frees them (~25 k heap strings an
+  // input here: freed while later inputs are analysed rather than all at the end).
+  void Release(size_t i) {
+    if (users_ && i < files_->size() && users_[i].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      std::vector<Table>().swap((*files_)[i].tables);
   }
 
   const std::string path_;
@@ -290,9 +278,7 @@ class DbJob {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<bool> ready_;  // input i's tables are built
-  bool inputs_written_ = false;  // every input's rows are in the file and RunLevel was given
-  bool finished_ = false;        // Run returned
-  std::atomic<size_t> next_free_{0};  // FreeTables: the next input whose tables to free
+  std::unique_ptr<std::atomic<int>[]> users_;  // per input: who still reads its tables
   bool abandon_ = false;
   const Table* across_ = nullptr;
   const Table* view_ = nullptr;
@@ -307,6 +293,11 @@ void WriteInputFiles(size_t i, const InputResult& r, const std::string& dir, con
   f->name = r.name;
   if (r.status.ok()) f->tables = AllTables(r.analysis);
   db->InputReady(i);
+  struct Done {  // however this returns
+    DbJob* db;
+    size_t i;
+    ~Done() { db->CsvsDone(i); }
+  } done{db, i};
   if (!r.status.ok()) return;
   const std::string sub = dir + "/" + r.name;
   f->write = base::MakeDirs(sub);
