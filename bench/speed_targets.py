@@ -2,6 +2,7 @@
 """Issue 11's speed targets, measured in one run against baselines measured in the same run:
 
     .venv/bin/python bench/speed_targets.py [--build build] [--repeat 5] [--mb 200] [--no-hta]
+        [--cli-only] [--compare-cli OTHER/bin/rlprof]
 
 1. Ingest + breakdown (ReadTrace + AnalyseTrace, one thread, CPU time) in MiB/s per core on a
    generated Kineto trace of --mb MiB (`build/bench/reader_bench`), against `json.load` of the
@@ -15,7 +16,8 @@
 4. `rlprof analyse --jobs 2` against `--jobs 1` (same inputs): speed-up ≥ 1.6×.
 
 The CLI runs are interleaved (summary, analyse -j 2, analyse -j 1, repeated), so a burst of load
-from elsewhere hits all three alike. Prints min and median of --repeat for every figure, and the
+from elsewhere hits all three alike; --compare-cli times another build's binary (e.g. main's) in
+the same loop, for a before / after on the same load; --cli-only skips parts 1 and 2. Prints min and median of --repeat for every figure, and the
 load average before and after: this 2-core VM is shared. Figures go to docs/performance.md,
 "Issue 11's speed targets".
 """
@@ -131,6 +133,9 @@ def main() -> int:
     ap.add_argument("--mb", type=int, default=200, help="size of the generated trace (MiB)")
     ap.add_argument("--copies", type=int, default=2, help="copies of HTA's trace_diff pair for the CLI part")
     ap.add_argument("--no-hta", action="store_true", help="skip HolisticTraceAnalysis")
+    ap.add_argument("--compare-cli", help="another rlprof binary (e.g. a build of main) whose CLI runs are "
+                    "timed in the same runs, interleaved, for a before / after")
+    ap.add_argument("--cli-only", action="store_true", help="skip parts 1 and 2 (ingest)")
     args = ap.parse_args()
     cli = os.path.join(args.build, "bin", "rlprof")
     rb = os.path.join(args.build, "bench", "reader_bench")
@@ -142,16 +147,17 @@ def main() -> int:
 
     work = tempfile.mkdtemp(prefix="rlprof_speed_")
     try:
-        # 1. Generated trace: ingest + breakdown per core, against json.load.
-        runs, base, gen = ingest(rb, None, args.mb, args.repeat)
-        os.remove(gen)
-        best, med = speeds(runs)
-        print(f"\n[1] ingest + breakdown, generated Kineto trace of {args.mb} MiB (1 thread, CPU time)")
-        print(f"    rlprof       {best:7.0f} / {med:7.0f} MiB/s per core (best / median)   target >= 500: "
-              f"{'met' if med >= 500 else 'NOT met'}")
-        if base:
-            print(f"    json.load    {base[0]:7.0f} MiB/s (CPU)         rlprof is {base[1]:.1f}x faster")
-        ok &= med >= 500
+        if not args.cli_only:
+            # 1. Generated trace: ingest + breakdown per core, against json.load.
+            runs, base, gen = ingest(rb, None, args.mb, args.repeat)
+            os.remove(gen)
+            best, med = speeds(runs)
+            print(f"\n[1] ingest + breakdown, generated Kineto trace of {args.mb} MiB (1 thread, CPU time)")
+            print(f"    rlprof       {best:7.0f} / {med:7.0f} MiB/s per core (best / median)   target >= 500: "
+                  f"{'met' if med >= 500 else 'NOT met'}")
+            if base:
+                print(f"    json.load    {base[0]:7.0f} MiB/s (CPU)         rlprof is {base[1]:.1f}x faster")
+            ok &= med >= 500
 
         # Inputs of the other parts: HTA's trace_diff pair, gunzipped, `copies` times.
         inputs = os.path.join(work, "inputs")
@@ -163,32 +169,43 @@ def main() -> int:
         real = os.path.join(inputs, "0_" + os.path.basename(PAIR[0])[:-3])
         real_mib = os.path.getsize(real) / (1 << 20)
 
-        # 2. A real trace: rlprof, json.load and HTA on the same file.
-        runs, base, _ = ingest(rb, real, 0, args.repeat)
-        best, med = speeds(runs)
-        print(f"\n[2] ingest + breakdown, HTA's trace_diff control trace ({real_mib:.1f} MiB, 1 thread, CPU time)")
-        print(f"    rlprof       {best:7.0f} / {med:7.0f} MiB/s per core (best / median)")
-        if base:
-            print(f"    json.load    {base[0]:7.0f} MiB/s (CPU)         rlprof is {base[1]:.1f}x faster")
-        hta_cpu = None if args.no_hta else hta(real, min(args.repeat, 3))
-        if hta_cpu:
-            hlo, hmed = stats(hta_cpu)
-            print(f"    HTA 0.5.0    {real_mib / hmed:7.1f} MiB/s (CPU; parse + temporal breakdown {hlo:.2f} / {hmed:.2f} s)"
-                  f"   rlprof is {med / (real_mib / hmed):.0f}x faster")
+        if not args.cli_only:
+            # 2. A real trace: rlprof, json.load and HTA on the same file.
+            runs, base, _ = ingest(rb, real, 0, args.repeat)
+            best, med = speeds(runs)
+            print(f"\n[2] ingest + breakdown, HTA's trace_diff control trace ({real_mib:.1f} MiB, 1 thread, CPU time)")
+            print(f"    rlprof       {best:7.0f} / {med:7.0f} MiB/s per core (best / median)")
+            if base:
+                print(f"    json.load    {base[0]:7.0f} MiB/s (CPU)         rlprof is {base[1]:.1f}x faster")
+            hta_cpu = None if args.no_hta else hta(real, min(args.repeat, 3))
+            if hta_cpu:
+                hlo, hmed = stats(hta_cpu)
+                print(f"    HTA 0.5.0    {real_mib / hmed:7.1f} MiB/s (CPU; parse + temporal breakdown {hlo:.2f} / {hmed:.2f} s)"
+                      f"   rlprof is {med / (real_mib / hmed):.0f}x faster")
 
         # 3 and 4. The CLI, interleaved.
         total_mb = sum(os.path.getsize(os.path.join(inputs, f)) for f in os.listdir(inputs)) / 1e6
         print(f"\n    load average before the CLI runs: {loadavg()}")
-        t_sum, t_j2, t_j1 = [], [], []
+        clis = [cli] + ([args.compare_cli] if args.compare_cli else [])
+        times = {c: ([], [], []) for c in clis}
         for i in range(args.repeat):
-            out = os.path.join(work, f"out{i}")
-            t_sum.append(wall([cli, "summary", inputs]))
-            t_j2.append(wall([cli, "analyse", inputs, "-o", out + "_j2", "--jobs", "2"]))
-            t_j1.append(wall([cli, "analyse", inputs, "-o", out + "_j1", "--jobs", "1"]))
-            shutil.rmtree(out + "_j2")
-            shutil.rmtree(out + "_j1")
-        (slo, smed), (alo, amed), (blo, bmed) = stats(t_sum), stats(t_j2), stats(t_j1)
+            for c in clis:  # interleaved: load from elsewhere hits both builds alike
+                t_sum, t_j2, t_j1 = times[c]
+                out = os.path.join(work, f"out{i}")
+                t_sum.append(wall([c, "summary", inputs]))
+                t_j2.append(wall([c, "analyse", inputs, "-o", out + "_j2", "--jobs", "2"]))
+                t_j1.append(wall([c, "analyse", inputs, "-o", out + "_j1", "--jobs", "1"]))
+                shutil.rmtree(out + "_j2")
+                shutil.rmtree(out + "_j1")
         n = len(os.listdir(inputs))
+        if args.compare_cli:
+            c = args.compare_cli
+            (slo, smed), (alo, amed), (blo, bmed) = (stats(v) for v in times[c])
+            print(f"\n    --compare-cli {c} (same runs, interleaved):")
+            print(f"    summary {slo:6.3f} / {smed:6.3f} s, analyse -j 2 {alo:6.3f} / {amed:6.3f} s, "
+                  f"-j 1 {blo:6.3f} / {bmed:6.3f} s: analyse at {100 * smed / amed:.0f} % of summary, "
+                  f"-j 2 {bmed / amed:.2f}x (medians)")
+        (slo, smed), (alo, amed), (blo, bmed) = (stats(v) for v in times[cli])
         print(f"\n[3] the CLI on {n} Kineto traces, {total_mb:.0f} MB (wall seconds, min / median)")
         print(f"    rlprof summary DIR                 {slo:6.3f} / {smed:6.3f} s")
         print(f"    rlprof analyse DIR -o OUT -j 2     {alo:6.3f} / {amed:6.3f} s")

@@ -380,3 +380,32 @@ def test_activity_lanes_are_spans_per_stream_and_thread(tmp_path):
         ra.load(KINETO_GPU, activity=-1)
     with pytest.raises(ValueError):
         ra.load(KINETO_GPU, activity=10, ray="auto")
+
+
+def test_analysis_db_reads_back_every_table_with_pandas(tmp_path):
+    # analysis.db stores kernel names once (kernel_details is a view over ids into `strings`):
+    # what pandas reads by the table's name is the frame, columns, declared types and rows.
+    import sqlite3
+
+    a = ra.load([KINETO_GPU, COMPARE_BASE, KINETO_CPU])
+    a.write(tmp_path / "o", report=False)
+    con = sqlite3.connect(str(tmp_path / "o" / "analysis.db"))
+    try:
+        kinds = dict(con.execute("SELECT name, type FROM sqlite_master"))
+        assert kinds["kernel_details"] == "view" and kinds["strings"] == "table"
+        info = [(r[1], r[2]) for r in con.execute("PRAGMA table_info(kernel_details)")]
+        assert info[:3] == [("input", "TEXT"), ("Step Id", "INTEGER"), ("Name", "TEXT")]
+        for name in a.table_names:
+            db = pd.read_sql(f'SELECT * FROM "{name}"', con)
+            frame = a.table(name)
+            assert list(db.columns) == list(frame.columns), name
+            assert len(db) == len(frame), name
+            if name == "kernel_details":
+                assert len(db) > 100 and db["Name"].nunique() < len(db) / 2
+            for col in frame.columns:
+                x, y = db[col].tolist(), frame[col].tolist()
+                for u, v in zip(x, y):
+                    same = (u == v) or (pd.isna(u) and pd.isna(v))
+                    assert same, (name, col, u, v)
+    finally:
+        con.close()

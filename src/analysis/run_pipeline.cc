@@ -1,6 +1,7 @@
 // The run pipeline: find → analyse in parallel → run tables, summary.json → files.
 #include "src/analysis/run_pipeline.h"
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <condition_variable>
@@ -175,10 +176,12 @@ struct InputFiles {
   std::optional<base::Status> export_failure;  // its capture could not be read for --export
 };
 
-// analysis.db, written on a thread of its own: the per-input tables as soon as every input's
-// tables are built (while the last inputs' CSVs, the run view, summary.json and the report are
-// still being written), then the run-level tables once they are given. Abandoned (no file) when
-// an input's files or the run-level files could not be written, as if it had been written last.
+// analysis.db, written on a thread of its own, input by input in input order: each input's rows
+// go into every per-input table as soon as its tables and those of every earlier input are
+// built, so the database is filled while later inputs are still being analysed; the run-level
+// tables follow once they are given, then the commit. The file depends only on the inputs and
+// their order, never on which worker finished first. Abandoned (no file) when an input's files
+// or the run-level files could not be written, as if it had been written last.
 class DbJob {
  public:
   DbJob(std::string path, std::vector<InputFiles>* files) : path_(std::move(path)), files_(files) {}
@@ -186,17 +189,15 @@ class DbJob {
 
   // `files` has its final size: start waiting for the inputs.
   void Start() {
-    thread_ = std::thread([this] {
-      status_ = Run();
-      std::lock_guard<std::mutex> lock(mu_);
-      finished_ = true;
-      cv_.notify_all();
-    });
+    ready_.assign(files_->size(), false);
+    users_ = std::make_unique<std::atomic<int>[]>(files_->size());
+    for (size_t i = 0; i < files_->size(); ++i) users_[i] = 2;  // its CSV writer and the database
+    thread_ = std::thread([this] { status_ = Run(); });
   }
-  // One more input's tables are built (call after filling its InputFiles' name and tables).
-  void InputReady() {
+  // Input i's tables are built (call after filling its InputFiles' name and tables).
+  void InputReady(size_t i) {
     std::lock_guard<std::mutex> lock(mu_);
-    ++ready_;
+    if (i < ready_.size()) ready_[i] = true;
     cv_.notify_all();
   }
   // The run-level tables (alive until Join); the file is committed after them.
@@ -206,24 +207,10 @@ class DbJob {
     view_ = view;
     cv_.notify_all();
   }
-  // Frees each per-input table as soon as it is in the file, on the calling thread while the
-  // writer goes on with the next ones (freeing ~100 k rows of strings is milliseconds that would
-  // otherwise come after the commit); then waits for the file. Its Status.
+  // Input i's CSVs are written (or failed): its tables go once the database has them too.
+  void CsvsDone(size_t i) { Release(i); }
+  // Call after RunLevel: waits for the file. Its Status.
   base::Status Join() {
-    if (!thread_.joinable()) return status_;
-    size_t freed = 0;
-    for (;;) {
-      size_t upto;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return finished_ || written_ > freed; });
-        upto = written_;
-        if (finished_ && upto <= freed) break;
-      }
-      for (; freed < upto; ++freed)
-        for (auto& f : *files_)
-          if (freed < f.tables.size()) f.tables[freed] = Table{};
-    }
     if (thread_.joinable()) thread_.join();
     return status_;
   }
@@ -238,47 +225,60 @@ class DbJob {
 
  private:
   base::Status Run() {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return abandon_ || ready_ == files_->size(); });
-      if (abandon_) return base::Status::Ok();
-    }
     // Only `name` and `tables` may be read here: the workers may still be writing the CSVs
     // (and setting `write`). A failed write abandons the job before the run-level tables come.
     const std::vector<InputFiles>& files = *files_;
-    size_t first = files.size();
-    for (size_t i = 0; i < files.size() && first == files.size(); ++i)
-      if (!files[i].tables.empty()) first = i;
-    const size_t dir_end = path_.rfind('/');
-    if (dir_end != std::string::npos) RLPROF_RETURN_IF_ERROR(base::MakeDirs(path_.substr(0, dir_end)));
-    RLPROF_ASSIGN_OR_RETURN(std::unique_ptr<SqliteWriter> w, SqliteWriter::Open(path_));
-    // Each per-input table of every analysed input, in input order, with an `input` column.
-    for (size_t k = 0; first < files.size() && k < files[first].tables.size(); ++k) {
-      SqliteTable t;
-      for (const auto& f : files)
-        if (!f.tables.empty()) t.parts.push_back({f.name, &f.tables[k]});
-      RLPROF_RETURN_IF_ERROR(w->Add(t));
-      std::lock_guard<std::mutex> lock(mu_);
-      written_ = k + 1;  // Join may free table k of every input now
-      cv_.notify_all();
+    std::unique_ptr<SqliteWriter> w;
+    auto open = [&]() -> base::Status {
+      const size_t dir_end = path_.rfind('/');
+      if (dir_end != std::string::npos) RLPROF_RETURN_IF_ERROR(base::MakeDirs(path_.substr(0, dir_end)));
+      RLPROF_ASSIGN_OR_RETURN(w, SqliteWriter::Open(path_));
+      return base::Status::Ok();
+    };
+    std::vector<size_t> ids;  // per-input table k → its handle in `w`, made by the first analysed input
+    for (size_t i = 0; i < files.size(); ++i) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return abandon_ || ready_[i]; });
+        if (abandon_) return base::Status::Ok();  // `w` removes the partial file
+      }
+      if (w == nullptr) RLPROF_RETURN_IF_ERROR(open());
+      const InputFiles& f = files[i];
+      // Every input's AllTables are the same tables, in the same order; the first analysed
+      // input's make the schema (CREATE TABLE for all of them before any row).
+      if (ids.empty())
+        for (const Table& t : f.tables) {
+          RLPROF_ASSIGN_OR_RETURN(size_t id, w->Create(t, true));
+          ids.push_back(id);
+        }
+      for (size_t k = 0; k < f.tables.size() && k < ids.size(); ++k)
+        RLPROF_RETURN_IF_ERROR(w->Append(ids[k], f.name, f.tables[k]));
+      Release(i);
     }
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return abandon_ || (across_ != nullptr && view_ != nullptr); });
-      if (abandon_) return base::Status::Ok();  // `w` removes the partial file
+      if (abandon_) return base::Status::Ok();
     }
+    if (w == nullptr) RLPROF_RETURN_IF_ERROR(open());  // no input at all
     RLPROF_RETURN_IF_ERROR(w->Add({{{"", across_}}, false}));
     RLPROF_RETURN_IF_ERROR(w->Add({{{"", view_}}, false}));
     return w->Commit();
+  }
+
+  // One user of input i's tables is done with them; the last frees them (~25 k heap strings an
+  // input here: freed while later inputs are analysed rather than all at the end).
+  void Release(size_t i) {
+    if (users_ && i < files_->size() && users_[i].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      std::vector<Table>().swap((*files_)[i].tables);
   }
 
   const std::string path_;
   std::vector<InputFiles>* files_;
   std::mutex mu_;
   std::condition_variable cv_;
-  size_t ready_ = 0;
-  size_t written_ = 0;     // per-input tables [0, written_) are in the file
-  bool finished_ = false;  // Run returned
+  std::vector<bool> ready_;  // input i's tables are built
+  std::unique_ptr<std::atomic<int>[]> users_;  // per input: who still reads its tables
   bool abandon_ = false;
   const Table* across_ = nullptr;
   const Table* view_ = nullptr;
@@ -286,13 +286,18 @@ class DbJob {
   std::thread thread_;
 };
 
-// Builds an input's tables once and writes DIR/<name>/<table>.csv (and its exports); tells `db`
+// Builds input i's tables once and writes DIR/<name>/<table>.csv (and its exports); tells `db`
 // once the tables are built, before the CSVs are written.
-void WriteInputFiles(const InputResult& r, const std::string& dir, const RunWriteOptions& opts, InputFiles* f,
-                     DbJob* db) {
+void WriteInputFiles(size_t i, const InputResult& r, const std::string& dir, const RunWriteOptions& opts,
+                     InputFiles* f, DbJob* db) {
   f->name = r.name;
   if (r.status.ok()) f->tables = AllTables(r.analysis);
-  db->InputReady();
+  db->InputReady(i);
+  struct Done {  // however this returns
+    DbJob* db;
+    size_t i;
+    ~Done() { db->CsvsDone(i); }
+  } done{db, i};
   if (!r.status.ok()) return;
   const std::string sub = dir + "/" + r.name;
   f->write = base::MakeDirs(sub);
@@ -353,7 +358,7 @@ base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::st
   DbJob db(dir + "/analysis.db", &files);
   db.Start();
   for (size_t i = 0; i < run.inputs.size(); ++i) {
-    WriteInputFiles(run.inputs[i], dir, opts, &files[i], &db);
+    WriteInputFiles(i, run.inputs[i], dir, opts, &files[i], &db);
     if (!files[i].write.ok()) {  // the first failure, as it happened
       db.Abandon();
       return files[i].write;
@@ -369,12 +374,12 @@ base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& pa
   std::vector<InputFiles> files;
   DbJob db(dir + "/analysis.db", &files);
   // Each input's CSVs are written by the worker that analysed it, inside the parallel phase;
-  // analysis.db starts as soon as the last input's tables are built.
+  // analysis.db takes each input's rows as soon as it and every earlier input are analysed.
   auto found = [&](size_t n) {
     files.resize(n);
     db.Start();
   };
-  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(r, dir, opts, &files[i], &db); };
+  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(i, r, dir, opts, &files[i], &db); };
   RLPROF_ASSIGN_OR_RETURN(*run, AnalyseRunWith(paths, cfg, found, each));
   return FinishRunOutputs(*run, files, dir, opts, &db);
 }

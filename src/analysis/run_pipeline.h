@@ -116,8 +116,10 @@ base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::st
                                            const RunWriteOptions& opts = {});
 
 // AnalyseRun then WriteRunOutputs in one pass, what `rlprof analyse` runs: each input's CSVs
-// (and exports) are written by the worker that analysed it, inside the parallel phase, so only
-// the run-level files are left for the end. The same files and RunOutputs as the two calls;
+// (and exports) are written by the worker that analysed it, inside the parallel phase, and
+// analysis.db takes each input's rows as soon as it and every input before it are analysed, so
+// only the run-level files are left for the end. The same files (analysis.db byte for byte,
+// whatever cfg.jobs and the order in which inputs finish) and RunOutputs as the two calls;
 // `*run` is the RunAnalysis (set when the analysis itself succeeded, even if a write failed).
 // Errors: AnalyseRun's, then WriteRunOutputs'.
 base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,

@@ -1,6 +1,7 @@
 #include "src/analysis/run_pipeline.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -105,6 +106,47 @@ std::map<std::string, std::string> Files(const std::string& dir) {
   return out;
 }
 
+// Every table and view of a database but `meta` and the storage behind views, by name: its
+// columns with their declared types (PRAGMA table_info), then `SELECT *` (in rowid order for a
+// table), each value with its storage class.
+std::string DumpDb(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return "cannot open";
+  auto rows = [&](const std::string& sql, bool typed) {
+    std::string out;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) return "bad query: " + sql + "\n";
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        if (i) out += "|";
+        const int type = sqlite3_column_type(st, i);
+        const char* text = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+        if (typed) out += type == SQLITE_NULL ? "null" : type == SQLITE_INTEGER ? "i:" : type == SQLITE_FLOAT ? "r:" : "t:";
+        if (type == SQLITE_FLOAT) out += FormatCell(sqlite3_column_double(st, i));
+        else if (text) out += text;
+      }
+      out += "\n";
+    }
+    sqlite3_finalize(st);
+    return out;
+  };
+  std::string names = rows(
+      "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT IN ('meta', 'strings') "
+      "AND name NOT LIKE '%\\_rows' ESCAPE '\\' ORDER BY name",
+      false);
+  std::string out;
+  std::istringstream in(names);
+  for (std::string name; std::getline(in, name);) {
+    out += "-- " + name + "\n";
+    std::string cols = rows("SELECT name || ' ' || type FROM pragma_table_info('" + name + "')", false);
+    for (char& c : cols) c = c == '\n' ? '|' : c;
+    out += cols.substr(0, cols.size() - 1) + "\n";
+    out += rows("SELECT * FROM \"" + name + "\"", true);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
 TEST_F(RunPipelineTest, OnePassWritesTheSameFilesAsAnalyseThenWriteAndTheSameDatabaseAsTheConcatenatedTables) {
   std::ofstream(root_ + "/bad.json") << "this is not a trace";
   const std::vector<std::string> paths = {kInputs, root_ + "/bad.json"};
@@ -143,14 +185,93 @@ TEST_F(RunPipelineTest, OnePassWritesTheSameFilesAsAnalyseThenWriteAndTheSameDat
   sa.erase("output");
   sb.erase("output");
   EXPECT_EQ(sa, sb);
-  // The database built from each input's tables in place (32 rows per INSERT) is the file that
-  // WriteSqlite writes from the concatenated tables, one row per INSERT.
+  // analysis.db (written input by input as inputs finish, 32 rows per INSERT, kernel names
+  // interned) holds the concatenated tables: the same names, columns, declared types and rows
+  // in the same order as a plain database of RunTables, one row per INSERT, nothing interned.
   size_t rows = 0;
-  const std::vector<Table> merged = RunTables(*run);
+  std::vector<Table> merged = RunTables(*run);
   for (const auto& t : merged) rows = std::max(rows, t.rows.size());
   EXPECT_GT(rows, 100u);  // several full batches and a remainder
-  ASSERT_TRUE(WriteSqlite(merged, root_ + "/concat.db").ok());
-  EXPECT_TRUE(Slurp(root_ + "/concat.db") == fa["analysis.db"]);
+  for (auto& t : merged)
+    for (auto& c : t.columns) c.repeats = false;
+  ASSERT_TRUE(WriteSqlite(merged, root_ + "/plain.db").ok());
+  const std::string got = DumpDb(root_ + "/a/analysis.db"), want = DumpDb(root_ + "/plain.db");
+  EXPECT_GT(want.size(), 100000u);
+  EXPECT_TRUE(got == want) << got.substr(0, 2000);
+  EXPECT_NE(got.find("-- kernel_details\n"), std::string::npos);
+}
+
+// A run's analysis.db does not depend on the number of jobs or on which input finishes first:
+// the same bytes, run after run.
+TEST_F(RunPipelineTest, TheDatabaseIsTheSameFileWhateverTheJobsAndRuns) {
+  auto cfg = MakeRunConfig({}, 2);
+  ASSERT_TRUE(cfg.ok());
+  std::string first;
+  for (int i = 0; i < 6; ++i) {
+    cfg->jobs = i % 3 + 1;  // 1, 2, 3 jobs, twice
+    const std::string out = root_ + "/o" + std::to_string(i);
+    RunAnalysis run;
+    auto w = AnalyseAndWriteRun({kInputs}, *cfg, out, {}, &run);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    const std::string db = Slurp(out + "/analysis.db");
+    ASSERT_GT(db.size(), 65536u);
+    if (i == 0) first = db;
+    else EXPECT_TRUE(db == first) << "jobs " << cfg->jobs;
+  }
+}
+
+// kernel_details: a view over kernel_details_rows whose names are ids into `strings`; what a
+// reader sees (PRAGMA table_info, SELECT *) is the table's own columns and rows.
+TEST_F(RunPipelineTest, RepeatingTextIsStoredOnceAndReadBackThroughAViewWithTheTablesColumns) {
+  Table t{"k",
+          {{"n", ColumnType::kInt, ""}, {"name", ColumnType::kText, "", true}, {"x", ColumnType::kReal, ""}},
+          {}};
+  for (int i = 0; i < 100; ++i)
+    t.rows.push_back({int64_t{i}, i % 7 == 3 ? Cell{} : Cell{std::string(i % 3 ? "gemm, <4>" : "nccl \"x\"")},
+                      i * 0.5});
+  Table u = t;
+  u.rows.resize(5);
+  for (auto& c : u.columns) c.repeats = false;
+  u.name = "plain";
+  auto w = SqliteWriter::Open(root_ + "/s.db");
+  ASSERT_TRUE(w.ok());
+  auto id = (*w)->Create(t, true);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE((*w)->Append(*id, "in0", t).ok());
+  ASSERT_TRUE((*w)->Add({{{"", &u}}, false}).ok());
+  ASSERT_TRUE((*w)->Append(*id, "in1", u).ok());  // after another table: rows still in order
+  ASSERT_TRUE((*w)->Commit().ok());
+  const std::string dump = DumpDb(root_ + "/s.db");
+  std::string want = "-- k\ninput TEXT|n INTEGER|name TEXT|x REAL\n";
+  auto row = [](const std::string& in, const std::vector<Cell>& r) {
+    const std::string* s = std::get_if<std::string>(&r[1]);
+    return "t:" + in + "|i:" + std::to_string(std::get<int64_t>(r[0])) + "|" + (s ? "t:" + *s : "null") + "|r:" +
+           FormatCell(r[2]) + "\n";
+  };
+  for (const auto& r : t.rows) want += row("in0", r);
+  for (const auto& r : u.rows) want += row("in1", r);
+  EXPECT_EQ(dump.substr(0, want.size()), want);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((root_ + "/s.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT type, (SELECT COUNT(*) FROM strings) FROM sqlite_master WHERE name = 'k'",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "view");
+  EXPECT_EQ(sqlite3_column_int(st, 1), 4);  // in0, the two names, in1
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST(ToCsvTest, QuotesExactlyTheFieldsWithASeparatorAQuoteOrANewline) {
+  Table t{"t", {{"a,b", ColumnType::kText, ""}, {"n", ColumnType::kInt, ""}}, {}};
+  for (const char* s : {"plain", "a,b", "say \"hi\"", "x\ny", "cr\r", "", "\"", "\"\",\"", "void f<a, b>(int)"})
+    t.rows.push_back({std::string(s), int64_t{-3}});
+  t.rows.push_back({Cell{}, 1.5});
+  EXPECT_EQ(ToCsv(t),
+            "\"a,b\",n\nplain,-3\n\"a,b\",-3\n\"say \"\"hi\"\"\",-3\n\"x\ny\",-3\n\"cr\r\",-3\n,-3\n\"\"\"\",-3\n"
+            "\"\"\"\"\",\"\"\",-3\n\"void f<a, b>(int)\",-3\n,1.5\n");
 }
 
 TEST_F(RunPipelineTest, OnePassFailuresAreStatusesAndLeaveNoDatabase) {

@@ -14,6 +14,11 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 Column Real(std::string name, std::string unit) { return {std::move(name), ColumnType::kReal, std::move(unit)}; }
 Column Int(std::string name, std::string unit = "") { return {std::move(name), ColumnType::kInt, std::move(unit)}; }
 Column Text(std::string name) { return {std::move(name), ColumnType::kText, ""}; }
+// Kernel names: tens of thousands of rows, a few hundred distinct values (analysis.db interns them).
+Column Repeats(Column c) {
+  c.repeats = true;
+  return c;
+}
 Cell Num(double v) { return std::isnan(v) ? Cell{} : Cell{v}; }
 
 // A row built in place: a braced list would construct every cell twice (strings copied twice).
@@ -159,7 +164,7 @@ Table OpsByFrameTable(const TraceAnalysis& a) {
 
 Table KernelDetailsTable(const TraceAnalysis& a) {
   Table t{"kernel_details",
-          {Int("Step Id"), Text("Name"), Text("Type"), Text("Stream"), Real("Start Time", "us"),
+          {Int("Step Id"), Repeats(Text("Name")), Text("Type"), Text("Stream"), Real("Start Time", "us"),
            Real("Duration", "us"), Real("Wait Time", "us"), Int("start_ns", "ns")},
           {}};
   t.rows.reserve(a.kernel_rows.size());

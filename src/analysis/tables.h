@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -33,6 +34,9 @@ struct Column {
   std::string name;  // as written in CSV headers (msprof names keep their units, "Computing")
   ColumnType type = ColumnType::kReal;
   std::string unit;  // "us", "ns", "ms", "%", "" — shown by ToText
+  // Text that repeats across many rows (kernel names): SqliteWriter stores each value once, in
+  // its `strings` table, and the table as a view of the same name and columns (docs/analysis.md).
+  bool repeats = false;
 };
 
 using Cell = std::variant<std::monostate, int64_t, double, std::string>;
@@ -90,22 +94,38 @@ struct SqliteTable {
 base::Status WriteSqliteParts(const std::vector<SqliteTable>& tables, const std::string& path);
 
 // WriteSqliteParts in steps, for a thread that gets its tables as they become ready: Open,
-// Add each table (in file order), Commit. Destroyed before Commit (or after a failure), the
-// partial file is removed and `path` is left as it was. IoError naming the path and the step.
+// then tables whole (Add) or in parts (Create, then Append each part's rows, possibly
+// interleaved with other tables' Appends), Commit. The file depends only on the sequence of
+// calls. Destroyed before Commit (or after a failure), the partial file is removed and `path`
+// is left as it was. IoError naming the path and the step.
 class SqliteWriter {
  public:
   static base::StatusOr<std::unique_ptr<SqliteWriter>> Open(const std::string& path);
   ~SqliteWriter();
   SqliteWriter(const SqliteWriter&) = delete;
   SqliteWriter& operator=(const SqliteWriter&) = delete;
-  base::Status Add(const SqliteTable& table);
+  base::Status Add(const SqliteTable& table);  // Create, Append every part
+  // A table named and typed like `like` (its rows are not inserted), with an `input` text
+  // column first when `with_input`; returns its handle for Append. With `repeats` text
+  // columns, the rows go to a table `<name>_rows` holding ids into `strings` for them (and for
+  // `input`), and `<name>` is a view with `like`'s columns, in insertion order.
+  base::StatusOr<size_t> Create(const Table& like, bool with_input);
+  // Inserts `rows`' rows (columns as Create's `like`) after the table's rows so far, with
+  // `input` in the `input` column (ignored without one). `rows` must outlive the call only.
+  base::Status Append(size_t table, const std::string& input, const Table& rows);
   base::Status Commit();  // then renames the file into place
 
  private:
-  SqliteWriter() = default;
+  struct TableInserts;  // a created table and its prepared INSERTs
+  SqliteWriter();
   base::Status Fail(const std::string& what);  // closes, removes the partial file
+  void FinalizeAll();
   sqlite3* db_ = nullptr;
   std::string path_, tmp_;
+  std::vector<std::unique_ptr<TableInserts>> tables_;
+  struct Strings;  // the `strings` table: each repeating text once, by id
+  std::unique_ptr<Strings> strings_;
+  base::StatusOr<int64_t> StringId(std::string_view text);
 };
 
 }  // namespace rlprof::analysis
