@@ -113,7 +113,10 @@ base::StatusOr<RunAnalysis> AnalyseRunWith(const std::vector<std::string>& paths
     return base::NotFound(what);
   }
   if (found) found(inputs.size());
-  run.inputs = AnalyseInputs(inputs, cfg.classifier, cfg.options, cfg.jobs, cfg.progress, each);
+  AnalysisOptions options = cfg.options;
+  if (inputs.size() > cfg.activity_max_inputs) options.activity_spans = 0;
+  run.options = options;
+  run.inputs = AnalyseInputs(inputs, cfg.classifier, options, cfg.jobs, cfg.progress, each);
   run.view = BuildRunView(run.inputs);
   return run;
 }

@@ -21,6 +21,7 @@
 #define RLPROF_SRC_ANALYSIS_RUN_PIPELINE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -48,6 +49,9 @@ struct RunConfig {
   Classifier classifier = Classifier::Default();
   size_t jobs = 2;      // inputs analysed in parallel
   ProgressFn progress;  // optional: (done, total) after each input
+  // Past this many inputs, options.activity_spans is not applied (activity lanes are kept per
+  // input: their memory grows with the run; the report shows them for small runs only).
+  size_t activity_max_inputs = SIZE_MAX;
 };
 
 base::StatusOr<AssignMode> ParseAssignMode(const std::string& name);  // InvalidArgument if unknown

@@ -333,6 +333,25 @@ TEST_F(RunPipelineTest, AFileNameThatIsNotUtf8IsWrittenNotThrown) {
   EXPECT_NE(Slurp(root_ + "/out/summary.json").find("tr\xef\xbf\xbd.json.gz"), std::string::npos);  // U+FFFD
 }
 
+TEST_F(RunPipelineTest, ActivityLanesOnlyForRunsOfAtMostActivityMaxInputs) {
+  auto cfg = MakeRunConfig(Settings());
+  ASSERT_TRUE(cfg.ok());
+  cfg->options.activity_spans = 100;
+  const std::string run_dir = kInputs + "grpo_tiny_step2";  // 4 discrete captures with host operators
+  auto lanes = [&](size_t max_inputs) {
+    cfg->activity_max_inputs = max_inputs;
+    auto run = AnalyseRun({run_dir}, *cfg);
+    EXPECT_TRUE(run.ok());
+    size_t n = 0;
+    for (const auto& in : run->inputs) n += in.analysis.activity.size();
+    return std::make_pair(run->inputs.size(), n);
+  };
+  const auto [inputs, all] = lanes(SIZE_MAX);
+  EXPECT_GT(all, 0u);
+  EXPECT_EQ(lanes(inputs).second, all);
+  EXPECT_EQ(lanes(inputs - 1).second, 0u);
+}
+
 TEST_F(RunPipelineTest, NoTraceUnderThePathsIsNotFound) {
   auto cfg = MakeRunConfig({});
   ASSERT_TRUE(cfg.ok());

@@ -5,7 +5,6 @@
 #include <ostream>
 
 #include "src/analysis/compare.h"
-#include "src/analysis/readers/readers.h"
 #include "src/analysis/run.h"
 #include "src/analysis/run_pipeline.h"
 #include "src/base/files.h"
@@ -56,9 +55,10 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
                          const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
                          Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                         analysis::Diagnostics* found) {
+                         analysis::Diagnostics* found, size_t activity_max_inputs) {
   const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
-  analysis::RunConfig cfg{.options = opts, .classifier = cls, .jobs = jobs, .progress = nullptr};
+  analysis::RunConfig cfg{.options = opts, .classifier = cls, .jobs = jobs, .progress = nullptr,
+                          .activity_max_inputs = activity_max_inputs};
   auto run = analysis::AnalyseRun({path}, cfg);
   if (!run.ok()) {
     // "no trace found under PATH" and, one per line, why (what the search passed over).
@@ -136,12 +136,8 @@ base::Status AnalyseForReport(const std::string& path, const std::string& baseli
   analysis::AnalysisOptions run_opts = opts, base_opts = opts;
   base_opts.activity_spans = 0;
   if (run_opts.activity_spans == 0) run_opts.activity_spans = report::kReportActivitySpansPerLane;
-  {
-    analysis::Diagnostics ignored;
-    auto inputs = analysis::FindTraceInputs({path}, &ignored);
-    if (!inputs.ok() || inputs->size() > report::kReportDetailInputs) run_opts.activity_spans = 0;
-  }
-  RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, run_opts, jobs, io, &results, &out->bad_inputs, &found));
+  RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, run_opts, jobs, io, &results, &out->bad_inputs, &found,
+                                     report::kReportDetailInputs));
   if (!baseline.empty())
     RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, base_opts, jobs, io, &base, &out->bad_inputs, &found));
   std::unique_ptr<analysis::Comparison> cmp;

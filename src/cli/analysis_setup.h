@@ -11,6 +11,7 @@
 #ifndef RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 #define RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,11 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 // a line; print it with ReportStatus). Prints "rlprof <command>: [<side>: ]<input>: <why>" for
 // every input that could not be read (sets *bad_inputs; the others are still analysed). What
 // the search for inputs passed over (unreadable folders, empty files …) is counted in `found`.
+// `activity_max_inputs`: analysis::RunConfig's (opts.activity_spans only for runs that small).
 base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
                          const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
                          Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                         analysis::Diagnostics* found);
+                         analysis::Diagnostics* found, size_t activity_max_inputs = SIZE_MAX);
 
 // What `rlprof report` and `rlprof serve` draw: `path` (and `baseline` when not empty) found and
 // analysed with AnalysePath, compared, and turned into the report's data (report::ReportData,
