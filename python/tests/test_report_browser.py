@@ -102,6 +102,15 @@ def _artifacts() -> str:
     return d
 
 
+def _timeline_pointer(drv, pt):
+    """The mouse moved over the timeline's lanes to `pt` (client coordinates, as blockPoint /
+    spanPoint give them); .click() or .perform() it."""
+    canvas = drv.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
+    r = drv.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
+    return ActionChains(drv).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
+                                                         int(pt["y"] - r["y"] - r["h"] / 2))
+
+
 def _severe(drv):
     return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
 
@@ -145,10 +154,7 @@ def test_a_click_on_a_stage_shows_its_breakdown_and_operators(browser, report):
             break
     else:
         pytest.fail("no block for rank 1's rollout of step 2")
-    canvas = browser.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
-    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
-    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
-                                                      int(pt["y"] - r["y"] - r["h"] / 2)).click().perform()
+    _timeline_pointer(browser, pt).click().perform()
     detail = browser.find_element(By.ID, "stagedetail").text
     assert "rollout_generate · rollout · rank 1 · step 2" in detail
     assert "compute only" in detail and "idle" in detail and "duration" in detail
@@ -240,10 +246,7 @@ def test_a_512_rank_run_stays_small_readable_and_clickable(browser, tmp_path, rl
         " if (p.stage === 'rollout_generate' && p.rank === 511 && p.step === 2) return i; } return -1")
     assert idx >= 0
     pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({idx})")
-    canvas = browser.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
-    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
-    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
-                                                      int(pt["y"] - r["y"] - r["h"] / 2)).click().perform()
+    _timeline_pointer(browser, pt).click().perform()
     detail = browser.find_element(By.ID, "stagedetail").text
     assert "rollout_generate · rollout · rank 511 · step 2" in detail
     assert "of the whole run" in detail and "aten::mm" in detail   # operators summed over the run
@@ -270,10 +273,7 @@ def test_a_gpu_trace_has_step_blocks_and_a_lane_per_stream(browser, tmp_path, rl
     i = t["lanes"].index(s7)
     pt = browser.execute_script(f"return window.rlprofReport.timeline.activity.spanPoint({i})")
     assert pt["visible"] and pt["count"] > 1 and pt["cls"] == "compute"
-    canvas = browser.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
-    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
-    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
-                                                      int(pt["y"] - r["y"] - r["h"] / 2)).perform()
+    _timeline_pointer(browser, pt).perform()
     tip = browser.find_element(By.ID, "tip").text
     assert "device 3 stream 7 · rank" in tip and "kernels" in tip and "longest:" in tip, tip
     browser.save_screenshot(os.path.join(_artifacts(), "report_gpu_lanes.png"))
