@@ -144,6 +144,9 @@ struct Trace {
   size_t AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t category_id,
                   uint32_t track_id, SliceKind k = SliceKind::kRange);
   size_t size() const { return ts.size(); }
+  // Room for `n` slices in every per-slice column (readers that know about how many events
+  // are coming: no column grows by copying).
+  void Reserve(size_t n);
   // Sorts slices by (track, ts, -dur), fills `parent` by nesting per track, sorts markers.
   // Counts overlapping-but-not-nested slices on one track as "improper_nesting".
   void Finalize();

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <tuple>
+#include <vector>
+
 namespace rlprof::analysis {
 namespace {
 
@@ -23,6 +29,46 @@ TEST(TraceTest, FinalizeSortsPerTrackAndLinksParents) {
   EXPECT_EQ(t.parent[2], -1);  // starts after outer ends
   EXPECT_EQ(t.str(t.name[3]), "other");
   EXPECT_EQ(t.diagnostics.Get("improper_nesting"), 0u);
+}
+
+TEST(TraceTest, FinalizeOrdersLikeAStableSortByTrackTimeAndLongestFirst) {
+  // Rows in random order over several tracks, with ties in ts and in (ts, dur): every column
+  // must follow the order a stable sort by (track, ts, -dur) gives, ties in file order.
+  std::mt19937 rng(7);
+  Trace t;
+  std::vector<uint32_t> tracks;
+  for (int i = 0; i < 5; ++i) tracks.push_back(t.ThreadTrack(1, 100 + i));
+  const size_t n = 5000;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t tr = tracks[rng() % tracks.size()];
+    int64_t ts = static_cast<int64_t>(rng() % 200) * 10;
+    int64_t dur = static_cast<int64_t>(rng() % 3) * 5;
+    size_t row = t.AddSlice(ts, dur, t.Intern("s" + std::to_string(i)), 0, tr);
+    t.correlation[row] = static_cast<int64_t>(i);
+    t.bytes[row] = static_cast<int64_t>(i) * 3;
+    t.external[row] = static_cast<int64_t>(i) + 1;
+  }
+  std::vector<size_t> want(n);
+  std::iota(want.begin(), want.end(), 0);
+  std::vector<std::tuple<uint32_t, int64_t, int64_t>> key;
+  for (size_t i = 0; i < n; ++i) key.emplace_back(t.track[i], t.ts[i], -t.dur[i]);
+  std::stable_sort(want.begin(), want.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  t.Finalize();
+  ASSERT_EQ(t.size(), n);
+  for (size_t r = 0; r < n; ++r) {
+    const size_t i = want[r];
+    ASSERT_EQ(t.correlation[r], static_cast<int64_t>(i)) << r;
+    EXPECT_EQ(t.str(t.name[r]), "s" + std::to_string(i));
+    EXPECT_EQ(t.bytes[r], static_cast<int64_t>(i) * 3);
+    EXPECT_EQ(t.external[r], static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(t.track[r], std::get<0>(key[i]));
+    EXPECT_EQ(t.ts[r], std::get<1>(key[i]));
+    EXPECT_EQ(t.dur[r], -std::get<2>(key[i]));
+  }
+  // Already in order: Finalize again changes nothing.
+  std::vector<int64_t> before = t.correlation;
+  t.Finalize();
+  EXPECT_EQ(t.correlation, before);
 }
 
 TEST(TraceTest, OverlappingButNotNestedSlicesAreCounted) {

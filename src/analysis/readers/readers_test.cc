@@ -362,7 +362,7 @@ TEST(JsonReader, DropsInstantsWhenAsked) {
 }
 
 TEST(JsonReader, ReadsManyChunksOfALargeGzipTraceLikeOneChunk) {
-  // The diff fixture is 33 MiB of JSON: ~530 chunks of 64 KiB, every event kept.
+  // The diff fixture is 33 MiB of JSON: ~265 chunks of 128 KiB, every event kept.
   auto t = ReadTrace(Fixture("kineto/hta_trace_diff_control_control.json.gz"));
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->size(), 74939u);
@@ -376,6 +376,31 @@ TEST(JsonReader, ReadsManyChunksOfALargeGzipTraceLikeOneChunk) {
   }
   EXPECT_EQ(kernels, 8568u);
   EXPECT_EQ(linked, kernels);
+}
+
+TEST(JsonReader, RepairsInvalidUtf8InAnyChunkAndInTheMetadata) {
+  // Simdjson validates each 128 KiB chunk as it indexes it: bad bytes far into the events
+  // array and in the metadata are repaired and counted, and no event is lost.
+  std::string dir = format::TestDir();
+  std::string text = "{\"distributedInfo\": {\"rank\": 2, \"x\": \"\xff\"},\n\"traceEvents\": [\n";
+  const int n = 20000;  // ≈ 1.5 MiB: a dozen chunks
+  for (int i = 0; i < n; ++i) {
+    std::string name = "op" + std::to_string(i);
+    if (i == 15000) name += "\xc3(";   // a lead byte without its continuation
+    if (i == 19999) name += "\xe2\x82";  // truncated three-byte sequence
+    text += "{\"ph\": \"X\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": 1, \"ts\": " +
+            std::to_string(i * 10) + ", \"dur\": 5}";
+    text += i + 1 < n ? ",\n" : "\n";
+  }
+  text += "]}";
+  auto t = ReadTrace(WriteFile(dir, "utf8.json", text));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->size(), static_cast<size_t>(n));
+  EXPECT_EQ(t->rank, 2);
+  EXPECT_EQ(t->diagnostics.Get("json_syntax_error"), 0u);
+  EXPECT_EQ(t->diagnostics.Get("invalid_utf8_bytes"), 4u);  // 1 + 1 + 2
+  EXPECT_EQ(t->str(t->name[15000]), "op15000?(");
+  EXPECT_EQ(t->str(t->name[19999]), "op19999??");
 }
 
 TEST(JsonReader, SurvivesRandomDamageWithoutCrashing) {
