@@ -34,8 +34,9 @@ struct InputResult {
 using ProgressFn = std::function<void(size_t done, size_t total)>;
 // Called once per input (index into `inputs`), right after it was analysed (or failed), on the
 // worker that analysed it and before `progress` counts it: per-input output work (the run
-// pipeline's CSVs) runs inside the parallel phase.
-using InputFn = std::function<void(size_t index, const InputResult& result)>;
+// pipeline's CSVs) runs inside the parallel phase. It may release what the caller will not read
+// again (the CLI's pipeline takes the per-kernel rows into its tables).
+using InputFn = std::function<void(size_t index, InputResult& result)>;
 
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,

@@ -289,12 +289,12 @@ class DbJob {
   std::thread thread_;
 };
 
-// Builds input i's tables once and writes DIR/<name>/<table>.csv (and its exports); tells `db`
-// once the tables are built, before the CSVs are written.
-void WriteInputFiles(size_t i, const InputResult& r, const std::string& dir, const RunWriteOptions& opts,
-                     InputFiles* f, DbJob* db) {
+// Writes DIR/<name>/<table>.csv from input i's `tables` (AllTables, built once; empty when it
+// was not analysed) and its exports; tells `db` once the tables are there, before the CSVs.
+void WriteInputFiles(size_t i, const InputResult& r, std::vector<Table> tables, const std::string& dir,
+                     const RunWriteOptions& opts, InputFiles* f, DbJob* db) {
   f->name = r.name;
-  if (r.status.ok()) f->tables = AllTables(r.analysis);
+  f->tables = std::move(tables);
   db->InputReady(i);
   struct Done {  // however this returns
     DbJob* db;
@@ -361,7 +361,8 @@ base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::st
   DbJob db(dir + "/analysis.db", &files);
   db.Start();
   for (size_t i = 0; i < run.inputs.size(); ++i) {
-    WriteInputFiles(i, run.inputs[i], dir, opts, &files[i], &db);
+    const InputResult& r = run.inputs[i];
+    WriteInputFiles(i, r, r.status.ok() ? AllTables(r.analysis) : std::vector<Table>{}, dir, opts, &files[i], &db);
     if (!files[i].write.ok()) {  // the first failure, as it happened
       db.Abandon();
       return files[i].write;
@@ -382,7 +383,11 @@ base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& pa
     files.resize(n);
     db.Start();
   };
-  auto each = [&](size_t i, const InputResult& r) { WriteInputFiles(i, r, dir, opts, &files[i], &db); };
+  auto each = [&](size_t i, InputResult& r) {
+    std::vector<Table> tables;
+    if (r.status.ok()) tables = opts.keep_kernel_rows ? AllTables(r.analysis) : TakeAllTables(&r.analysis);
+    WriteInputFiles(i, r, std::move(tables), dir, opts, &files[i], &db);
+  };
   RLPROF_ASSIGN_OR_RETURN(*run, AnalyseRunWith(paths, cfg, found, each));
   return FinishRunOutputs(*run, files, dir, opts, &db);
 }

@@ -100,6 +100,11 @@ struct RunWriteOptions {
   // summary.json is written, while analysis.db is written on its own thread; gets the summary
   // as written. Its failure is returned like a write failure.
   std::function<base::Status(const nlohmann::json& summary)> while_db = nullptr;
+  // AnalyseAndWriteRun only. false: each input's per-kernel rows (TraceAnalysis::kernel_rows, one
+  // heap string per kernel) are moved into its kernel_details table and freed with it once its
+  // CSV and database rows are written, while later inputs are analysed, so `*run` comes back
+  // without them: the CLI never reads them again (less memory, nothing left to free at the end).
+  bool keep_kernel_rows = true;
 };
 
 struct RunOutputs {
@@ -124,7 +129,8 @@ base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::st
 // analysis.db takes each input's rows as soon as it and every input before it are analysed, so
 // only the run-level files are left for the end. The same files (analysis.db byte for byte,
 // whatever cfg.jobs and the order in which inputs finish) and RunOutputs as the two calls;
-// `*run` is the RunAnalysis (set when the analysis itself succeeded, even if a write failed).
+// `*run` is the RunAnalysis (set when the analysis itself succeeded, even if a write failed),
+// without per-kernel rows when opts.keep_kernel_rows is false.
 // Errors: AnalyseRun's, then WriteRunOutputs'.
 base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,
                                               const std::string& dir, const RunWriteOptions& opts,

@@ -147,6 +147,35 @@ std::string DumpDb(const std::string& path) {
   return out;
 }
 
+TEST_F(RunPipelineTest, TakingTheKernelRowsIntoTheTablesWritesTheSameFilesAndLeavesNoneInTheRun) {
+  // The CLI's setting (keep_kernel_rows = false): names moved into kernel_details instead of
+  // copied, the rows freed once written. Every file is the same, analysis.db byte for byte.
+  auto cfg = MakeRunConfig({}, 2);
+  ASSERT_TRUE(cfg.ok());
+  RunAnalysis kept, taken;
+  auto k = AnalyseAndWriteRun({kInputs}, *cfg, root_ + "/kept", {}, &kept);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  RunWriteOptions take;
+  take.keep_kernel_rows = false;
+  auto t = AnalyseAndWriteRun({kInputs}, *cfg, root_ + "/taken", take, &taken);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  size_t kernel_rows = 0;
+  for (const auto& r : kept.inputs) kernel_rows += r.analysis.kernel_rows.size();
+  EXPECT_GT(kernel_rows, 100u);
+  for (const auto& r : taken.inputs) EXPECT_TRUE(r.analysis.kernel_rows.empty()) << r.name;
+  auto fk = Files(root_ + "/kept"), ft = Files(root_ + "/taken");
+  ASSERT_EQ(fk.size(), ft.size());
+  size_t kernel_details = 0;
+  for (const auto& [name, bytes] : fk) {
+    ASSERT_TRUE(ft.count(name)) << name;
+    if (name == "summary.json") continue;  // its "output" differs
+    EXPECT_TRUE(bytes == ft[name]) << name;
+    if (name.find("kernel_details.csv") != std::string::npos && bytes.size() > 200) ++kernel_details;
+  }
+  EXPECT_GT(kernel_details, 0u);
+  EXPECT_TRUE(fk.count("analysis.db"));
+}
+
 TEST_F(RunPipelineTest, OnePassWritesTheSameFilesAsAnalyseThenWriteAndTheSameDatabaseAsTheConcatenatedTables) {
   std::ofstream(root_ + "/bad.json") << "this is not a trace";
   const std::vector<std::string> paths = {kInputs, root_ + "/bad.json"};

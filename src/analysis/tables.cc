@@ -2,6 +2,7 @@
 #include "src/analysis/tables.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "src/analysis/views.h"
 
@@ -162,17 +163,33 @@ Table OpsByFrameTable(const TraceAnalysis& a) {
   return t;
 }
 
-Table KernelDetailsTable(const TraceAnalysis& a) {
+namespace {
+// kernel_details from `rows`: their names and streams copied, or moved when `Rows` is an rvalue
+// (TakeAllTables: one heap string per kernel fewer to copy and to free).
+template <typename Rows>
+Table KernelDetailsFrom(Rows&& rows) {
   Table t{"kernel_details",
           {Int("Step Id"), Repeats(Text("Name")), Text("Type"), Text("Stream"), Real("Start Time", "us"),
            Real("Duration", "us"), Real("Wait Time", "us"), Int("start_ns", "ns")},
           {}};
-  t.rows.reserve(a.kernel_rows.size());
-  for (const auto& k : a.kernel_rows)
-    t.rows.push_back(Row(k.step < 0 ? Cell{} : Cell{k.step}, k.name, std::string(WorkClassName(k.cls)),
-                         k.stream, Us(k.start), Us(k.dur), Us(k.wait), k.start));
+  t.rows.reserve(rows.size());
+  for (auto& k : rows) {
+    Cell name, stream;
+    if constexpr (std::is_rvalue_reference_v<Rows&&>) {
+      name = std::move(k.name);
+      stream = std::move(k.stream);
+    } else {
+      name = k.name;
+      stream = k.stream;
+    }
+    t.rows.push_back(Row(k.step < 0 ? Cell{} : Cell{k.step}, std::move(name), std::string(WorkClassName(k.cls)),
+                         std::move(stream), Us(k.start), Us(k.dur), Us(k.wait), k.start));
+  }
   return t;
 }
+}  // namespace
+
+Table KernelDetailsTable(const TraceAnalysis& a) { return KernelDetailsFrom(a.kernel_rows); }
 
 Table HtaTemporalTable(const TraceAnalysis& a) {
   Table t{"hta_temporal_breakdown",
@@ -231,7 +248,9 @@ Table DiagnosticsTable(const Diagnostics& d) {
   return t;
 }
 
-std::vector<Table> AllTables(const TraceAnalysis& a) {
+namespace {
+// `take`: a's own kernel rows, moved into kernel_details and freed; null: copied.
+std::vector<Table> AllTablesOf(const TraceAnalysis& a, std::vector<KernelRow>* take) {
   // Moved in one by one: a braced list would copy every table (every row, every string).
   std::vector<Table> out;
   out.reserve(14);
@@ -240,7 +259,12 @@ std::vector<Table> AllTables(const TraceAnalysis& a) {
   out.push_back(StageTimeTable(a));
   out.push_back(CommByGroupTable(a));
   out.push_back(OpStatisticTable(a));
-  out.push_back(KernelDetailsTable(a));
+  if (take != nullptr) {
+    out.push_back(KernelDetailsFrom(std::move(*take)));
+    std::vector<KernelRow>().swap(*take);
+  } else {
+    out.push_back(KernelDetailsTable(a));
+  }
   out.push_back(HtaTemporalTable(a));
   out.push_back(HtaIdleTable(a));
   out.push_back(GpuTimelineTable(a));
@@ -251,6 +275,11 @@ std::vector<Table> AllTables(const TraceAnalysis& a) {
   out.push_back(DiagnosticsTable(a.diagnostics));
   return out;
 }
+}  // namespace
+
+std::vector<Table> AllTables(const TraceAnalysis& a) { return AllTablesOf(a, nullptr); }
+
+std::vector<Table> TakeAllTables(TraceAnalysis* a) { return AllTablesOf(*a, &a->kernel_rows); }
 
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts) {
   Table out;

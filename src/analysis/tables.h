@@ -66,6 +66,9 @@ Table DiagnosticsTable(const Diagnostics& d);      // diagnostics: name, count
 
 // All per-input tables, in file order.
 std::vector<Table> AllTables(const TraceAnalysis& a);
+// The same tables, taking `a`'s per-kernel rows into kernel_details instead of copying them:
+// a->kernel_rows is left empty (and its memory freed). For a caller that reads them no more.
+std::vector<Table> TakeAllTables(TraceAnalysis* a);
 
 // Concatenates the same table of several inputs, prepending an `input` text column.
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts);

@@ -68,7 +68,8 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
   // written while analysis.db is (on its own thread).
   analysis::RunAnalysis run;
   const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
-  analysis::RunWriteOptions wopts{.exports = a.exports};
+  // Per-kernel rows go into kernel_details and are freed once written: nothing below reads them.
+  analysis::RunWriteOptions wopts{.exports = a.exports, .keep_kernel_rows = false};
   wopts.while_db = [&](const nlohmann::json& summary) {
     return report::WriteHtmlReport(a.output + "/report.html",
                                    report::ReportData(run.inputs, summary, title, RLPROF_VERSION));
