@@ -66,9 +66,24 @@ base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern) {
   }
 }
 
+InputResult AnalyseInput(const std::string& input, const std::string& name, const Classifier& cls,
+                         const AnalysisOptions& opts, const std::regex* step_marker) {
+  InputResult r;
+  r.input = input;
+  r.name = name;
+  auto trace = ReadTrace(input);  // freed on return
+  if (!trace.ok()) {
+    r.status = trace.status();
+  } else {
+    if (step_marker) ApplyStepMarker(&*trace, *step_marker);
+    r.analysis = AnalyseTrace(*trace, cls, opts);
+  }
+  return r;
+}
+
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,
-                                       const ProgressFn& progress, const InputFn& each) {
+                                       const ProgressFn& progress) {
   std::vector<InputResult> results(inputs.size());
   std::vector<std::string> names = InputNames(inputs);
   std::mutex mu;
@@ -88,18 +103,7 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
   }
   base::ParallelFor(inputs.size(), jobs, [&](size_t i) {
     InputResult& r = results[i];
-    r.input = inputs[i];
-    r.name = names[i];
-    {  // the trace is freed before `each` runs
-      auto trace = ReadTrace(inputs[i]);
-      if (!trace.ok()) {
-        r.status = trace.status();
-      } else {
-        if (step_marker) ApplyStepMarker(&*trace, *step_marker);
-        r.analysis = AnalyseTrace(*trace, cls, opts);
-      }
-    }
-    if (each) each(i, r);
+    r = AnalyseInput(inputs[i], names[i], cls, opts, step_marker ? &*step_marker : nullptr);
     if (progress) {
       std::lock_guard<std::mutex> lock(mu);
       progress(++done, inputs.size());

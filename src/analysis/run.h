@@ -32,15 +32,15 @@ struct InputResult {
 };
 
 using ProgressFn = std::function<void(size_t done, size_t total)>;
-// Called once per input (index into `inputs`), right after it was analysed (or failed), on the
-// worker that analysed it and before `progress` counts it: per-input output work (the run
-// pipeline's CSVs) runs inside the parallel phase. It may release what the caller will not read
-// again (the CLI's pipeline takes the per-kernel rows into its tables).
-using InputFn = std::function<void(size_t index, InputResult& result)>;
 
 std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, const Classifier& cls,
                                        const AnalysisOptions& opts, size_t jobs,
-                                       const ProgressFn& progress = nullptr, const InputFn& each = nullptr);
+                                       const ProgressFn& progress = nullptr);
+
+// One input of AnalyseInputs: read (the trace freed before returning), `step_marker` applied when
+// given (the compiled AnalysisOptions::step_marker), analysed; `name` as InputNames gives it.
+InputResult AnalyseInput(const std::string& input, const std::string& name, const Classifier& cls,
+                         const AnalysisOptions& opts, const std::regex* step_marker);
 
 // The regex of AnalysisOptions::step_marker, or InvalidArgument naming the pattern.
 base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern);

@@ -1,13 +1,16 @@
 // The run pipeline: find → analyse in parallel → run tables, summary.json → files.
 #include "src/analysis/run_pipeline.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <system_error>
 #include <thread>
 
@@ -98,31 +101,32 @@ Diagnostics RunAnalysis::AllDiagnostics() const {
   return d;
 }
 
-// AnalyseRun, with `found(n)` called once the n inputs are known and `each` on the worker that
-// analysed each input.
-base::StatusOr<RunAnalysis> AnalyseRunWith(const std::vector<std::string>& paths, const RunConfig& cfg,
-                                           const std::function<void(size_t)>& found, const InputFn& each) {
-  RunAnalysis run;
-  run.paths = paths;
-  run.options = cfg.options;
-  RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, FindTraceInputs(paths, &run.found));
-  if (inputs.empty()) {
+namespace {
+// AnalyseRun's first half: run.paths, run.found and run.options (activity lanes left out past
+// cfg.activity_max_inputs), and the inputs found; NotFound, saying why, when there is none.
+base::Status FindRunInputs(const std::vector<std::string>& paths, const RunConfig& cfg, RunAnalysis* run,
+                           std::vector<std::string>* inputs) {
+  run->paths = paths;
+  run->options = cfg.options;
+  RLPROF_ASSIGN_OR_RETURN(*inputs, FindTraceInputs(paths, &run->found));
+  if (inputs->empty()) {
     std::string what = "no trace found under ";
     for (size_t i = 0; i < paths.size(); ++i) what += (i ? ", " : "") + paths[i];
-    for (const auto& d : run.found.details) what += "\n" + d;  // why nothing was found
+    for (const auto& d : run->found.details) what += "\n" + d;  // why nothing was found
     return base::NotFound(what);
   }
-  if (found) found(inputs.size());
-  AnalysisOptions options = cfg.options;
-  if (inputs.size() > cfg.activity_max_inputs) options.activity_spans = 0;
-  run.options = options;
-  run.inputs = AnalyseInputs(inputs, cfg.classifier, options, cfg.jobs, cfg.progress, each);
-  run.view = BuildRunView(run.inputs);
-  return run;
+  if (inputs->size() > cfg.activity_max_inputs) run->options.activity_spans = 0;
+  return base::Status::Ok();
 }
+}  // namespace
 
 base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, const RunConfig& cfg) {
-  return AnalyseRunWith(paths, cfg, nullptr, nullptr);
+  RunAnalysis run;
+  std::vector<std::string> inputs;
+  RLPROF_RETURN_IF_ERROR(FindRunInputs(paths, cfg, &run, &inputs));
+  run.inputs = AnalyseInputs(inputs, cfg.classifier, run.options, cfg.jobs, cfg.progress);
+  run.view = BuildRunView(run.inputs);
+  return run;
 }
 
 RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& options, Diagnostics found,
@@ -169,185 +173,310 @@ base::Status CheckExports(const RunWriteOptions& opts) {
   return base::Status::Ok();
 }
 
-// What writing one input's files left: its tables (kept for analysis.db), the first write that
-// failed, its exports.
+// One input's part of the run's files: its tables until both its CSVs and its analysis.db rows
+// are written, the first write that failed, its exports.
 struct InputFiles {
   std::string name;           // the input's name (its folder, its `input` in analysis.db)
-  std::vector<Table> tables;  // AllTables; empty when the input was not analysed
-  base::Status write;         // the first IoError writing its CSVs or exports
+  std::string input;          // its path (for --export)
+  bool analysed = false;      // its analysis succeeded: it has tables and CSVs
+  std::vector<Table> tables;  // AllTables; freed once written
+  base::Status csv[2];        // the first IoError writing each half of its CSVs (and exports)
   std::vector<std::string> exported;
   std::optional<base::Status> export_failure;  // its capture could not be read for --export
+  // The first failed write of its files, in file order.
+  const base::Status& write() const { return csv[0].ok() ? csv[1] : csv[0]; }
 };
 
-// analysis.db, written on a thread of its own, input by input in input order: each input's rows
-// go into every per-input table as soon as its tables and those of every earlier input are
-// built, so the database is filled while later inputs are still being analysed; the run-level
-// tables follow once they are given, then the commit. The file depends only on the inputs and
-// their order, never on which worker finished first. Abandoned (no file) when an input's files
-// or the run-level files could not be written, as if it had been written last.
-class DbJob {
- public:
-  DbJob(std::string path, std::vector<InputFiles>* files) : path_(std::move(path)), files_(files) {}
-  ~DbJob() { Abandon(); }
+// One CSV text buffer per thread that writes CSVs, reused for every table it writes (its pages
+// faulted in once, not once per table).
+std::string& CsvBuffer() {
+  thread_local std::string buffer;
+  return buffer;
+}
 
-  // `files` has its final size: start waiting for the inputs.
-  void Start() {
-    ready_.assign(files_->size(), false);
-    users_ = std::make_unique<std::atomic<int>[]>(files_->size());
-    for (size_t i = 0; i < files_->size(); ++i) users_[i] = 2;  // its CSV writer and the database
-    thread_ = std::thread([this] { status_ = Run(); });
+// kernel_details, one row per kernel, is most of an input's CSV bytes: written as a task of its
+// own (half 0), beside the other tables and the exports (half 1).
+bool InCsvHalf(const Table& t, int half) { return (t.name == "kernel_details") == (half == 0); }
+
+// Writes one half of DIR/<name>/<table>.csv for an analysed input (half 1: and its exports).
+void WriteCsvHalf(const std::string& dir, const RunWriteOptions& opts, InputFiles* f, int half) {
+  const std::string sub = dir + "/" + f->name;
+  base::Status& st = f->csv[half];
+  st = base::MakeDirs(sub);
+  std::string& text = CsvBuffer();
+  for (size_t k = 0; k < f->tables.size() && st.ok(); ++k) {
+    if (!InCsvHalf(f->tables[k], half)) continue;
+    ToCsv(f->tables[k], &text);
+    st = base::WriteFileAtomic(sub + "/" + f->tables[k].name + ".csv", text);
   }
-  // Input i's tables are built (call after filling its InputFiles' name and tables).
-  void InputReady(size_t i) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (i < ready_.size()) ready_[i] = true;
-    cv_.notify_all();
+  if (half != 1 || !st.ok() || opts.exports.empty()) return;
+  InputResult r;
+  r.input = f->input;
+  if (base::Status s = ExportCapture(r, opts.exports, sub, &f->exported); !s.ok()) {
+    if (s.code() == base::StatusCode::kIoError) st = s;
+    else f->export_failure = s;
   }
-  // The run-level tables (alive until Join); the file is committed after them.
+}
+
+// Writes a run's files on `jobs` threads of its own, with no thread for any one kind of work:
+// each input's tables are made on a thread (stage 1: the input analysed and its tables built, or
+// only its tables built), then its two CSV halves and its analysis.db rows are tasks that any of
+// the threads takes, before it starts another input's stage 1. So no core idles while work is
+// left (the last input's files are written by both threads), and an input's tables are freed
+// soon after they are made. analysis.db's rows go in input order (one task at a time, each
+// input's once it and every earlier input's are in), the tables created from the first analysed
+// input's: the file depends only on the inputs and their order, never on which thread finished
+// first. After the first failed CSV write the other CSVs are skipped; analysis.db is abandoned
+// (no file) when an input's files or the run-level files could not be written.
+class RunWriter {
+ public:
+  // Input i's tables (empty when it was not analysed); called on a writer thread, once per i.
+  using Stage1 = std::function<std::vector<Table>(size_t i, InputFiles* f)>;
+
+  RunWriter(std::string dir, const RunWriteOptions& opts, size_t n)
+      : dir_(std::move(dir)), opts_(opts), files_(n), made_(n, false), users_(n, 0) {}
+  ~RunWriter() {
+    Abandon();
+    Join();
+  }
+
+  void Start(size_t jobs, Stage1 stage1) {
+    stage1_ = std::move(stage1);
+    jobs = std::max<size_t>(1, std::min(jobs, std::max<size_t>(files_.size(), 1)));
+    for (size_t t = 0; t < jobs; ++t) threads_.emplace_back([this] { Work(); });
+  }
+  // Waits until every input's stage 1 has run.
+  void WaitStage1() {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return stage1_done_ == files_.size(); });
+  }
+  // The run-level tables (alive until Join): analysis.db gets them after every input's rows and
+  // is committed, unless an input's CSVs failed.
   void RunLevel(const Table* across, const Table* view) {
     std::lock_guard<std::mutex> lock(mu_);
     across_ = across;
     view_ = view;
     cv_.notify_all();
   }
-  // Input i's CSVs are written (or failed): its tables go once the database has them too.
-  void CsvsDone(size_t i) { Release(i); }
-  // Call after RunLevel: waits for the file. Its Status.
-  base::Status Join() {
-    if (thread_.joinable()) thread_.join();
-    return status_;
-  }
+  // No analysis.db: stops inserting and commits nothing (the partial file is removed).
   void Abandon() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      abandon_ = true;
-      cv_.notify_all();
-    }
-    if (thread_.joinable()) thread_.join();  // its status no longer matters
+    std::lock_guard<std::mutex> lock(mu_);
+    abandon_ = true;
+    cv_.notify_all();
   }
+  // Waits for the threads: every task is done (or skipped after Abandon).
+  void Join() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    threads_.clear();
+  }
+  // After Join: the inputs' files, and analysis.db's Status.
+  std::vector<InputFiles>& files() { return files_; }
+  const base::Status& db_status() const { return db_status_; }
 
  private:
-  base::Status Run() {
-    // Only `name` and `tables` may be read here: the workers may still be writing the CSVs
-    // (and setting `write`). A failed write abandons the job before the run-level tables come.
-    const std::vector<InputFiles>& files = *files_;
-    std::unique_ptr<SqliteWriter> w;
-    auto open = [&]() -> base::Status {
-      const size_t dir_end = path_.rfind('/');
-      if (dir_end != std::string::npos) RLPROF_RETURN_IF_ERROR(base::MakeDirs(path_.substr(0, dir_end)));
-      RLPROF_ASSIGN_OR_RETURN(w, SqliteWriter::Open(path_));
-      return base::Status::Ok();
-    };
-    std::vector<size_t> ids;  // per-input table k → its handle in `w`, made by the first analysed input
-    for (size_t i = 0; i < files.size(); ++i) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return abandon_ || ready_[i]; });
-        if (abandon_) return base::Status::Ok();  // `w` removes the partial file
-      }
-      if (w == nullptr) RLPROF_RETURN_IF_ERROR(open());
-      const InputFiles& f = files[i];
-      // Every input's AllTables are the same tables, in the same order; the first analysed
-      // input's make the schema (CREATE TABLE for all of them before any row).
-      if (ids.empty())
-        for (const Table& t : f.tables) {
-          RLPROF_ASSIGN_OR_RETURN(size_t id, w->Create(t, true));
-          ids.push_back(id);
+  enum class Kind { kStage1, kCsv0, kCsv1, kDb, kCommit, kNone };
+  struct Task {
+    Kind kind = Kind::kNone;
+    size_t i = 0;
+  };
+
+  // The next task, under mu_: an input's outputs before another input's stage 1 (analysis.db's
+  // rows first: they go one input at a time, in order); kNone once all is done.
+  Task Next(std::unique_lock<std::mutex>& lock) {
+    const size_t n = files_.size();
+    for (;;) {
+      if (!db_busy_ && !abandon_ && !db_failed_) {
+        if (db_next_ < n && made_[db_next_]) {
+          db_busy_ = true;
+          return {Kind::kDb, db_next_};
         }
-      for (size_t k = 0; k < f.tables.size() && k < ids.size(); ++k)
-        RLPROF_RETURN_IF_ERROR(w->Append(ids[k], f.name, f.tables[k]));
-      Release(i);
+        if (db_next_ == n && !committed_ && across_ != nullptr && csv_pending_ == 0) {
+          db_busy_ = true;
+          return {Kind::kCommit, 0};
+        }
+      }
+      if (!csv_ready_.empty()) {
+        Task t = csv_ready_.front();
+        csv_ready_.pop_front();
+        return t;
+      }
+      if (next_stage1_ < n) return {Kind::kStage1, next_stage1_++};
+      if (stage1_done_ == n && csv_pending_ == 0 && !db_busy_ && (abandon_ || committed_ || db_failed_))
+        return {};
+      cv_.wait(lock);  // for another thread's task, or for the run-level tables
     }
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return abandon_ || (across_ != nullptr && view_ != nullptr); });
-      if (abandon_) return base::Status::Ok();
-    }
-    if (w == nullptr) RLPROF_RETURN_IF_ERROR(open());  // no input at all
-    RLPROF_RETURN_IF_ERROR(w->Add({{{"", across_}}, false}));
-    RLPROF_RETURN_IF_ERROR(w->Add({{{"", view_}}, false}));
-    return w->Commit();
   }
 
-  // One user of input i's tables is done with them; the last frees them (~25 k heap strings an
-  // input here: freed while later inputs are analysed rather than all at the end).
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      Task t = Next(lock);
+      if (t.kind == Kind::kNone) {
+        cv_.notify_all();
+        return;
+      }
+      lock.unlock();
+      Run(t);
+      lock.lock();
+      Done(t);
+      cv_.notify_all();
+    }
+  }
+
+  void Run(const Task& t) {
+    switch (t.kind) {
+      case Kind::kStage1:
+        files_[t.i].tables = stage1_(t.i, &files_[t.i]);
+        break;
+      case Kind::kCsv0:
+      case Kind::kCsv1: {
+        const int half = t.kind == Kind::kCsv0 ? 0 : 1;
+        if (!csv_failed_.load()) {
+          WriteCsvHalf(dir_, opts_, &files_[t.i], half);
+          if (!files_[t.i].csv[half].ok()) csv_failed_ = true;
+        }
+        break;
+      }
+      case Kind::kDb:
+        db_status_ = InsertRows(t.i);
+        break;
+      case Kind::kCommit:
+        db_status_ = CommitDb();
+        break;
+      case Kind::kNone:
+        break;
+    }
+  }
+
+  // Under mu_: what task t makes ready.
+  void Done(const Task& t) {
+    switch (t.kind) {
+      case Kind::kStage1:
+        ++stage1_done_;
+        made_[t.i] = true;
+        if (files_[t.i].analysed) {
+          users_[t.i] = 3;  // two CSV halves and the database
+          csv_ready_.push_back({Kind::kCsv0, t.i});
+          csv_ready_.push_back({Kind::kCsv1, t.i});
+          csv_pending_ += 2;
+        } else {
+          users_[t.i] = 1;  // the database only (nothing to insert)
+        }
+        if (stage1_done_ == files_.size()) done_cv_.notify_all();
+        break;
+      case Kind::kCsv0:
+      case Kind::kCsv1:
+        --csv_pending_;
+        Release(t.i);
+        break;
+      case Kind::kDb:
+        db_busy_ = false;
+        if (!db_status_.ok()) db_failed_ = true;
+        Release(db_next_);
+        ++db_next_;
+        break;
+      case Kind::kCommit:
+        db_busy_ = false;
+        committed_ = true;
+        break;
+      case Kind::kNone:
+        break;
+    }
+  }
+
+  // Under mu_: one user of input i's tables is done with them; the last frees them.
   void Release(size_t i) {
-    if (users_ && i < files_->size() && users_[i].fetch_sub(1, std::memory_order_acq_rel) == 1)
-      std::vector<Table>().swap((*files_)[i].tables);
+    if (users_[i] > 0 && --users_[i] == 0) std::vector<Table>().swap(files_[i].tables);
   }
 
-  const std::string path_;
-  std::vector<InputFiles>* files_;
+  base::Status InsertRows(size_t i) {
+    const InputFiles& f = files_[i];
+    if (f.tables.empty()) return base::Status::Ok();
+    if (db_ == nullptr) {
+      const std::string path = dir_ + "/analysis.db";
+      RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir_));
+      RLPROF_ASSIGN_OR_RETURN(db_, SqliteWriter::Open(path));
+    }
+    // Every input's AllTables are the same tables, in the same order; the first analysed
+    // input's make the schema (CREATE TABLE for all of them before any row).
+    if (ids_.empty())
+      for (const Table& t : f.tables) {
+        RLPROF_ASSIGN_OR_RETURN(size_t id, db_->Create(t, true));
+        ids_.push_back(id);
+      }
+    for (size_t k = 0; k < f.tables.size() && k < ids_.size(); ++k)
+      RLPROF_RETURN_IF_ERROR(db_->Append(ids_[k], f.name, f.tables[k]));
+    return base::Status::Ok();
+  }
+
+  base::Status CommitDb() {
+    if (csv_failed_.load()) return base::Status::Ok();  // abandoned: the run's error is the CSV's
+    if (db_ == nullptr) {  // no input analysed
+      RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir_));
+      RLPROF_ASSIGN_OR_RETURN(db_, SqliteWriter::Open(dir_ + "/analysis.db"));
+    }
+    RLPROF_RETURN_IF_ERROR(db_->Add({{{"", across_}}, false}));
+    RLPROF_RETURN_IF_ERROR(db_->Add({{{"", view_}}, false}));
+    return db_->Commit();
+  }
+
+  const std::string dir_;
+  const RunWriteOptions& opts_;
+  std::vector<InputFiles> files_;
+  Stage1 stage1_;
+  std::vector<std::thread> threads_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<bool> ready_;  // input i's tables are built
-  std::unique_ptr<std::atomic<int>[]> users_;  // per input: who still reads its tables
-  bool abandon_ = false;
+  std::condition_variable cv_, done_cv_;
+  // Under mu_.
+  std::vector<bool> made_;      // input i's stage 1 has run
+  std::vector<int> users_;      // who still reads input i's tables
+  size_t next_stage1_ = 0, stage1_done_ = 0, db_next_ = 0, csv_pending_ = 0;
+  std::deque<Task> csv_ready_;
+  bool db_busy_ = false, db_failed_ = false, committed_ = false, abandon_ = false;
   const Table* across_ = nullptr;
   const Table* view_ = nullptr;
-  base::Status status_;
-  std::thread thread_;
+  // The database: used by one task at a time (db_busy_).
+  std::unique_ptr<SqliteWriter> db_;
+  std::vector<size_t> ids_;  // per-input table k → its handle in db_
+  base::Status db_status_;
+  std::atomic<bool> csv_failed_{false};
 };
 
-// Writes DIR/<name>/<table>.csv from input i's `tables` (AllTables, built once; empty when it
-// was not analysed) and its exports; tells `db` once the tables are there, before the CSVs.
-void WriteInputFiles(size_t i, const InputResult& r, std::vector<Table> tables, const std::string& dir,
-                     const RunWriteOptions& opts, InputFiles* f, DbJob* db) {
-  f->name = r.name;
-  f->tables = std::move(tables);
-  db->InputReady(i);
-  struct Done {  // however this returns
-    DbJob* db;
-    size_t i;
-    ~Done() { db->CsvsDone(i); }
-  } done{db, i};
-  if (!r.status.ok()) return;
-  const std::string sub = dir + "/" + r.name;
-  f->write = base::MakeDirs(sub);
-  for (size_t k = 0; k < f->tables.size() && f->write.ok(); ++k)
-    f->write = base::WriteFileAtomic(sub + "/" + f->tables[k].name + ".csv", ToCsv(f->tables[k]));
-  if (!f->write.ok() || opts.exports.empty()) return;
-  if (base::Status s = ExportCapture(r, opts.exports, sub, &f->exported); !s.ok()) {
-    if (s.code() == base::StatusCode::kIoError) f->write = s;
-    else f->export_failure = s;
-  }
-}
-
-// The run-level files once every input's are written: this thread writes run_view.csv,
-// summary.json and then runs `opts.while_db` (the CLI's report) while `db` finishes analysis.db.
-// Errors: the inputs' own (first in input order), then in that order.
-base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::vector<InputFiles>& files,
-                                            const std::string& dir, const RunWriteOptions& opts, DbJob* db) {
+// The run-level files, once every input's stage 1 has run: their contents (summary.json,
+// run_view.csv, `opts.page`) are made on this thread while `w`'s threads write the last inputs'
+// CSVs and analysis.db; then the inputs' failures are checked and the files written.
+// Errors: the inputs' own (first in input order), then in that order, then analysis.db's.
+base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::string& dir,
+                                            const RunWriteOptions& opts, RunWriter* w) {
   RunOutputs out;
+  const Table across = StageAcrossRanksTable(run.inputs);
+  const Table view = RunViewTable(run.view);
+  w->RunLevel(&across, &view);  // analysis.db is committed once every CSV is written without error
+  out.summary = RunSummaryJson(run);
+  out.summary["output"] = dir;
+  // The run view, the run's one table of steps × stages × ranks (also in summary.json).
+  const std::string view_csv = ToCsv(view);
+  // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
+  const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::optional<base::StatusOr<std::string>> page;
+  if (opts.page) page = opts.page(out.summary);
+  w->Join();
+  const std::vector<InputFiles>& files = w->files();
   for (const auto& f : files) {
-    if (!f.write.ok()) {
-      db->Abandon();
-      return f.write;
-    }
+    if (!f.write().ok()) return f.write();  // analysis.db was not committed
     out.exported.insert(out.exported.end(), f.exported.begin(), f.exported.end());
   }
   for (size_t i = 0; i < files.size(); ++i)
     if (files[i].export_failure) out.export_failures.emplace_back(run.inputs[i].input, *files[i].export_failure);
-  const Table across = StageAcrossRanksTable(run.inputs);
-  const Table view = RunViewTable(run.view);
-  db->RunLevel(&across, &view);
-  base::Status docs = [&]() -> base::Status {
-    RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
-    out.summary = RunSummaryJson(run);
-    out.summary["output"] = dir;
-    // The run view, the run's one table of steps × stages × ranks (also in summary.json).
-    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", ToCsv(view)));
-    // Paths and names from traces need not be UTF-8: invalid bytes become U+FFFD, never a throw.
-    const std::string summary = out.summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary + "\n"));
-    if (opts.while_db) return opts.while_db(out.summary);
-    return base::Status::Ok();
-  }();
-  if (!docs.ok()) {
-    db->Abandon();  // as before: no analysis.db after a failed run-level write (unless done)
-    return docs;
+  RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
+  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", view_csv));
+  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary));
+  if (page) {
+    RLPROF_RETURN_IF_ERROR(page->status());
+    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/" + opts.page_name, **page));
   }
-  RLPROF_RETURN_IF_ERROR(db->Join());
+  RLPROF_RETURN_IF_ERROR(w->db_status());
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
   return out;
 }
@@ -357,39 +486,64 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::v
 base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
                                            const RunWriteOptions& opts) {
   RLPROF_RETURN_IF_ERROR(CheckExports(opts));
-  std::vector<InputFiles> files(run.inputs.size());
-  DbJob db(dir + "/analysis.db", &files);
-  db.Start();
-  for (size_t i = 0; i < run.inputs.size(); ++i) {
+  RunWriter w(dir, opts, run.inputs.size());
+  w.Start(2, [&](size_t i, InputFiles* f) {
     const InputResult& r = run.inputs[i];
-    WriteInputFiles(i, r, r.status.ok() ? AllTables(r.analysis) : std::vector<Table>{}, dir, opts, &files[i], &db);
-    if (!files[i].write.ok()) {  // the first failure, as it happened
-      db.Abandon();
-      return files[i].write;
-    }
-  }
-  return FinishRunOutputs(run, files, dir, opts, &db);
+    f->name = r.name;
+    f->input = r.input;
+    f->analysed = r.status.ok();
+    return r.status.ok() ? AllTables(r.analysis) : std::vector<Table>{};
+  });
+  w.WaitStage1();
+  return FinishRunOutputs(run, dir, opts, &w);
 }
 
 base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& paths, const RunConfig& cfg,
                                               const std::string& dir, const RunWriteOptions& opts,
                                               RunAnalysis* run) {
   RLPROF_RETURN_IF_ERROR(CheckExports(opts));
-  std::vector<InputFiles> files;
-  DbJob db(dir + "/analysis.db", &files);
-  // Each input's CSVs are written by the worker that analysed it, inside the parallel phase;
-  // analysis.db takes each input's rows as soon as it and every earlier input are analysed.
-  auto found = [&](size_t n) {
-    files.resize(n);
-    db.Start();
-  };
-  auto each = [&](size_t i, InputResult& r) {
+  RunAnalysis r;
+  std::vector<std::string> inputs;
+  RLPROF_RETURN_IF_ERROR(FindRunInputs(paths, cfg, &r, &inputs));
+  const size_t n = inputs.size();
+  const std::vector<std::string> names = InputNames(inputs);
+  r.inputs.resize(n);
+  std::optional<std::regex> step_marker;
+  base::Status marker = base::Status::Ok();  // a bad --step-marker: every input fails with it
+  if (!r.options.step_marker.empty()) {
+    auto re = CompileStepMarker(r.options.step_marker);
+    if (re.ok()) step_marker = std::move(*re);
+    else marker = re.status();
+  }
+  std::mutex mu;
+  size_t done = 0;
+  // Stage 1 on the writer's threads: the input analysed, its tables built (per-kernel rows moved
+  // into them unless kept); its CSVs and analysis.db rows follow as tasks of their own.
+  RunWriter w(dir, opts, n);
+  w.Start(cfg.jobs, [&](size_t i, InputFiles* f) {
+    InputResult& res = r.inputs[i];
+    if (marker.ok()) {
+      res = AnalyseInput(inputs[i], names[i], cfg.classifier, r.options, step_marker ? &*step_marker : nullptr);
+    } else {
+      res.input = inputs[i];
+      res.name = names[i];
+      res.status = marker;
+    }
+    f->name = res.name;
+    f->input = res.input;
+    f->analysed = res.status.ok();
     std::vector<Table> tables;
-    if (r.status.ok()) tables = opts.keep_kernel_rows ? AllTables(r.analysis) : TakeAllTables(&r.analysis);
-    WriteInputFiles(i, r, std::move(tables), dir, opts, &files[i], &db);
-  };
-  RLPROF_ASSIGN_OR_RETURN(*run, AnalyseRunWith(paths, cfg, found, each));
-  return FinishRunOutputs(*run, files, dir, opts, &db);
+    if (res.status.ok()) tables = opts.keep_kernel_rows ? AllTables(res.analysis) : TakeAllTables(&res.analysis);
+    if (cfg.progress) {
+      std::lock_guard<std::mutex> lock(mu);
+      cfg.progress(++done, n);
+    }
+    return tables;
+  });
+  w.WaitStage1();
+  r.view = BuildRunView(r.inputs);
+  *run = std::move(r);
+  return FinishRunOutputs(*run, dir, opts, &w);
 }
 
 }  // namespace rlprof::analysis

@@ -96,10 +96,12 @@ nlohmann::json RunSummaryJson(const RunAnalysis& run);
 
 struct RunWriteOptions {
   std::vector<std::string> exports;  // rlprof captures also exported: text, db, pftrace
-  // Optional run-level work (the CLI's report.html) run on the calling thread, after
-  // summary.json is written, while analysis.db is written on its own thread; gets the summary
-  // as written. Its failure is returned like a write failure.
-  std::function<base::Status(const nlohmann::json& summary)> while_db = nullptr;
+  // Optional run-level page (the CLI's report.html): made on the calling thread from the
+  // summary as written, while the last inputs' CSVs and analysis.db are still being written, and
+  // written to DIR/`page_name` after summary.json, once every input's files are. Its failure is
+  // returned like a write failure (and nothing is written for it).
+  std::function<base::StatusOr<std::string>(const nlohmann::json& summary)> page = nullptr;
+  std::string page_name = "report.html";
   // AnalyseAndWriteRun only. false: each input's per-kernel rows (TraceAnalysis::kernel_rows, one
   // heap string per kernel) are moved into its kernel_details table and freed with it once its
   // CSV and database rows are written, while later inputs are analysed, so `*run` comes back
@@ -118,16 +120,19 @@ struct RunOutputs {
 
 // Writes DIR/<name>/<table>.csv for every analysed input (plus its exports), DIR/run_view.csv,
 // DIR/summary.json and DIR/analysis.db. InvalidArgument for an unknown export type (before
-// writing anything); IoError, naming the file, on the first write that fails. Each input's
-// tables are built once (for its CSVs and analysis.db); analysis.db is written on a thread of
-// its own while run_view.csv, summary.json and `opts.while_db` are written on this one.
+// writing anything); IoError, naming the file, on the first write that fails (analysis.db is then
+// not written). Each input's tables are built once, for its CSVs and analysis.db; two threads
+// build them and write both, input after input, while run_view.csv, summary.json and `opts.page`
+// are made on this one.
 base::StatusOr<RunOutputs> WriteRunOutputs(const RunAnalysis& run, const std::string& dir,
                                            const RunWriteOptions& opts = {});
 
-// AnalyseRun then WriteRunOutputs in one pass, what `rlprof analyse` runs: each input's CSVs
-// (and exports) are written by the worker that analysed it, inside the parallel phase, and
-// analysis.db takes each input's rows as soon as it and every input before it are analysed, so
-// only the run-level files are left for the end. The same files (analysis.db byte for byte,
+// AnalyseRun then WriteRunOutputs in one pass, what `rlprof analyse` runs, on cfg.jobs threads:
+// a thread analyses an input and builds its tables; its two halves of CSVs (kernel_details; the
+// rest and its exports) and its analysis.db rows (in input order) are then tasks that any thread
+// takes before it starts another input. No core idles while work is left, tables are freed as
+// soon as they are written, and the run-level files' contents are made on this thread while the
+// last inputs' files are written. The same files (analysis.db byte for byte,
 // whatever cfg.jobs and the order in which inputs finish) and RunOutputs as the two calls;
 // `*run` is the RunAnalysis (set when the analysis itself succeeded, even if a write failed),
 // without per-kernel rows when opts.keep_kernel_rows is false.

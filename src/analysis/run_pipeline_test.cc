@@ -181,18 +181,21 @@ TEST_F(RunPipelineTest, OnePassWritesTheSameFilesAsAnalyseThenWriteAndTheSameDat
   const std::vector<std::string> paths = {kInputs, root_ + "/bad.json"};
   auto cfg = MakeRunConfig({}, 2);
   ASSERT_TRUE(cfg.ok());
-  // AnalyseAndWriteRun: CSVs on the workers, analysis.db on its own thread, the callback beside it.
+  // AnalyseAndWriteRun: CSVs and analysis.db on threads of their own, the page made beside them.
   RunAnalysis one;
   int calls = 0;
   RunWriteOptions opts;
-  opts.while_db = [&](const nlohmann::json& summary) {
+  opts.page = [&](const nlohmann::json& summary) -> base::StatusOr<std::string> {
     ++calls;
     EXPECT_EQ(summary["output"], root_ + "/a");
-    return base::Status::Ok();
+    return std::string("<p>page</p>");
   };
+  opts.page_name = "page.html";
   auto a = AnalyseAndWriteRun(paths, *cfg, root_ + "/a", opts, &one);
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(calls, 1);
+  EXPECT_EQ(Slurp(root_ + "/a/page.html"), "<p>page</p>");
+  fs::remove(root_ + "/a/page.html");  // the two calls below write none
   EXPECT_GT(one.analysed(), 10u);  // the golden inputs (captures, Kineto, legacy torch) …
   EXPECT_EQ(one.inputs.size(), one.analysed() + 1);  // … and the one that is not a trace
   // The two calls, one input after the other.
@@ -316,19 +319,45 @@ TEST_F(RunPipelineTest, OnePassFailuresAreStatusesAndLeaveNoDatabase) {
   EXPECT_EQ(AnalyseAndWriteRun(paths, *cfg, root_ + "/file/sub", {}, &run).status().code(),
             base::StatusCode::kIoError);
   EXPECT_EQ(run.analysed(), 2u);
-  // The run-level callback's failure is the run's; analysis.db is not left behind half-written.
+  // The run-level page's failure is the run's; analysis.db is not left behind half-written.
   RunWriteOptions opts;
-  opts.while_db = [](const nlohmann::json&) { return base::IoError("report.html: disk full"); };
+  opts.page = [](const nlohmann::json&) -> base::StatusOr<std::string> {
+    return base::IoError("report.html: disk full");
+  };
   auto w = AnalyseAndWriteRun(paths, *cfg, root_ + "/y", opts, &run);
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().message(), "report.html: disk full");
   EXPECT_FALSE(fs::exists(root_ + "/y/analysis.db.tmp"));
+  EXPECT_FALSE(fs::exists(root_ + "/y/report.html"));
   EXPECT_TRUE(fs::exists(root_ + "/y/summary.json"));
   // No trace: NotFound, nothing written, `run` untouched.
   fs::create_directories(root_ + "/empty");
   EXPECT_EQ(AnalyseAndWriteRun({root_ + "/empty"}, *cfg, root_ + "/z", {}, &run).status().code(),
             base::StatusCode::kNotFound);
   EXPECT_FALSE(fs::exists(root_ + "/z"));
+}
+
+TEST_F(RunPipelineTest, AnInputWhoseCsvsCannotBeWrittenFailsTheRunWithItsPathAndLeavesNoDatabase) {
+  // Input 1's folder is taken by a file: its CSVs fail, whatever thread writes them; the run's
+  // error names it, the other inputs are still analysed, and analysis.db is never committed.
+  const std::vector<std::string> paths = {kInputs + "hta_cpu_only_rank-34.json.gz", kInputs + "kineto_launches.json",
+                                          kInputs + "torch113_legacy_gloo_ddp_rank0.json.gz"};
+  for (size_t jobs : {1, 2, 3}) {
+    auto cfg = MakeRunConfig({}, jobs);
+    ASSERT_TRUE(cfg.ok());
+    const std::string out = root_ + "/blocked" + std::to_string(jobs);
+    fs::create_directories(out);
+    std::ofstream(out + "/" + InputNames(paths)[1]) << "not a folder";
+    RunAnalysis run;
+    auto w = AnalyseAndWriteRun(paths, *cfg, out, {}, &run);
+    ASSERT_FALSE(w.ok()) << jobs;
+    EXPECT_EQ(w.status().code(), base::StatusCode::kIoError);
+    EXPECT_NE(w.status().message().find(InputNames(paths)[1]), std::string::npos) << w.status().message();
+    EXPECT_EQ(run.analysed(), 3u);
+    EXPECT_FALSE(fs::exists(out + "/analysis.db"));
+    EXPECT_FALSE(fs::exists(out + "/analysis.db.tmp"));
+    EXPECT_FALSE(fs::exists(out + "/summary.json"));
+  }
 }
 
 TEST_F(RunPipelineTest, ASqliteWriterDroppedBeforeCommitLeavesNoFile) {

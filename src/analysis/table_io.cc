@@ -80,6 +80,13 @@ std::string FormatCell(const Cell& c) {
 
 std::string ToCsv(const Table& t) {
   std::string out;
+  ToCsv(t, &out);
+  return out;
+}
+
+void ToCsv(const Table& t, std::string* buf) {
+  std::string& out = *buf;
+  out.clear();
   // One allocation: text cells at their length (+ quotes), numbers at up to 24 characters.
   size_t size = 64;
   for (const auto& r : t.rows) {
@@ -103,7 +110,6 @@ std::string ToCsv(const Table& t) {
     }
     out += '\n';
   }
-  return out;
 }
 
 std::string CommonUnit(const Table& t) {

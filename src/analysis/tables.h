@@ -74,6 +74,9 @@ std::vector<Table> TakeAllTables(TraceAnalysis* a);
 Table ConcatWithInput(const std::vector<std::pair<std::string, const Table*>>& parts);
 
 std::string ToCsv(const Table& t);
+// The same text into `*out` (replacing what it held, keeping its capacity): a writer of many
+// tables reuses one buffer instead of faulting in fresh pages for each.
+void ToCsv(const Table& t, std::string* out);
 // Aligned text; when every numeric column has the same unit (CommonUnit), the header omits
 // it (callers print it once, e.g. "-- step_trace_time (us)"), else each header says "(unit)".
 std::string ToText(const Table& t);

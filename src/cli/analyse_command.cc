@@ -64,15 +64,14 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
              << "/" << total << (done == total ? "\n" : "") << std::flush;
     };
   }
-  // One pass: each input's CSVs are written by the worker that analysed it; the report is
-  // written while analysis.db is (on its own thread).
+  // One pass: each input's CSVs and analysis.db rows are written on threads of their own while
+  // later inputs are analysed; the report is made while the last ones are written.
   analysis::RunAnalysis run;
   const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
   // Per-kernel rows go into kernel_details and are freed once written: nothing below reads them.
   analysis::RunWriteOptions wopts{.exports = a.exports, .keep_kernel_rows = false};
-  wopts.while_db = [&](const nlohmann::json& summary) {
-    return report::WriteHtmlReport(a.output + "/report.html",
-                                   report::ReportData(run.inputs, summary, title, RLPROF_VERSION));
+  wopts.page = [&](const nlohmann::json& summary) -> base::StatusOr<std::string> {
+    return report::RenderHtmlReport(report::ReportData(run.inputs, summary, title, RLPROF_VERSION));
   };
   auto written = analysis::AnalyseAndWriteRun(a.paths, cfg, a.output, wopts, &run);
   for (const auto& r : run.inputs)
