@@ -49,8 +49,16 @@ void AppendCsvCell(std::string* out, const Cell& c) {
     const fmt::format_int f(*i);
     out->append(f.data(), f.size());
   } else if (const auto* d = std::get_if<double>(&c)) {
+    const double v = *d;
+    if (v == std::trunc(v) && std::fabs(v) < 9007199254740992.0 && !(v == 0 && std::signbit(v))) {
+      // A whole number below 2^53 (µs of whole-µs timestamps, most of a Kineto trace's): fmt's
+      // shortest form is its digits, written without the shortest-digits search.
+      const fmt::format_int f(static_cast<int64_t>(v));
+      out->append(f.data(), f.size());
+      return;
+    }
     char buf[64];  // a double's shortest form is at most 24 characters ("-2.2250738585072014e-308")
-    if (!std::isnan(*d)) out->append(buf, fmt::format_to(buf, FMT_COMPILE("{}"), *d));
+    if (!std::isnan(v)) out->append(buf, fmt::format_to(buf, FMT_COMPILE("{}"), v));
   } else if (const auto* s = std::get_if<std::string>(&c)) {
     AppendCsvField(out, *s);
   }
