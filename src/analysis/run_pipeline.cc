@@ -226,8 +226,9 @@ void WriteCsvHalf(const std::string& dir, const RunWriteOptions& opts, InputFile
 // soon after they are made. analysis.db's rows go in input order (one task at a time, each
 // input's once it and every earlier input's are in), the tables created from the first analysed
 // input's: the file depends only on the inputs and their order, never on which thread finished
-// first. After the first failed CSV write the other CSVs are skipped; analysis.db is abandoned
-// (no file) when an input's files or the run-level files could not be written.
+// first. After the first failed CSV write the other CSVs are skipped. analysis.db is committed
+// to its temporary file by the last task and published (renamed into place) by the caller only
+// once every other file is written (PublishDb): otherwise no file, and `path` left as it was.
 class RunWriter {
  public:
   // Input i's tables (empty when it was not analysed); called on a writer thread, once per i.
@@ -270,9 +271,15 @@ class RunWriter {
       if (t.joinable()) t.join();
     threads_.clear();
   }
-  // After Join: the inputs' files, and analysis.db's Status.
+  // After Join: the inputs' files.
   std::vector<InputFiles>& files() { return files_; }
-  const base::Status& db_status() const { return db_status_; }
+  // After Join: analysis.db into place (its error if writing it failed). Not called, the
+  // temporary file is removed with the writer.
+  base::Status PublishDb() {
+    RLPROF_RETURN_IF_ERROR(db_status_);
+    if (db_ == nullptr) return base::IoError(dir_ + "/analysis.db: not written");
+    return db_->Publish();
+  }
 
  private:
   enum class Kind { kStage1, kCsv0, kCsv1, kDb, kCommit, kNone };
@@ -291,7 +298,7 @@ class RunWriter {
           db_busy_ = true;
           return {Kind::kDb, db_next_};
         }
-        if (db_next_ == n && !committed_ && across_ != nullptr && csv_pending_ == 0) {
+        if (db_next_ == n && !committed_ && across_ != nullptr) {
           db_busy_ = true;
           return {Kind::kCommit, 0};
         }
@@ -410,15 +417,15 @@ class RunWriter {
     return base::Status::Ok();
   }
 
+  // Commits and closes analysis.db's temporary file; Publish renames it into place.
   base::Status CommitDb() {
-    if (csv_failed_.load()) return base::Status::Ok();  // abandoned: the run's error is the CSV's
     if (db_ == nullptr) {  // no input analysed
       RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir_));
       RLPROF_ASSIGN_OR_RETURN(db_, SqliteWriter::Open(dir_ + "/analysis.db"));
     }
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", across_}}, false}));
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", view_}}, false}));
-    return db_->Commit();
+    return db_->Close();
   }
 
   const std::string dir_;
@@ -445,14 +452,15 @@ class RunWriter {
 
 // The run-level files, once every input's stage 1 has run: their contents (summary.json,
 // run_view.csv, `opts.page`) are made on this thread while `w`'s threads write the last inputs'
-// CSVs and analysis.db; then the inputs' failures are checked and the files written.
-// Errors: the inputs' own (first in input order), then in that order, then analysis.db's.
+// CSVs and analysis.db; then the inputs' failures are checked, the files written and analysis.db
+// published last. Errors: the inputs' own (first in input order), then in that order, then
+// analysis.db's.
 base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::string& dir,
                                             const RunWriteOptions& opts, RunWriter* w) {
   RunOutputs out;
   const Table across = StageAcrossRanksTable(run.inputs);
   const Table view = RunViewTable(run.view);
-  w->RunLevel(&across, &view);  // analysis.db is committed once every CSV is written without error
+  w->RunLevel(&across, &view);  // then analysis.db is committed to its temporary file
   out.summary = RunSummaryJson(run);
   out.summary["output"] = dir;
   // The run view, the run's one table of steps × stages × ranks (also in summary.json).
@@ -464,7 +472,7 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   w->Join();
   const std::vector<InputFiles>& files = w->files();
   for (const auto& f : files) {
-    if (!f.write().ok()) return f.write();  // analysis.db was not committed
+    if (!f.write().ok()) return f.write();  // analysis.db is not published
     out.exported.insert(out.exported.end(), f.exported.begin(), f.exported.end());
   }
   for (size_t i = 0; i < files.size(); ++i)
@@ -476,7 +484,7 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
     RLPROF_RETURN_IF_ERROR(page->status());
     RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/" + opts.page_name, **page));
   }
-  RLPROF_RETURN_IF_ERROR(w->db_status());
+  RLPROF_RETURN_IF_ERROR(w->PublishDb());
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
   return out;
 }

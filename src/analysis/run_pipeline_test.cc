@@ -357,6 +357,7 @@ TEST_F(RunPipelineTest, OnePassFailuresAreStatusesAndLeaveNoDatabase) {
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().message(), "report.html: disk full");
   EXPECT_FALSE(fs::exists(root_ + "/y/analysis.db.tmp"));
+  EXPECT_FALSE(fs::exists(root_ + "/y/analysis.db"));  // published only after every other file
   EXPECT_FALSE(fs::exists(root_ + "/y/report.html"));
   EXPECT_TRUE(fs::exists(root_ + "/y/summary.json"));
   // No trace: NotFound, nothing written, `run` untouched.
@@ -405,6 +406,28 @@ TEST_F(RunPipelineTest, ASqliteWriterDroppedBeforeCommitLeavesNoFile) {
   EXPECT_TRUE(fs::exists(root_ + "/a.db"));
   EXPECT_EQ((*w)->Commit().code(), base::StatusCode::kIoError);  // once only
   EXPECT_EQ(SqliteWriter::Open(root_ + "/no/such/dir/a.db").status().code(), base::StatusCode::kIoError);
+  // Closed but never published: the file in place is kept as it was, the temporary one goes.
+  const std::string before = Slurp(root_ + "/a.db");
+  Table u{"u", {{"y", ColumnType::kInt, ""}}, {{int64_t{3}}}};
+  {
+    auto c = SqliteWriter::Open(root_ + "/a.db");
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->Add({{{"in", &u}}, true}).ok());
+    ASSERT_TRUE((*c)->Close().ok());
+    EXPECT_TRUE(fs::exists(root_ + "/a.db.tmp"));
+  }
+  EXPECT_FALSE(fs::exists(root_ + "/a.db.tmp"));
+  EXPECT_EQ(Slurp(root_ + "/a.db"), before);
+  // Closed, then published: the new file.
+  auto p = SqliteWriter::Open(root_ + "/a.db");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE((*p)->Add({{{"in", &u}}, true}).ok());
+  EXPECT_EQ((*p)->Publish().code(), base::StatusCode::kIoError);  // not closed yet
+  ASSERT_TRUE((*p)->Close().ok());
+  ASSERT_TRUE((*p)->Publish().ok());
+  EXPECT_NE(Slurp(root_ + "/a.db"), before);
+  EXPECT_FALSE(fs::exists(root_ + "/a.db.tmp"));
+  EXPECT_EQ((*p)->Publish().code(), base::StatusCode::kIoError);  // once only
 }
 
 TEST_F(RunPipelineTest, AFileNameThatIsNotUtf8IsWrittenNotThrown) {

@@ -290,10 +290,11 @@ void SqliteWriter::FinalizeAll() {
 }
 
 SqliteWriter::~SqliteWriter() {
+  std::error_code ec;
+  if (closed_) std::filesystem::remove(tmp_, ec);  // closed, never published
   if (db_ == nullptr) return;
   FinalizeAll();
   sqlite3_close(db_);  // not committed: the partial file goes
-  std::error_code ec;
   std::filesystem::remove(tmp_, ec);
 }
 
@@ -431,6 +432,11 @@ base::Status SqliteWriter::Append(size_t id, const std::string& input, const Tab
 }
 
 base::Status SqliteWriter::Commit() {
+  RLPROF_RETURN_IF_ERROR(Close());
+  return Publish();
+}
+
+base::Status SqliteWriter::Close() {
   if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
   FinalizeAll();
   if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("commit");
@@ -441,8 +447,19 @@ base::Status SqliteWriter::Commit() {
     std::filesystem::remove(tmp_, ec);
     return base::IoError(path_ + ": close failed");
   }
+  closed_ = true;
+  return base::Status::Ok();
+}
+
+base::Status SqliteWriter::Publish() {
+  if (!closed_) return base::IoError(path_ + ": database not closed, or already published");
+  closed_ = false;
+  std::error_code ec;
   std::filesystem::rename(tmp_, path_, ec);
-  if (ec) return base::IoError(path_ + ": " + ec.message());
+  if (ec) {
+    std::filesystem::remove(tmp_, ec);
+    return base::IoError(path_ + ": " + ec.message());
+  }
   return base::Status::Ok();
 }
 

@@ -119,7 +119,12 @@ class SqliteWriter {
   // Inserts `rows`' rows (columns as Create's `like`) after the table's rows so far, with
   // `input` in the `input` column (ignored without one). `rows` must outlive the call only.
   base::Status Append(size_t table, const std::string& input, const Table& rows);
-  base::Status Commit();  // then renames the file into place
+  base::Status Commit();  // then renames the file into place (Close, then Publish)
+  // Commit in two steps, for a writer that learns late whether the file is wanted: Close
+  // commits and closes the temporary file; Publish renames it into place. Destroyed between
+  // the two, the temporary file is removed and `path` left as it was.
+  base::Status Close();
+  base::Status Publish();
 
  private:
   struct TableInserts;  // a created table and its prepared INSERTs
@@ -127,6 +132,7 @@ class SqliteWriter {
   base::Status Fail(const std::string& what);  // closes, removes the partial file
   void FinalizeAll();
   sqlite3* db_ = nullptr;
+  bool closed_ = false;  // Close done, Publish not yet
   std::string path_, tmp_;
   std::vector<std::unique_ptr<TableInserts>> tables_;
   struct Strings;  // the `strings` table: each repeating text once, by id
