@@ -244,6 +244,7 @@ class RunWriter {
   void Start(size_t jobs, Stage1 stage1) {
     stage1_ = std::move(stage1);
     jobs = std::max<size_t>(1, std::min(jobs, std::max<size_t>(files_.size(), 1)));
+    max_held_ = std::max<size_t>(4 * jobs, 8);
     for (size_t t = 0; t < jobs; ++t) threads_.emplace_back([this] { Work(); });
   }
   // Waits until every input's stage 1 has run.
@@ -308,7 +309,12 @@ class RunWriter {
         csv_ready_.pop_front();
         return t;
       }
-      if (next_stage1_ < n) return {Kind::kStage1, next_stage1_++};
+      // Another input's stage 1, unless too many inputs' tables already wait for an earlier
+      // input's database rows (a slow first input would otherwise keep every later one's
+      // tables in memory). No deadlock: that earlier input's stage 1 has started (and without a
+      // database to wait for, there is no bound).
+      if (next_stage1_ < n && (next_stage1_ - db_next_ < max_held_ || db_failed_ || abandon_))
+        return {Kind::kStage1, next_stage1_++};
       if (stage1_done_ == n && csv_pending_ == 0 && !db_busy_ && (abandon_ || committed_ || db_failed_))
         return {};
       cv_.wait(lock);  // for another thread's task, or for the run-level tables
@@ -439,6 +445,7 @@ class RunWriter {
   std::vector<bool> made_;      // input i's stage 1 has run
   std::vector<int> users_;      // who still reads input i's tables
   size_t next_stage1_ = 0, stage1_done_ = 0, db_next_ = 0, csv_pending_ = 0;
+  size_t max_held_ = 8;  // inputs past db_next_ whose stage 1 may have started
   std::deque<Task> csv_ready_;
   bool db_busy_ = false, db_failed_ = false, committed_ = false, abandon_ = false;
   const Table* across_ = nullptr;
