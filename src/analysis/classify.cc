@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "src/analysis/id_map.h"
 #include "src/base/files.h"
 
 namespace rlprof::analysis {
@@ -241,12 +242,12 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
   }
   // Kernels launched from a host communication call are communication (Kineto links them by
   // correlation id; the launch is nested inside `record_param_comms` / `nccl:*`).
-  std::unordered_set<int64_t> comm_correlations;
+  IdMap<uint8_t> comm_correlations(t.correlation);
   for (size_t i = 0; i < n; ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
     for (int32_t p = static_cast<int32_t>(i); p >= 0; p = t.parent[p]) {
       if (IsHostCommName(t.str(t.name[p]))) {
-        comm_correlations.insert(t.correlation[i]);
+        comm_correlations.Put(t.correlation[i], 1);
         break;
       }
     }
@@ -258,7 +259,7 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
     if (op_of[i] < 0 || t.correlation[i] < 0) continue;
     for (int32_t p = op_of[i]; p >= 0; p = t.parent[p]) {
       if (IsHostCommName(t.str(t.name[p]))) {
-        comm_correlations.insert(t.correlation[i]);
+        comm_correlations.Put(t.correlation[i], 1);
         break;
       }
     }
@@ -270,7 +271,7 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
       out.is_recv[i] = 1;
     if (!device) continue;
     if (out.of[i] == WorkClass::kCompute && t.correlation[i] >= 0 &&
-        comm_correlations.count(t.correlation[i])) {
+        comm_correlations.Contains(t.correlation[i])) {
       out.of[i] = WorkClass::kCommunication;
       if (IsRecvName(t.str(t.name[i]), t.str(t.collective[i]))) out.is_recv[i] = 1;
     }
@@ -288,7 +289,7 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
 std::vector<int32_t> LaunchingOperators(const Trace& t) {
   const size_t n = t.size();
   std::vector<int32_t> out(n, -1);
-  std::unordered_map<int64_t, int32_t> op_of;  // external id -> host operator row
+  IdMap<int32_t> op_of(t.external);  // external id -> host operator row
   bool any_device = false;
   for (size_t i = 0; i < n; ++i) {
     if (t.external[i] < 0) continue;
@@ -297,15 +298,14 @@ std::vector<int32_t> LaunchingOperators(const Trace& t) {
       continue;
     }
     if (t.correlation[i] >= 0) continue;  // a launch (runtime API call), not an operator
-    auto [it, fresh] = op_of.emplace(t.external[i], static_cast<int32_t>(i));
     // Ids are unique per operator; should two share one, the later (inner, after Finalize's
     // enclosing-first order) wins.
-    if (!fresh) it->second = static_cast<int32_t>(i);
+    op_of.Set(t.external[i], static_cast<int32_t>(i));
   }
   if (!any_device || op_of.empty()) return out;
   for (size_t i = 0; i < n; ++i)
     if (t.external[i] >= 0 && t.tracks[t.track[i]].type == TrackType::kDeviceStream)
-      if (auto it = op_of.find(t.external[i]); it != op_of.end()) out[i] = it->second;
+      if (const int32_t* op = op_of.Find(t.external[i])) out[i] = *op;
   return out;
 }
 

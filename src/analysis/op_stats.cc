@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "src/analysis/analyse_internal.h"
+#include "src/analysis/id_map.h"
 #include "src/analysis/classify.h"
 #include "src/base/time_math.h"
 
@@ -86,13 +87,13 @@ std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {
     if (runtime_cat[cat] < 0) runtime_cat[cat] = IsRuntimeCategory(t.str(cat)) ? 1 : 0;
     return runtime_cat[cat] == 1;
   };
-  std::unordered_map<int64_t, int32_t> by_correlation;
+  IdMap<int32_t> by_correlation(t.correlation);
   for (size_t i = 0; i < n; ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
     if (!is_runtime(i)) continue;
     for (int32_t p = t.parent[i]; p >= 0; p = t.parent[p]) {
       if (t.kind[p] == SliceKind::kRange && CountedHost(c.of[p]) && !is_runtime(p)) {
-        by_correlation.emplace(t.correlation[i], p);
+        by_correlation.Put(t.correlation[i], p);
         break;
       }
     }
@@ -103,8 +104,7 @@ std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {
       continue;
     }
     if (op[i] >= 0 || t.correlation[i] < 0) continue;
-    if (auto it = by_correlation.find(t.correlation[i]); it != by_correlation.end())
-      op[i] = it->second;
+    if (const int32_t* p = by_correlation.Find(t.correlation[i])) op[i] = *p;
   }
   return op;
 }

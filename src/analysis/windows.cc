@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "src/analysis/id_map.h"
 #include "src/config/stages.h"
 
 namespace rlprof::analysis {
@@ -95,16 +96,15 @@ size_t ApplyStepMarker(Trace* t, const std::regex& re) {
 }
 
 std::vector<int64_t> LaunchTimes(const Trace& t) {
-  std::unordered_map<int64_t, int64_t> host_launch;  // correlation → host call start
+  IdMap<int64_t> host_launch(t.correlation);  // correlation → host call start (the first)
   for (size_t i = 0; i < t.size(); ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
-    host_launch.emplace(t.correlation[i], t.ts[i]);
+    host_launch.Put(t.correlation[i], t.ts[i]);
   }
   std::vector<int64_t> out(t.size(), -1);
   for (size_t i = 0; i < t.size(); ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type != TrackType::kDeviceStream) continue;
-    auto it = host_launch.find(t.correlation[i]);
-    if (it != host_launch.end()) out[i] = it->second;
+    if (const int64_t* ts = host_launch.Find(t.correlation[i])) out[i] = *ts;
   }
   return out;
 }
