@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GRPO on a tiny transformer, on CPU, over N ranks (torch.distributed gloo), profiled by rlprof.
+"""GRPO on a tiny transformer, on CPU (or GPUs: --device cuda), over N ranks (torch.distributed gloo; NCCL on GPUs), profiled by rlprof.
 
     .venv/bin/python examples/grpo_tiny/grpo_tiny.py --ranks 2 --steps 8            # grpo_verl.yaml
     .venv/bin/python examples/grpo_tiny/grpo_tiny.py --config grpo_mindspeed.yaml
@@ -58,6 +58,27 @@ class GrpoConfig:
     sft_steps: int = 15
     max_digit: int = 3         # the addition table a+b, a and b in [0, max_digit], split over ranks
     seed: int = 1234
+    device: str = "cpu"        # or "cuda": each rank on GPU rank % device_count
+
+
+def rank_device(cfg: GrpoConfig, rank: int) -> torch.device:
+    """The rank's device: the CPU, or GPU rank % device_count (made current)."""
+    if cfg.device == "cpu":
+        return torch.device("cpu")
+    if cfg.device != "cuda":
+        raise ValueError(f"--device {cfg.device!r}: expected cpu or cuda")
+    if not torch.cuda.is_available():
+        raise RuntimeError("--device cuda: torch sees no CUDA device")
+    dev = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    return dev
+
+
+def dist_backend(cfg: GrpoConfig, world: int) -> str:
+    """NCCL where every rank has a GPU of its own, else gloo (which also reduces CUDA tensors)."""
+    if cfg.device == "cuda" and torch.cuda.is_available() and world <= torch.cuda.device_count():
+        return "nccl"
+    return "gloo"
 
 
 # ---- stages ----
@@ -161,12 +182,13 @@ def sft_warmup(policy: TinyGPT, cfg: GrpoConfig) -> torch.optim.Optimizer:
     moment estimates the RL phase keeps (a fresh Adam's first steps are lr-sized in every
     weight, which on noisy policy gradients undoes the warm-up)."""
     pairs = [(a, b) for a in range(cfg.max_digit + 1) for b in range(cfg.max_digit + 1)]
+    device = next(policy.parameters()).device
     width = PROMPT_LEN + cfg.max_new_tokens
     rows = []
     for a, b in pairs:
         r = encode_prompt(a, b) + answer_tokens(a, b)
         rows.append(r + [EOS] * (width - len(r)))
-    data = torch.tensor(rows)
+    data = torch.tensor(rows, device=device)
     mask = response_mask(data[:, PROMPT_LEN:])
     opt = torch.optim.Adam(policy.parameters(), lr=3e-3)
     for _ in range(cfg.sft_steps):
@@ -188,17 +210,22 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
     """Runs cfg.steps GRPO steps. mode: rlprof (profiled by `config`), off (no profiler) or
     torch (torch.profiler.profile on `torch_steps`, traces under trace_dir). Returns rewards,
     step times and this rank's capture directories."""
+    device = rank_device(cfg, rank)
     torch.manual_seed(cfg.seed)
-    policy = TinyGPT(max_len=PROMPT_LEN + cfg.max_new_tokens)
+    policy = TinyGPT(max_len=PROMPT_LEN + cfg.max_new_tokens).to(device)
     opt = sft_warmup(policy, cfg)
     ref = copy.deepcopy(policy).eval()
     rollout_model = copy.deepcopy(policy).eval()
-    actor = DDP(policy) if world > 1 else policy
+    if world > 1:
+        actor = DDP(policy, device_ids=[device.index] if device.type == "cuda" else None)
+    else:
+        actor = policy
     prof = None
     if mode == "rlprof" and config:
         prof = rlprof.Profiler(config, overrides=overrides, roles=["actor", "rollout", "ref"],
                                quiet=not verbose)
-    gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed * 1000 + rank)
+    cuda = device.type == "cuda"
     rewards_per_step: List[float] = []
     step_times: List[float] = []  # wall time of each step, profiler work included
     cpu_times: List[float] = []   # CPU time of the process (all threads) in each step
@@ -207,21 +234,26 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
         t0, c0 = time.perf_counter(), time.process_time()
         tprof = None
         if mode == "torch" and step in torch_steps:
-            tprof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if cuda:  # the same activities as rlprof's device capture: kernels, copies, launches
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            tprof = torch.profiler.profile(activities=activities)
             tprof.__enter__()
         with (prof.step(step) if prof is not None else contextlib.nullcontext()):
             weight_sync(policy, rollout_model)
             pairs = table_share(cfg, rank, world)
-            prompts = torch.tensor([encode_prompt(a, b) for a, b in pairs])
+            prompts = torch.tensor([encode_prompt(a, b) for a, b in pairs], device=device)
             seqs = rollout_generate(rollout_model, prompts, cfg, gen)
             with rlprof.annotate("reward"):
                 responses = seqs[:, PROMPT_LEN:].tolist()
                 rewards = torch.tensor([reward(*pairs[i // cfg.group], responses[i])
-                                        for i in range(len(responses))])
+                                        for i in range(len(responses))], device=device)
             ref_lp = ref_compute_log_prob(ref, seqs, cfg)
             old_lp = actor_compute_log_prob(actor, seqs, cfg)
             adv = grpo_advantages(rewards, cfg.group)
             stats = actor_update(actor, opt, seqs, old_lp, ref_lp, adv, cfg)
+            if cuda:  # the step's GPU work inside its window and its time
+                torch.cuda.synchronize(device)
         body_times.append(time.process_time() - c0)
         if tprof is not None:
             tprof.__exit__(None, None, None)  # torch collects and post-processes here
@@ -262,7 +294,9 @@ def _worker(rank: int, world: int, port: int, cfg: GrpoConfig, kwargs: Dict[str,
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                           WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    if cfg.device == "cuda":
+        rank_device(cfg, rank)  # before the process group: NCCL binds the current device
+    dist.init_process_group(dist_backend(cfg, world), rank=rank, world_size=world)
     try:
         result = train(cfg, rank, world, **kwargs)
         results: List[Any] = [None] * world
@@ -310,8 +344,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="torch.profiler.profile on steps 2 and 3 instead of rlprof")
     ap.add_argument("--summary", default="", help="write rewards, step times, captures (JSON)")
     ap.add_argument("--small", action="store_true", help="a smaller problem (tests)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where the models run (cuda: GPU rank %% device_count; NCCL when each "
+                         "rank has a GPU, else gloo)")
     args = ap.parse_args(argv)
-    cfg = GrpoConfig(steps=args.steps)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: torch sees no CUDA device")
+    cfg = GrpoConfig(steps=args.steps, device=args.device)
     if args.small:
         cfg = dataclasses.replace(cfg, max_digit=2, group=4, sft_steps=20)
     mode = "off" if args.no_profile else "torch" if args.torch_profiler else "rlprof"

@@ -70,7 +70,7 @@ class Block(nn.Module):
             cache.k[layer], cache.v[layer] = k, v
         att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
         if T > 1:  # causal: query i sees keys up to past + i
-            mask = torch.ones(T, past + T, dtype=torch.bool).tril(diagonal=past)
+            mask = torch.ones(T, past + T, dtype=torch.bool, device=x.device).tril(diagonal=past)
             att = att.masked_fill(~mask, float("-inf"))
         y = F.softmax(att, dim=-1) @ v
         x = x + self.proj(y.transpose(1, 2).reshape(B, T, D))
@@ -89,7 +89,7 @@ class TinyGPT(nn.Module):
     def forward(self, idx: torch.Tensor, cache: Optional[KVCache] = None) -> torch.Tensor:
         """Logits (B, T, vocab) for tokens `idx` (B, T) following the cached ones."""
         start = cache.length() if cache is not None else 0
-        pos = torch.arange(start, start + idx.shape[1])
+        pos = torch.arange(start, start + idx.shape[1], device=idx.device)
         x = self.tok(idx) + self.pos(pos)
         for i, blk in enumerate(self.blocks):
             x = blk(x, cache, i)

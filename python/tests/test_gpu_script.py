@@ -1,0 +1,52 @@
+"""test/gpu/device_figures.py, the script a session lent a GPU runs for issue 14's figures, run
+here on the CPU (`--device cpu`) so that it keeps working as the GRPO example and rlprof change:
+every mode runs, and every figure is computed (with the fake CUPTI, device activity is recorded
+and its bytes counted)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import BUILD, ROOT
+
+SCRIPT = os.path.join(ROOT, "test", "gpu", "device_figures.py")
+
+
+def run(tmp_path, **env):
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--steps", "3", "--out", str(out)],
+                       capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads((out / "device_figures.json").read_text())
+
+
+def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
+    f = run(tmp_path)
+    assert f["device"] == "cpu"
+    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "torch"}
+    assert all(len(t) == 3 for t in f["step_times"].values())
+    # The kernels of steps 2 and 3 in rlprof's capture and torch.profiler's trace: none on a CPU.
+    assert [k["step"] for k in f["kernels"]] == [2, 3]
+    for k in f["kernels"]:
+        assert k["rlprof"]["count"] == k["torch_json"]["count"] == k["torch_read_by_rlprof"]["count"] == 0
+    o = f["overhead"]
+    assert len(o["off_s"]) == 2 and all(s > 0 for s in o["off_s"])
+    for mode in ("rlprof", "nodev", "torch"):
+        assert o[mode]["s"] > 0 and o[mode]["ratio"] > 0
+    assert o["torch"]["without_export_cpu_s"] > 0
+    assert [e["step"] for e in f["window_close_us"]] == [2, 3]
+    assert all(e["us"] > 0 for e in f["window_close_us"])
+    assert len(f["cupti"]) == 2  # one capture per profiled step, each with its CUPTI status
+
+
+def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(tmp_path):
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    records = os.path.join(ROOT, "test", "data", "cupti", "step.records")
+    f = run(tmp_path, RLPROF_CUPTI_LIBRARY=fake, RLPROF_FAKE_CUPTI_RECORDS=records)
+    assert all(c["status"] == "on" for c in f["cupti"])
+    b = f["bytes"]
+    assert b["with_device"]["bytes"] > b["without"]["bytes"]
+    assert b["cupti_records"] > 0 and b["bytes_per_cupti_record"] > 0
+    assert b["events_added"] > 0 and b["bytes_per_event_added"] > 0

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Issue 14's GPU figures in one run (docs/performance.md, "Device capture").
+
+On a machine with an NVIDIA GPU, torch with CUDA, libcupti (torch's nvidia-cuda-cupti wheel) and
+rlprof's Python package built for its python3, from the repository root:
+
+    PYTHONPATH=BUILD/python python3 test/gpu/device_figures.py --out OUT
+
+It runs the GRPO example (examples/grpo_tiny) on one GPU, one rank, each way in a process of its
+own (CUPTI takes one subscriber per process), steps 2 and 3 profiled:
+
+  off       no profiler (the baseline);
+  rlprof    rlprof, steps 2 and 3 end to end with operators and device activity at level0
+            (test/gpu/grpo_device.yaml);
+  nodev     the same without device activity (for the bytes device activity adds);
+  torch     torch.profiler with CPU + CUDA activities on steps 2 and 3.
+
+It prints and writes OUT/device_figures.json (and keeps the captures and traces under OUT/work):
+
+  kernels      per step, count and total time of device work (kernels, copies, memsets) in
+               rlprof's capture (through rlprof.analysis) and in torch.profiler's trace (its
+               JSON read directly, and through rlprof.analysis), and their ratios;
+  overhead     each mode's wall time of steps 2 and 3 against the run without a profiler
+               (torch: with and without its trace export);
+  bytes        what device activity adds to the captures: bytes per event added and per CUPTI
+               record (device capture also adds an external-correlation event per operator);
+  window_close the step window's exit on the training thread (EndStep: cuptiActivityDisable per
+               enabled kind, the flush handed to the writer), per profiled step;
+  cupti        the captures' manifest `sources.cupti` (status, library, record counts).
+
+--device cpu runs the same on the CPU (no device work: a check of this script itself; with
+RLPROF_CUPTI_LIBRARY set to the fake CUPTI the rlprof run records its replayed activity).
+Exit status: 0 when every mode ran, 1 otherwise, 2 when CUDA is asked for and missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "grpo_tiny")
+CONFIG = os.path.join(ROOT, "test", "gpu", "grpo_device.yaml")
+DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")  # torch.profiler's device work categories
+
+
+def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
+    """One GRPO run in this process (called in a child): the example's result, the captures'
+    manifests and the window exit times."""
+    sys.path.insert(0, EXAMPLE)
+    import rlprof
+    import grpo_tiny as g
+
+    exits: List[Dict[str, float]] = []
+    original = rlprof.Profiler.step
+
+    def timed_step(self: Any, step: int, *a: Any, **k: Any) -> Any:
+        cm = original(self, step, *a, **k)
+
+        class Timed:
+            def __enter__(self_inner: Any) -> Any:
+                return cm.__enter__()
+
+            def __exit__(self_inner: Any, *exc: Any) -> Any:
+                t0 = time.perf_counter_ns()
+                r = cm.__exit__(*exc)
+                exits.append({"step": step, "us": (time.perf_counter_ns() - t0) / 1e3})
+                return r
+
+        return Timed()
+
+    rlprof.Profiler.step = timed_step
+    os.makedirs(work, exist_ok=True)
+    os.chdir(work)  # captures (save_path is relative) and torch traces land here
+    cfg = g.GrpoConfig(steps=steps, device=device)
+    kwargs: Dict[str, Any] = {"verbose": False}
+    if mode in ("rlprof", "nodev"):
+        kwargs.update(mode="rlprof", config=CONFIG)
+        if mode == "nodev":
+            kwargs["overrides"] = ["actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"]
+    elif mode == "torch":
+        kwargs.update(mode="torch", trace_dir=work, torch_steps=(2, 3))
+    else:
+        kwargs.update(mode="off")
+    result = g.train(cfg, **kwargs)
+    manifests = []
+    for c in result.get("captures", []):
+        with open(os.path.join(c, "manifest.json")) as f:
+            m = json.load(f)
+        size = sum(os.path.getsize(os.path.join(c, x)) for x in os.listdir(c))
+        manifests.append({"dir": c, "steps": m.get("steps"), "bytes": size, "counts": m.get("counts"),
+                          "cupti": m.get("sources", {}).get("cupti"), "contents": m.get("contents")})
+    result["manifests"] = manifests
+    result["window_exits"] = exits
+    return result
+
+
+def device_work_of_torch_trace(path: str) -> Dict[str, float]:
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    work = [e for e in events if e.get("ph") == "X" and e.get("cat") in DEVICE_KINDS]
+    return {"count": len(work), "total_us": sum(float(e.get("dur", 0)) for e in work)}
+
+
+def device_work_of(path: str) -> Dict[str, float]:
+    """Device work as rlprof reads it (kernel_details: kernels, copies, memsets)."""
+    import rlprof.analysis as ra
+    k = ra.load(path).kernels
+    return {"count": int(len(k)), "total_us": float(k["duration_ns"].sum()) / 1e3 if len(k) else 0.0}
+
+
+def ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "device_figures_out"))
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--mode", help=argparse.SUPPRESS)  # a child: run one mode, print its JSON
+    args = ap.parse_args()
+    work = os.path.join(os.path.abspath(args.out), "work")
+    if args.mode:
+        print(json.dumps(run_mode(args.mode, args.device, args.steps, os.path.join(work, args.mode))))
+        return 0
+    if args.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            print("device_figures: torch sees no CUDA device (use --device cpu to check the script)", file=sys.stderr)
+            return 2
+    os.makedirs(work, exist_ok=True)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    results: Dict[str, Any] = {}
+    ok = True
+    for mode in ("off", "rlprof", "nodev", "torch", "off"):  # off twice: its spread is the noise floor
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--mode", mode, "--device", args.device,
+                            "--steps", str(args.steps), "--out", args.out],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            print(f"device_figures: mode {mode} failed ({p.returncode}):\n{p.stderr[-3000:]}", file=sys.stderr)
+            ok = False
+            continue
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        key = mode if mode not in results else mode + "2"
+        results[key] = r
+        print(f"{mode:7s} ran in {time.perf_counter() - t0:.1f} s; step times (ms): "
+              + " ".join(f"{1000 * t:.1f}" for t in r["step_times"]), flush=True)
+        if p.stderr.strip():
+            print("  stderr: " + p.stderr.strip().splitlines()[-1][:300])
+
+    figures: Dict[str, Any] = {"device": args.device, "steps": args.steps}
+    try:
+        import torch
+        figures["torch"] = torch.__version__
+        if torch.cuda.is_available():
+            figures["gpu"] = torch.cuda.get_device_name(0)
+    except Exception as e:  # noqa: BLE001 - reported, not fatal
+        figures["torch"] = f"unavailable: {e}"
+    # Kernels: rlprof's capture of step s against torch.profiler's trace of step s.
+    kernels = []
+    if "rlprof" in results and "torch" in results:
+        captures = {m["steps"][0] if m.get("steps") else None: m["dir"] for m in results["rlprof"]["manifests"]}
+        for step in (2, 3):
+            trace = os.path.join(work, "torch", f"torch_step{step}_rank0.json")
+            row: Dict[str, Any] = {"step": step}
+            if step in captures:
+                row["rlprof"] = device_work_of(captures[step])
+            if os.path.exists(trace):
+                row["torch_json"] = device_work_of_torch_trace(trace)
+                row["torch_read_by_rlprof"] = device_work_of(trace)
+            if "rlprof" in row and "torch_json" in row:
+                row["count_ratio"] = ratio(row["rlprof"]["count"], row["torch_json"]["count"])
+                row["time_ratio"] = ratio(row["rlprof"]["total_us"], row["torch_json"]["total_us"])
+            kernels.append(row)
+    figures["kernels"] = kernels
+    # Overhead of steps 2 and 3 (the profiled ones) against the runs without a profiler.
+    def steps23(r: Dict[str, Any], key: str = "step_times") -> float:
+        return sum(r[key][1:3])
+    if "off" in results:
+        base = [steps23(results[k]) for k in ("off", "off2") if k in results]
+        base_s = statistics.mean(base)
+        over: Dict[str, Any] = {"off_s": base, "noise": ratio(max(base), min(base)) if len(base) > 1 else None}
+        for mode in ("rlprof", "nodev", "torch"):
+            if mode in results:
+                over[mode] = {"s": steps23(results[mode]), "ratio": ratio(steps23(results[mode]), base_s)}
+        if "torch" in results:
+            over["torch"]["without_export_cpu_s"] = steps23(results["torch"], "body_times")
+        if "rlprof" in over and "torch" in over:
+            over["rlprof_vs_torch"] = ratio(over["rlprof"]["s"], over["torch"]["s"])
+        figures["overhead"] = over
+    # Bytes per device event.
+    if "rlprof" in results and "nodev" in results:
+        def totals(r: Dict[str, Any]) -> Dict[str, int]:
+            return {"bytes": sum(m["bytes"] for m in r["manifests"]),
+                    "events": sum((m.get("counts") or {}).get("events", 0) for m in r["manifests"])}
+        dev, nodev = totals(results["rlprof"]), totals(results["nodev"])
+        added = dev["events"] - nodev["events"]
+        # CUPTI's records (device work, API calls, external correlations): device capture also
+        # adds host events (an external correlation id per operator), hence both figures.
+        records = sum(sum(v for k, v in (m.get("cupti") or {}).items()
+                          if k in ("kernels", "memcpy", "memset", "sync", "runtime_api", "driver_api",
+                                   "overhead", "graphs", "external_correlation") and isinstance(v, int))
+                      for m in results["rlprof"]["manifests"])
+        figures["bytes"] = {"with_device": dev, "without": nodev, "events_added": added,
+                            "bytes_per_event_added": ratio(dev["bytes"] - nodev["bytes"], added),
+                            "cupti_records": records,
+                            "bytes_per_cupti_record": ratio(dev["bytes"] - nodev["bytes"], records)}
+    if "rlprof" in results:
+        exits = [e for e in results["rlprof"]["window_exits"] if e["step"] in (2, 3)]
+        figures["window_close_us"] = exits
+        figures["cupti"] = [m["cupti"] for m in results["rlprof"]["manifests"]]
+    figures["step_times"] = {k: v["step_times"] for k, v in results.items()}
+    with open(os.path.join(args.out, "device_figures.json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    print(json.dumps({k: figures[k] for k in ("kernels", "overhead", "bytes", "window_close_us") if k in figures},
+                     indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

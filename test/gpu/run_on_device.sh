@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU checks of issues 14 and 16 in one command on a lent GPU machine (test/gpu/README.md):
+# builds rlprof there against .gpu/prefix (test/gpu/prepare_carry.sh, run here first) with the
+# machine's python3 and PyTorch, then
+#   1. test/gpu/device_figures.py: the GRPO example on the GPU without a profiler, with rlprof's
+#      device capture and with torch.profiler: kernel count and time, overhead, bytes, window close;
+#   2. test/gpu/check_cuda_profiler.sh: the CUDA profiler API source against the real libcudart.
+# Everything it reports goes to $OUT (device_figures.json, logs). From the repository root:
+#   test/gpu/run_on_device.sh [OUT]        # the device tool: carry [".gpu"], timeout ≥ 480 s
+set -uo pipefail
+OUT=${1:-${OUT:-/tmp/rlprof-gpu-out}}
+mkdir -p "$OUT"
+P=$PWD/.gpu/prefix
+[ -d "$P/usr" ] || { echo "run_on_device: no .gpu/prefix: run test/gpu/prepare_carry.sh here and carry .gpu" >&2; exit 2; }
+exec > >(tee "$OUT/run.log") 2>&1
+PY=${PYTHON:-python3}
+LIB=$P/usr/lib/x86_64-linux-gnu
+export PATH=$P/usr/bin:$PATH PKG_CONFIG_PATH=$LIB/pkgconfig:$P/usr/share/pkgconfig
+export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+"$PY" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
+t0=$(date +%s)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_PREFIX_PATH="$P/usr;$LIB/cmake" -DPython_EXECUTABLE="$(command -v "$PY")" \
+  -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir 2>/dev/null)" -DRLPROF_BUILD_BENCHMARKS=OFF \
+  -DRLPROF_CHARTJS_PATH="$P/usr/share/javascript/chart.js/chart.min.js" -DRLPROF_CCACHE=ON \
+  > "$OUT/configure.log" 2>&1 \
+  || { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build build-gpu -j"$(nproc)" --target rlprof rlprof_python cuda_profiler_test \
+  rlprof_fake_cudart > "$OUT/build.log" 2>&1 || { grep -m5 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
+echo "built in $(( $(date +%s) - t0 )) s"
+rc=0
+# DEVICE_FIGURES_ARGS="--device cpu": a check of this script on a machine without a GPU.
+PYTHONPATH=$PWD/build-gpu/python "$PY" test/gpu/device_figures.py --out "$OUT/figures" ${DEVICE_FIGURES_ARGS:-} || rc=1
+cp "$OUT/figures/device_figures.json" "$OUT/" 2>/dev/null
+test/gpu/check_cuda_profiler.sh build-gpu > "$OUT/cuda_profiler.log" 2>&1 || rc=1
+tail -5 "$OUT/cuda_profiler.log"
+rm -rf "$OUT/figures/work"  # captures and traces stay on the machine (too large to come back)
+exit $rc
