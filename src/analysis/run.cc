@@ -66,17 +66,27 @@ base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern) {
   }
 }
 
-InputResult AnalyseInput(const std::string& input, const std::string& name, const Classifier& cls,
-                         const AnalysisOptions& opts, const std::regex* step_marker) {
+InputAnalyser::InputAnalyser(const Classifier& cls, const AnalysisOptions& opts) : cls_(cls), opts_(opts) {
+  if (opts.step_marker.empty()) return;
+  auto re = CompileStepMarker(opts.step_marker);
+  if (re.ok()) marker_ = std::move(*re);
+  else marker_status_ = re.status();
+}
+
+InputResult InputAnalyser::Analyse(const std::string& input, const std::string& name) const {
   InputResult r;
   r.input = input;
   r.name = name;
+  if (!marker_status_.ok()) {
+    r.status = marker_status_;
+    return r;
+  }
   auto trace = ReadTrace(input);  // freed on return
   if (!trace.ok()) {
     r.status = trace.status();
   } else {
-    if (step_marker) ApplyStepMarker(&*trace, *step_marker);
-    r.analysis = AnalyseTrace(*trace, cls, opts);
+    if (marker_) ApplyStepMarker(&*trace, *marker_);
+    r.analysis = AnalyseTrace(*trace, cls_, opts_);
   }
   return r;
 }
@@ -88,22 +98,14 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
   std::vector<std::string> names = InputNames(inputs);
   std::mutex mu;
   size_t done = 0;
-  std::optional<std::regex> step_marker;
-  if (!opts.step_marker.empty()) {
-    auto re = CompileStepMarker(opts.step_marker);
-    if (!re.ok()) {
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        results[i].input = inputs[i];
-        results[i].name = names[i];
-        results[i].status = re.status();
-      }
-      return results;
-    }
-    step_marker = std::move(*re);
+  const InputAnalyser analyser(cls, opts);
+  if (!analyser.marker_status().ok()) {  // every input fails with it, none is read
+    for (size_t i = 0; i < inputs.size(); ++i) results[i] = analyser.Analyse(inputs[i], names[i]);
+    return results;
   }
   base::ParallelFor(inputs.size(), jobs, [&](size_t i) {
     InputResult& r = results[i];
-    r = AnalyseInput(inputs[i], names[i], cls, opts, step_marker ? &*step_marker : nullptr);
+    r = analyser.Analyse(inputs[i], names[i]);
     if (progress) {
       std::lock_guard<std::mutex> lock(mu);
       progress(++done, inputs.size());

@@ -12,6 +12,7 @@
 #define RLPROF_SRC_ANALYSIS_RUN_H_
 
 #include <functional>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -37,10 +38,25 @@ std::vector<InputResult> AnalyseInputs(const std::vector<std::string>& inputs, c
                                        const AnalysisOptions& opts, size_t jobs,
                                        const ProgressFn& progress = nullptr);
 
-// One input of AnalyseInputs: read (the trace freed before returning), `step_marker` applied when
-// given (the compiled AnalysisOptions::step_marker), analysed; `name` as InputNames gives it.
-InputResult AnalyseInput(const std::string& input, const std::string& name, const Classifier& cls,
-                         const AnalysisOptions& opts, const std::regex* step_marker);
+// AnalyseInputs' work on one input, for callers that schedule the inputs themselves (the run
+// pipeline's writer): opts.step_marker is compiled once; when it is not a valid regex, every
+// input fails with that Status, unread. `cls` and `opts` must outlive it. Thread-safe: Analyse
+// may be called from several threads at once.
+class InputAnalyser {
+ public:
+  InputAnalyser(const Classifier& cls, const AnalysisOptions& opts);
+  // Read (the trace freed before returning), step marker applied, analysed; `name` as
+  // InputNames gives it.
+  InputResult Analyse(const std::string& input, const std::string& name) const;
+  // The step marker's compile error (Ok without one).
+  const base::Status& marker_status() const { return marker_status_; }
+
+ private:
+  const Classifier& cls_;
+  const AnalysisOptions& opts_;
+  std::optional<std::regex> marker_;
+  base::Status marker_status_ = base::Status::Ok();
+};
 
 // The regex of AnalysisOptions::step_marker, or InvalidArgument naming the pattern.
 base::StatusOr<std::regex> CompileStepMarker(const std::string& pattern);

@@ -10,7 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <system_error>
 #include <thread>
 
@@ -26,12 +25,12 @@ namespace fs = std::filesystem;
 
 // --export for rlprof captures: the format stage's exporters, next to the input's CSVs.
 // IoError when a file cannot be written; the loader's Status when the capture cannot be read.
-base::Status ExportCapture(const InputResult& r, const std::vector<std::string>& exports,
+base::Status ExportCapture(const std::string& input, const std::vector<std::string>& exports,
                            const std::string& dir, std::vector<std::string>* written) {
   std::error_code ec;
-  const bool is_capture = fs::is_directory(r.input, ec) || r.input.ends_with(".rlp");
+  const bool is_capture = fs::is_directory(input, ec) || input.ends_with(".rlp");
   if (!is_capture) return base::Status::Ok();
-  RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(r.input));
+  RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(input));
   std::vector<format::Capture> one;
   one.push_back(std::move(c));
   for (const auto& e : exports) {
@@ -210,9 +209,7 @@ void WriteCsvHalf(const std::string& dir, const RunWriteOptions& opts, InputFile
     st = base::WriteFileAtomic(sub + "/" + f->tables[k].name + ".csv", text);
   }
   if (half != 1 || !st.ok() || opts.exports.empty()) return;
-  InputResult r;
-  r.input = f->input;
-  if (base::Status s = ExportCapture(r, opts.exports, sub, &f->exported); !s.ok()) {
+  if (base::Status s = ExportCapture(f->input, opts.exports, sub, &f->exported); !s.ok()) {
     if (s.code() == base::StatusCode::kIoError) st = s;
     else f->export_failure = s;
   }
@@ -523,13 +520,7 @@ base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& pa
   const size_t n = inputs.size();
   const std::vector<std::string> names = InputNames(inputs);
   r.inputs.resize(n);
-  std::optional<std::regex> step_marker;
-  base::Status marker = base::Status::Ok();  // a bad --step-marker: every input fails with it
-  if (!r.options.step_marker.empty()) {
-    auto re = CompileStepMarker(r.options.step_marker);
-    if (re.ok()) step_marker = std::move(*re);
-    else marker = re.status();
-  }
+  const InputAnalyser analyser(cfg.classifier, r.options);
   std::mutex mu;
   size_t done = 0;
   // Stage 1 on the writer's threads: the input analysed, its tables built (per-kernel rows moved
@@ -537,13 +528,7 @@ base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& pa
   RunWriter w(dir, opts, n);
   w.Start(cfg.jobs, [&](size_t i, InputFiles* f) {
     InputResult& res = r.inputs[i];
-    if (marker.ok()) {
-      res = AnalyseInput(inputs[i], names[i], cfg.classifier, r.options, step_marker ? &*step_marker : nullptr);
-    } else {
-      res.input = inputs[i];
-      res.name = names[i];
-      res.status = marker;
-    }
+    res = analyser.Analyse(inputs[i], names[i]);
     f->name = res.name;
     f->input = res.input;
     f->analysed = res.status.ok();
