@@ -79,20 +79,18 @@ size_t Trace::AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t
   return ts.size() - 1;
 }
 
+namespace {
+// Calls f on every per-slice column but `parent` (which Finalize derives): the one list of them
+// that Reserve and Finalize's reordering share.
+template <typename F>
+void ForEachSliceColumn(Trace& t, F&& f) {
+  f(t.ts), f(t.dur), f(t.name), f(t.category), f(t.track), f(t.kind), f(t.correlation), f(t.shapes),
+      f(t.bytes), f(t.group), f(t.collective), f(t.detail), f(t.external);
+}
+}  // namespace
+
 void Trace::Reserve(size_t n) {
-  ts.reserve(n);
-  dur.reserve(n);
-  name.reserve(n);
-  category.reserve(n);
-  track.reserve(n);
-  kind.reserve(n);
-  correlation.reserve(n);
-  shapes.reserve(n);
-  bytes.reserve(n);
-  group.reserve(n);
-  collective.reserve(n);
-  detail.reserve(n);
-  external.reserve(n);
+  ForEachSliceColumn(*this, [n](auto& column) { column.reserve(n); });
   parent.reserve(n);
 }
 
@@ -139,19 +137,7 @@ void Trace::Finalize() {
   for (size_t i = 0; i < n && identity; ++i) identity = order[i] == i;
   if (!identity) {
     std::unique_ptr<int64_t[]> scratch(new int64_t[n]);
-    Permute(ts, order, scratch.get());
-    Permute(dur, order, scratch.get());
-    Permute(name, order, scratch.get());
-    Permute(category, order, scratch.get());
-    Permute(track, order, scratch.get());
-    Permute(kind, order, scratch.get());
-    Permute(correlation, order, scratch.get());
-    Permute(shapes, order, scratch.get());
-    Permute(bytes, order, scratch.get());
-    Permute(group, order, scratch.get());
-    Permute(collective, order, scratch.get());
-    Permute(detail, order, scratch.get());
-    Permute(external, order, scratch.get());
+    ForEachSliceColumn(*this, [&](auto& column) { Permute(column, order, scratch.get()); });
   }
   parent.assign(n, -1);
   // Nesting per track with a stack of open slices.

@@ -192,7 +192,7 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
       pending_stack[stack_key(e.track, e.ts_ns)] = name_of(e.name);
     else if (is_external(e))
       pending_external[stack_key(e.track, e.ts_ns)] = e.arg0;
-  t.ts.reserve(c.raw.events.size());
+  t.Reserve(c.raw.events.size());
   std::unordered_map<int64_t, std::vector<Event>> open;  // range id → begins
   for (const Event& e : c.raw.events) {
     switch (e.kind) {
