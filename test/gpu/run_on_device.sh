@@ -5,7 +5,7 @@
 #   1. test/gpu/device_figures.py: the GRPO example on the GPU without a profiler, with rlprof's
 #      device capture and with torch.profiler: kernel count and time, overhead, bytes, window close;
 #   2. test/gpu/check_cuda_profiler.sh: the CUDA profiler API source against the real libcudart.
-# Everything it reports goes to $OUT (device_figures.json, logs). From the repository root:
+# Everything it reports goes to $OUT (figures/device_figures.json, the logs). From the repository root:
 #   test/gpu/run_on_device.sh [OUT]        # the device tool: carry [".gpu"], timeout ≥ 480 s
 set -uo pipefail
 OUT=${1:-${OUT:-/tmp/rlprof-gpu-out}}
@@ -32,7 +32,6 @@ echo "built in $(( $(date +%s) - t0 )) s"
 rc=0
 # DEVICE_FIGURES_ARGS="--device cpu": a check of this script on a machine without a GPU.
 PYTHONPATH=$PWD/build-gpu/python "$PY" test/gpu/device_figures.py --out "$OUT/figures" ${DEVICE_FIGURES_ARGS:-} || rc=1
-cp "$OUT/figures/device_figures.json" "$OUT/" 2>/dev/null
 test/gpu/check_cuda_profiler.sh build-gpu > "$OUT/cuda_profiler.log" 2>&1 || rc=1
 tail -5 "$OUT/cuda_profiler.log"
 rm -rf "$OUT/figures/work"  # captures and traces stay on the machine (too large to come back)
