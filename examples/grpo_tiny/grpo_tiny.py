@@ -207,9 +207,10 @@ def sft_warmup(policy: TinyGPT, cfg: GrpoConfig) -> torch.optim.Optimizer:
 def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] = None,
           overrides: Sequence[str] = (), mode: str = "rlprof", trace_dir: str = "",
           torch_steps: Sequence[int] = (2, 3), verbose: bool = True) -> Dict[str, Any]:
-    """Runs cfg.steps GRPO steps. mode: rlprof (profiled by `config`), off (no profiler) or
-    torch (torch.profiler.profile on `torch_steps`, traces under trace_dir). Returns rewards,
-    step times and this rank's capture directories."""
+    """Runs cfg.steps GRPO steps. mode: rlprof (profiled by `config`), off (no profiler),
+    torch (torch.profiler.profile on `torch_steps`, traces under trace_dir) or rlprof+torch
+    (both: torch.profiler opens before rlprof's step window, to check how they share CUPTI).
+    Returns rewards, step times and this rank's capture directories."""
     device = rank_device(cfg, rank)
     torch.manual_seed(cfg.seed)
     policy = TinyGPT(max_len=PROMPT_LEN + cfg.max_new_tokens).to(device)
@@ -221,7 +222,7 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
     else:
         actor = policy
     prof = None
-    if mode == "rlprof" and config:
+    if mode in ("rlprof", "rlprof+torch") and config:
         prof = rlprof.Profiler(config, overrides=overrides, roles=["actor", "rollout", "ref"],
                                quiet=not verbose)
     gen = torch.Generator(device=device).manual_seed(cfg.seed * 1000 + rank)
@@ -233,7 +234,7 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
     for step in range(1, cfg.steps + 1):
         t0, c0 = time.perf_counter(), time.process_time()
         tprof = None
-        if mode == "torch" and step in torch_steps:
+        if mode in ("torch", "rlprof+torch") and step in torch_steps:
             activities = [torch.profiler.ProfilerActivity.CPU]
             if cuda:  # the same activities as rlprof's device capture: kernels, copies, launches
                 activities.append(torch.profiler.ProfilerActivity.CUDA)

@@ -16,7 +16,7 @@ SCRIPT = os.path.join(ROOT, "test", "gpu", "device_figures.py")
 
 def run(tmp_path, **env):
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--steps", "3", "--out", str(out)],
+    p = subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--steps", "4", "--out", str(out)],
                        capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads((out / "device_figures.json").read_text())
@@ -25,8 +25,8 @@ def run(tmp_path, **env):
 def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
     f = run(tmp_path)
     assert f["device"] == "cpu"
-    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "torch"}
-    assert all(len(t) == 3 for t in f["step_times"].values())
+    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "torch", "torchfirst", "rlproffirst"}
+    assert all(len(t) == 4 for t in f["step_times"].values())
     # The kernels of steps 2 and 3 in rlprof's capture and torch.profiler's trace: none on a CPU.
     assert [k["step"] for k in f["kernels"]] == [2, 3]
     for k in f["kernels"]:
@@ -39,6 +39,12 @@ def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
     assert [e["step"] for e in f["window_close_us"]] == [2, 3]
     assert all(e["us"] > 0 for e in f["window_close_us"])
     assert len(f["cupti"]) == 2  # one capture per profiled step, each with its CUPTI status
+    # Both profilers in one process: rlprof's captures of steps 2 and 3 and torch.profiler's traces.
+    c = f["coexistence"]
+    assert [r["steps"] for r in c["torchfirst"]["rlprof"]] == [[2], [3]]
+    assert [t["step"] for t in c["torchfirst"]["torch"]] == [2, 3]
+    assert [r["steps"] for r in c["rlproffirst"]["rlprof"]] == [[2], [3]]
+    assert [t["step"] for t in c["rlproffirst"]["torch"]] == [4]
 
 
 def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(tmp_path):
@@ -50,3 +56,9 @@ def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(t
     assert b["with_device"]["bytes"] > b["without"]["bytes"]
     assert b["cupti_records"] > 0 and b["bytes_per_cupti_record"] > 0
     assert b["events_added"] > 0 and b["bytes_per_event_added"] > 0
+    # The rlprof run recorded what the fake delivered, one file per window, in the fake's format.
+    assert len(f["records"]) == 2 and all(r.endswith(".records") for r in f["records"])
+    # torch.profiler on the CPU takes no CUPTI: rlprof keeps it in both orders.
+    for mode in ("torchfirst", "rlproffirst"):
+        assert all(r["cupti_status"] == "on" and r["device_work"]["count"] > 0
+                   for r in f["coexistence"][mode]["rlprof"])

@@ -7,8 +7,9 @@
 // Each time activities are enabled after all were disabled (a capture window opening), the
 // file's records are due again, their times relative to that moment (the timestamp callback's
 // clock, or the fake's own clock — CLOCK_MONOTONIC + 5 s — when the callback is refused). They
-// are written into buffers requested from the client at the next cuptiActivityFlushAll, and
-// completed in order after all are written (so a small client pool starves).
+// are written into buffers requested from the client at the next cuptiActivityFlushAll (or when
+// the next window opens, if no flush came between), and completed in order after all are
+// written (so a small client pool starves).
 // $RLPROF_FAKE_CUPTI_MODE: "other_subscriber" (cuptiSubscribe answers
 // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), "enable_fails" (cuptiActivityEnable does),
 // "no_timestamp_callback". $RLPROF_FAKE_CUPTI_RECORDS_PER_BUFFER caps records per buffer.
@@ -182,10 +183,14 @@ void Build(State& s, const Spec& sp, uint8_t* p) {
       auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(p);
       m->kind = sp.kind;
       const std::string c = sp.S("copy");
-      m->copyKind = c == "HtoD" ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
-                  : c == "DtoH" ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
-                  : c == "DtoD" ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
-                                : CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+      static const std::map<std::string, CUpti_ActivityMemcpyKind> copy_kinds = {
+          {"HtoD", CUPTI_ACTIVITY_MEMCPY_KIND_HTOD}, {"DtoH", CUPTI_ACTIVITY_MEMCPY_KIND_DTOH},
+          {"HtoA", CUPTI_ACTIVITY_MEMCPY_KIND_HTOA}, {"AtoH", CUPTI_ACTIVITY_MEMCPY_KIND_ATOH},
+          {"AtoA", CUPTI_ACTIVITY_MEMCPY_KIND_ATOA}, {"AtoD", CUPTI_ACTIVITY_MEMCPY_KIND_ATOD},
+          {"DtoA", CUPTI_ACTIVITY_MEMCPY_KIND_DTOA}, {"DtoD", CUPTI_ACTIVITY_MEMCPY_KIND_DTOD},
+          {"HtoH", CUPTI_ACTIVITY_MEMCPY_KIND_HTOH}, {"PtoP", CUPTI_ACTIVITY_MEMCPY_KIND_PTOP}};
+      auto ck = copy_kinds.find(c);
+      m->copyKind = ck != copy_kinds.end() ? ck->second : CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
       m->bytes = static_cast<uint64_t>(sp.I("bytes"));
       m->start = t0;
       m->end = t1;
@@ -241,7 +246,7 @@ void Build(State& s, const Spec& sp, uint8_t* p) {
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       auto* o = reinterpret_cast<CUpti_ActivityOverhead3*>(p);
       o->kind = sp.kind;
-      o->overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+      o->overheadKind = static_cast<CUpti_ActivityOverheadKind>(sp.I("kind", CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH));
       o->objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
       o->objectId.pt.processId = static_cast<uint32_t>(getpid());
       o->objectId.pt.threadId = tid;
@@ -451,6 +456,9 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
   std::lock_guard<std::recursive_mutex> l(s.mu);
   Load(s);
   if (s.enabled.empty()) {  // a window opens: its records are due
+    // The previous window's records, not flushed yet, complete now with that window's times
+    // (CUPTI keeps each record's own timestamps whenever its buffer is handed over).
+    Deliver(s);
     s.base = Now(s);
     s.main_tid = static_cast<uint32_t>(syscall(SYS_gettid));
     s.due = true;
@@ -550,6 +558,14 @@ int fake_cupti_external_depth(uint64_t* top) {
   std::lock_guard<std::recursive_mutex> l(s.mu);
   *top = s.ext_stack.empty() ? 0 : s.ext_stack.back();
   return static_cast<int>(s.ext_stack.size());
+}
+// Reads $RLPROF_FAKE_CUPTI_RECORDS again at the next window (a test replaying another file).
+void fake_cupti_reload(void) {
+  State& s = St();
+  std::lock_guard<std::recursive_mutex> l(s.mu);
+  s.loaded = false;
+  s.specs.clear();
+  s.dropped_in_file = 0;
 }
 int fake_cupti_enabled_kinds(void) {
   State& s = St();

@@ -63,7 +63,122 @@ bool Times(uint64_t start, uint64_t end, int64_t offset, format::Event* e, Cupti
   return true;
 }
 
+void AppendTimes(std::string* o, const char* word, uint64_t start, uint64_t end, int64_t shift) {
+  *o += word;
+  *o += " t=" + std::to_string(static_cast<int64_t>(start) + shift);
+  *o += " d=" + std::to_string(end >= start ? static_cast<int64_t>(end - start) : int64_t{0});
+}
+
+void AppendField(std::string* o, const char* key, int64_t v) {
+  *o += ' ';
+  *o += key;
+  *o += '=';
+  *o += std::to_string(v);
+}
+
+void AppendTid(std::string* o, uint32_t tid, uint32_t main_tid) {
+  *o += tid == main_tid ? std::string(" tid=MAIN") : " tid=" + std::to_string(tid);
+}
+
 }  // namespace
+
+bool AppendRecordText(const CUpti_Activity* r, int64_t offset_ns, int64_t origin_ns, uint32_t main_tid,
+                      std::string* out) {
+  const int64_t shift = offset_ns - origin_ns;
+  std::string& o = *out;
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+      AppendTimes(&o, "kernel", k.start, k.end, shift);
+      AppendField(&o, "dev", k.deviceId);
+      AppendField(&o, "ctx", k.contextId);
+      AppendField(&o, "stream", k.streamId);
+      AppendField(&o, "corr", k.correlationId);
+      o += " grid=" + std::to_string(k.gridX) + "," + std::to_string(k.gridY) + "," + std::to_string(k.gridZ);
+      o += " block=" + std::to_string(k.blockX) + "," + std::to_string(k.blockY) + "," + std::to_string(k.blockZ);
+      AppendField(&o, "regs", k.registersPerThread);
+      AppendField(&o, "smem", k.staticSharedMemory);
+      AppendField(&o, "dsmem", k.dynamicSharedMemory);
+      if (k.graphId != 0 || k.graphNodeId != 0) {
+        AppendField(&o, "graph", k.graphId);
+        AppendField(&o, "node", static_cast<int64_t>(k.graphNodeId));
+      }
+      o += " name=";
+      o += k.name != nullptr ? k.name : "";
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
+      AppendTimes(&o, "memcpy", m.start, m.end, shift);
+      o += " copy=";
+      o += CopyKindName(m.copyKind);
+      AppendField(&o, "bytes", static_cast<int64_t>(m.bytes));
+      AppendField(&o, "dev", m.deviceId);
+      AppendField(&o, "ctx", m.contextId);
+      AppendField(&o, "stream", m.streamId);
+      AppendField(&o, "corr", m.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+      AppendTimes(&o, "memset", m.start, m.end, shift);
+      AppendField(&o, "bytes", static_cast<int64_t>(m.bytes));
+      AppendField(&o, "dev", m.deviceId);
+      AppendField(&o, "ctx", m.contextId);
+      AppendField(&o, "stream", m.streamId);
+      AppendField(&o, "corr", m.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto& s = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(r);
+      AppendTimes(&o, "sync", s.start, s.end, shift);
+      AppendField(&o, "type", static_cast<int64_t>(s.type));
+      AppendField(&o, "stream", s.streamId);
+      AppendField(&o, "ctx", s.contextId);
+      AppendField(&o, "corr", s.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto& a = *reinterpret_cast<const CUpti_ActivityAPI*>(r);
+      AppendTimes(&o, r->kind == CUPTI_ACTIVITY_KIND_DRIVER ? "driver" : "runtime", a.start, a.end, shift);
+      AppendTid(&o, a.threadId, main_tid);
+      AppendField(&o, "cbid", a.cbid);
+      AppendField(&o, "corr", a.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const auto& v = *reinterpret_cast<const CUpti_ActivityOverhead3*>(r);
+      if (v.objectKind != CUPTI_ACTIVITY_OBJECT_THREAD && v.objectKind != CUPTI_ACTIVITY_OBJECT_PROCESS)
+        return false;  // the fake replays thread overheads only
+      AppendTimes(&o, "overhead", v.start, v.end, shift);
+      AppendTid(&o, v.objectId.pt.threadId, main_tid);
+      AppendField(&o, "kind", static_cast<int64_t>(v.overheadKind));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+      const auto& g = *reinterpret_cast<const CUpti_ActivityGraphTrace2*>(r);
+      AppendTimes(&o, "graph", g.start, g.end, shift);
+      AppendField(&o, "graph", g.graphId);
+      AppendField(&o, "dev", g.deviceId);
+      AppendField(&o, "ctx", g.contextId);
+      AppendField(&o, "stream", g.streamId);
+      AppendField(&o, "corr", g.correlationId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto& x = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
+      o += "external";
+      AppendField(&o, "id", static_cast<int64_t>(x.externalId));
+      AppendField(&o, "corr", x.correlationId);
+      break;
+    }
+    default: return false;
+  }
+  o += '\n';
+  return true;
+}
 
 std::string_view NcclCollective(std::string_view k) {
   for (std::string_view p : kNcclPrefixes) {
@@ -206,7 +321,8 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       e->arg1 = LaunchString(k, e->name, collective);
       context_device_[k.contextId] = k.deviceId;
       ++counts_.kernels;
-      if (!collective.empty()) ++counts_.nccl_kernels;
+      last_collective_ = !collective.empty();
+      if (last_collective_) ++counts_.nccl_kernels;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {

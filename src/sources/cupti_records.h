@@ -45,6 +45,14 @@ struct CuptiCounts {
   }
 };
 
+// Appends `r` as one line of the fake CUPTI's text format (test/data/cupti/README.md, what
+// cupti_fake.cc replays): times as `t` = record start + offset_ns - origin_ns (rlprof's clock,
+// relative to the window's opening) and `d`; the thread `main_tid` as tid=MAIN. Kernel names
+// are written mangled, as CUPTI gives them. Returns false (appends nothing) for kinds the fake
+// does not replay. For RLPROF_CUPTI_RECORD_DIR (cupti_source.h): real records kept as test data.
+bool AppendRecordText(const CUpti_Activity* r, int64_t offset_ns, int64_t origin_ns, uint32_t main_tid,
+                      std::string* out);
+
 class CuptiRecordConverter {
  public:
   // `api` may be null (no callback names: "runtime api <cbid>").
@@ -53,6 +61,8 @@ class CuptiRecordConverter {
   // events (external correlation, unknown kinds), which are counted.
   bool Convert(const CUpti_Activity* r, int64_t offset_ns, format::Event* out);
   const CuptiCounts& counts() const { return counts_; }
+  // Whether the last record converted was an NCCL kernel.
+  bool last_was_collective() const { return last_collective_; }
   void set_sink(runtime::SourceSink* sink) { sink_ = sink; }
   // Forget cached track / string ids (a new session numbers them anew).
   void Reset();
@@ -68,6 +78,7 @@ class CuptiRecordConverter {
   runtime::SourceSink* sink_;
   const CuptiApi* api_;
   CuptiCounts counts_;
+  bool last_collective_ = false;
   struct NameEntry {
     uint32_t id;
     std::string text;  // as CUPTI gave it (checked: a pointer may be reused for another name)

@@ -1,9 +1,13 @@
 #include "src/sources/cupti_source.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "src/runtime/clock.h"
 
@@ -127,6 +131,7 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
                  api_.ActivityRegisterTimestampCallback(&Timestamp) == CUPTI_SUCCESS;
   if (!ts_callback_) MeasureOffset();
   if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  if (const char* dir = opt_.env("RLPROF_CUPTI_RECORD_DIR"); dir != nullptr) record_dir_ = dir;
   SetStatus("on");
   active_.store(true, std::memory_order_release);
   if (acts_.external_correlation) runtime::SetCorrelationHooks(&kHooks);
@@ -190,6 +195,7 @@ void CuptiSource::Start(uint32_t gen) {
     windows_.emplace_back(gen, runtime::MonotonicNowNs());
     if (windows_.size() > 8) windows_.erase(windows_.begin());
   }
+  if (!record_dir_.empty()) start_tid_.store(static_cast<uint32_t>(syscall(SYS_gettid)));
   std::string error;
   CUptiResult r = CUPTI_SUCCESS;
   if (!EnableKinds(true, &error, &r)) {
@@ -244,18 +250,57 @@ uint32_t CuptiSource::GenFor(int64_t ts) const {
   return 0;
 }
 
+namespace {
+
+// One converted record in `c`, by its CUPTI kind (the converter's counts are per process; these
+// are per window).
+void Tally(const CUpti_Activity* r, bool nccl, CuptiCounts* c) {
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      ++c->kernels;
+      if (nccl) ++c->nccl_kernels;
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: ++c->memcpy; break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: ++c->memset; break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: ++c->sync; break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME: ++c->runtime_api; break;
+    case CUPTI_ACTIVITY_KIND_DRIVER: ++c->driver_api; break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: ++c->overhead; break;
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: ++c->graphs; break;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: ++c->external_correlation; break;
+    default: ++c->other; break;
+  }
+}
+
+void Add(const CuptiCounts& a, CuptiCounts* to) {
+  to->kernels += a.kernels, to->nccl_kernels += a.nccl_kernels, to->memcpy += a.memcpy;
+  to->memset += a.memset, to->sync += a.sync, to->runtime_api += a.runtime_api;
+  to->driver_api += a.driver_api, to->overhead += a.overhead, to->graphs += a.graphs;
+  to->external_correlation += a.external_correlation, to->other += a.other, to->bad_time += a.bad_time;
+}
+
+}  // namespace
+
 void CuptiSource::ConvertBuffer(runtime::SourceSink& sink, const Buffer& b) {
   CUpti_Activity* rec = nullptr;
   const int64_t off = ts_callback_ ? 0 : offset_ns_;
   // Records of one buffer are nearly always of one window: resolve the window once per change.
   uint32_t gen = 0;
   int64_t gen_from = INT64_MAX, gen_to = INT64_MIN;
-  std::map<uint32_t, uint64_t> local;
+  std::map<uint32_t, GenTally> local;
+  GenTally* tally = &local[0];  // records before the first resolved one (external correlations)
+  const bool recording = !record_dir_.empty();
   while (api_.ActivityGetNextRecord(b.data, b.valid, &rec) == CUPTI_SUCCESS) {
     format::Event e;
-    if (!conv_->Convert(rec, off, &e)) continue;
+    if (!conv_->Convert(rec, off, &e)) {
+      Tally(rec, false, &tally->counts);
+      if (recording) RecordText(rec, gen, off);  // external correlations: the window at hand
+      continue;
+    }
     if (e.ts_ns < gen_from || e.ts_ns >= gen_to) {
       gen = GenFor(e.ts_ns);
+      tally = &local[gen];
       std::lock_guard<std::mutex> lock(win_mu_);
       gen_from = INT64_MIN;
       gen_to = INT64_MAX;
@@ -265,32 +310,118 @@ void CuptiSource::ConvertBuffer(runtime::SourceSink& sink, const Buffer& b) {
         gen_to = i + 1 < windows_.size() ? windows_[i + 1].second : INT64_MAX;
       }
     }
-    if (sink.Emit(gen, e, runtime::TimeBase::kMonotonicNs)) {
-      ++local[gen];
-    } else {
-      std::lock_guard<std::mutex> lock(counters_mu_);
-      ++late_;
-    }
+    Tally(rec, conv_->last_was_collective(), &tally->counts);
+    if (recording) RecordText(rec, gen, off);
+    if (EmitOrDefer(sink, gen, e)) ++tally->emitted;
+  }
+  // Leading external correlations belong to the buffer's first window.
+  if (auto z = local.find(0); z != local.end() && local.size() > 1) {
+    Add(z->second.counts, &std::next(z)->second.counts);
+    local.erase(z);
   }
   std::lock_guard<std::mutex> lock(counters_mu_);
-  for (auto& [g, n] : local) emitted_[g] += n;
+  for (auto& [g, t] : local) {
+    GenTally& to = per_gen_[g];
+    to.emitted += t.emitted;
+    Add(t.counts, &to.counts);
+  }
+}
+
+bool CuptiSource::EmitOrDefer(runtime::SourceSink& sink, uint32_t gen, const format::Event& e) {
+  if (sink.Emit(gen, e, runtime::TimeBase::kMonotonicNs)) return true;
+  // The next window's first records, flushed with the previous window's last ones before the
+  // writer has opened its capture: kept until it has.
+  if (gen > finished_gen_ && deferred_.size() < kMaxDeferred) {
+    deferred_.emplace_back(gen, e);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  ++late_;
+  return false;
+}
+
+void CuptiSource::RecordText(const CUpti_Activity* r, uint32_t gen, int64_t offset) {
+  int64_t origin = 0;
+  {
+    std::lock_guard<std::mutex> lock(win_mu_);
+    if (windows_.empty()) return;
+    auto w = windows_.end() - 1;  // gen 0 (not yet resolved): the latest window
+    for (auto it = windows_.begin(); it != windows_.end(); ++it)
+      if (it->first == gen) w = it;
+    gen = w->first;
+    origin = w->second;
+  }
+  std::lock_guard<std::mutex> lock(record_mu_);
+  std::FILE*& f = record_files_[gen];
+  if (f == nullptr) {
+    const std::string path = record_dir_ + "/cupti-" + std::to_string(getpid()) + "-w" + std::to_string(gen) + ".records";
+    f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "rlprof: warning: RLPROF_CUPTI_RECORD_DIR: cannot write %s; not recording\n", path.c_str());
+      record_files_.erase(gen);
+      record_dir_.clear();  // the writer thread alone reads it from here on
+      return;
+    }
+    std::fprintf(f, "# CUPTI records of capture window %u, recorded by rlprof's CUPTI source (%s, CUPTI API %u)\n"
+                 "# t, d: ns from the window's opening on rlprof's clock (%s); format: test/data/cupti/README.md\n",
+                 gen, api_.path.c_str(), api_.version, ts_callback_ ? "timestamp callback" : "measured offset");
+  }
+  record_line_.clear();
+  if (AppendRecordText(r, offset, origin, start_tid_.load(), &record_line_))
+    std::fwrite(record_line_.data(), 1, record_line_.size(), f);
+}
+
+void CuptiSource::CloseRecording(uint32_t gen) {
+  std::lock_guard<std::mutex> lock(record_mu_);
+  auto it = record_files_.find(gen);
+  if (it == record_files_.end()) return;
+  const uint64_t dropped = cupti_dropped_.load();
+  if (dropped != recorded_dropped_) std::fprintf(it->second, "dropped %llu\n",
+                                                 static_cast<unsigned long long>(dropped - recorded_dropped_));
+  recorded_dropped_ = dropped;
+  std::fclose(it->second);
+  record_files_.erase(it);
 }
 
 void CuptiSource::Drain(runtime::SourceSink& sink, uint32_t final_gen) {
   if (!loaded_) return;
+  RetryDeferred(sink);  // their capture may have opened since
   // The window's last records: CUPTI hands over even partly filled buffers (on this thread).
   if (final_gen != 0 && active()) api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
-    if (completed_.empty()) return;
+    if (completed_.empty()) {
+      if (final_gen != 0) FinishWindow(sink, final_gen);
+      return;
+    }
     draining_.swap(completed_);
   }
   if (conv_ == nullptr) conv_ = std::make_unique<CuptiRecordConverter>(&sink, &api_);
   conv_->set_sink(&sink);
   for (const Buffer& b : draining_) ConvertBuffer(sink, b);
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  for (const Buffer& b : draining_) pool_.push_back(b.data);
-  draining_.clear();
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    for (const Buffer& b : draining_) pool_.push_back(b.data);
+    draining_.clear();
+  }
+  if (final_gen != 0) FinishWindow(sink, final_gen);
+}
+
+void CuptiSource::RetryDeferred(runtime::SourceSink& sink) {
+  if (deferred_.empty()) return;
+  std::vector<std::pair<uint32_t, format::Event>> again;
+  again.swap(deferred_);
+  std::map<uint32_t, uint64_t> local;
+  for (const auto& [gen, e] : again)
+    if (EmitOrDefer(sink, gen, e)) ++local[gen];
+  std::lock_guard<std::mutex> lock(counters_mu_);
+  for (auto& [g, n] : local) per_gen_[g].emitted += n;
+}
+
+void CuptiSource::FinishWindow(runtime::SourceSink& sink, uint32_t final_gen) {
+  // Records of this window or an earlier one that no capture took are late from here on.
+  finished_gen_ = std::max(finished_gen_, final_gen);
+  RetryDeferred(sink);
 }
 
 runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
@@ -307,31 +438,37 @@ runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
   c.emplace_back("activities", joined);
   c.emplace_back("clock", ts_callback_ ? "timestamp callback" : "measured offset");
   c.emplace_back("clock_error_ns", ts_callback_ ? int64_t{0} : offset_error_ns_);
-  const CuptiCounts now = conv_ ? conv_->counts() : CuptiCounts{};
-  auto delta = [&](const char* key, uint64_t a, uint64_t b) { c.emplace_back(key, static_cast<int64_t>(a - b)); };
+  GenTally t;
   {
     std::lock_guard<std::mutex> lock(counters_mu_);
-    c.emplace_back("records", static_cast<int64_t>(emitted_[gen]));
-    emitted_.erase(gen);
+    if (auto it = per_gen_.find(gen); it != per_gen_.end()) {
+      t = it->second;
+      per_gen_.erase(it);
+    }
+    c.emplace_back("records", static_cast<int64_t>(t.emitted));
     c.emplace_back("records_outside_windows", static_cast<int64_t>(late_));
   }
-  delta("kernels", now.kernels, reported_.kernels);
-  delta("nccl_kernels", now.nccl_kernels, reported_.nccl_kernels);
-  delta("memcpy", now.memcpy, reported_.memcpy);
-  delta("memset", now.memset, reported_.memset);
-  delta("sync", now.sync, reported_.sync);
-  delta("runtime_api", now.runtime_api, reported_.runtime_api);
-  delta("driver_api", now.driver_api, reported_.driver_api);
-  delta("overhead", now.overhead, reported_.overhead);
-  delta("graphs", now.graphs, reported_.graphs);
-  delta("external_correlation", now.external_correlation, reported_.external_correlation);
-  delta("bad_timestamps", now.bad_time, reported_.bad_time);
-  reported_ = now;
+  auto delta = [&](const char* key, uint64_t a, uint64_t b) { c.emplace_back(key, static_cast<int64_t>(a - b)); };
+  auto count = [&](const char* key, uint64_t n) { c.emplace_back(key, static_cast<int64_t>(n)); };
+  count("kernels", t.counts.kernels);
+  count("nccl_kernels", t.counts.nccl_kernels);
+  count("memcpy", t.counts.memcpy);
+  count("memset", t.counts.memset);
+  count("sync", t.counts.sync);
+  count("runtime_api", t.counts.runtime_api);
+  count("driver_api", t.counts.driver_api);
+  count("overhead", t.counts.overhead);
+  count("graphs", t.counts.graphs);
+  count("external_correlation", t.counts.external_correlation);
+  const uint64_t bad = conv_ ? conv_->counts().bad_time : 0;  // per process: since the last report
+  delta("bad_timestamps", bad, reported_bad_time_);
+  reported_bad_time_ = bad;
   const uint64_t starved = starved_.load(), dropped = cupti_dropped_.load();
   delta("buffer_starved", starved, reported_starved_);
   delta("dropped_by_cupti", dropped, reported_dropped_);
   reported_starved_ = starved;
   reported_dropped_ = dropped;
+  CloseRecording(gen);
   return c;
 }
 
@@ -360,6 +497,17 @@ void CuptiSource::Shutdown() {
     windows_.clear();
   }
   conv_.reset();  // track and string ids belong to the session that ended
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    late_ += deferred_.size();  // no capture of this session will take them now
+  }
+  deferred_.clear();
+  finished_gen_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(record_mu_);
+    for (auto& [gen, f] : record_files_) std::fclose(f);
+    record_files_.clear();
+  }
   CuptiSource* self = this;
   g_active.compare_exchange_strong(self, nullptr);
 }

@@ -16,16 +16,23 @@
 // hands the buffers back to the pool. Shutdown disables everything and unsubscribes, so a
 // torch.profiler started after rlprof's session ends finds CUPTI free.
 //
+// Back-to-back windows: the forced flush of window N's final drain also brings window N+1's
+// first records, before the writer has processed N+1's Open; they wait (deferred_) for it.
 // Buffers: `buffers` × `buffer_bytes`, allocated in Configure and reused; CUPTI's request
 // callback (on whatever thread fills a buffer, possibly the training thread) only pops one
 // from the pool. An empty pool hands CUPTI nothing: CUPTI drops those records; both the
 // starvation and CUPTI's dropped-record counts go into the manifest (sources.cupti).
+// Recording: with $RLPROF_CUPTI_RECORD_DIR set, the writer thread also writes every record it
+// converts, in the fake CUPTI's text format (AppendRecordText), to
+// DIR/cupti-<pid>-w<window>.records — real records to replay in tests (test/data/cupti/README.md);
+// a diagnostic, off by default, never on the training thread.
 // Thread-safety: one instance is active per process (CUPTI's callbacks are global); the pool and
 // the completed queue are under their own mutex; conversion runs on the writer thread only.
 #ifndef RLPROF_SRC_SOURCES_CUPTI_SOURCE_H_
 #define RLPROF_SRC_SOURCES_CUPTI_SOURCE_H_
 
 #include <atomic>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -87,6 +94,11 @@ class CuptiSource : public runtime::Source {
   void MeasureOffset();
   uint32_t GenFor(int64_t ts) const;
   void ConvertBuffer(runtime::SourceSink& sink, const Buffer& b);
+  bool EmitOrDefer(runtime::SourceSink& sink, uint32_t gen, const format::Event& e);
+  void RetryDeferred(runtime::SourceSink& sink);
+  void FinishWindow(runtime::SourceSink& sink, uint32_t final_gen);
+  void RecordText(const CUpti_Activity* r, uint32_t gen, int64_t offset);
+  void CloseRecording(uint32_t gen);
 
   CuptiSourceOptions opt_;
   CuptiApi api_;
@@ -123,11 +135,29 @@ class CuptiSource : public runtime::Source {
 
   // Writer thread.
   std::unique_ptr<CuptiRecordConverter> conv_;
-  std::map<uint32_t, uint64_t> emitted_;  // per window
+  struct GenTally {
+    uint64_t emitted = 0;  // events the window's capture took
+    CuptiCounts counts;    // records converted, by kind
+  };
+  std::map<uint32_t, GenTally> per_gen_;  // per window, until its Counters
   uint64_t late_ = 0;                     // records for no open capture
-  CuptiCounts reported_;                  // counts at the previous Counters()
+  // Records of a window whose capture the writer has not opened yet (its Open command queued
+  // behind the previous window's Close, whose final flush brought them): emitted at a later
+  // Drain. Windows up to finished_gen_ have had their final drain.
+  static constexpr size_t kMaxDeferred = size_t{1} << 20;
+  std::vector<std::pair<uint32_t, format::Event>> deferred_;
+  uint32_t finished_gen_ = 0;
+  uint64_t reported_bad_time_ = 0;        // the converter's bad_time at the previous Counters()
   uint64_t reported_starved_ = 0, reported_dropped_ = 0;
-  std::mutex counters_mu_;                // emitted_ / late_ between Drain and Counters
+  std::mutex counters_mu_;                // per_gen_ / late_ between Drain and Counters
+
+  // Recording ($RLPROF_CUPTI_RECORD_DIR; record_mu_): one file per window.
+  std::string record_dir_;
+  std::atomic<uint32_t> start_tid_{0};  // the thread that opened the latest window (tid=MAIN)
+  std::mutex record_mu_;
+  std::map<uint32_t, std::FILE*> record_files_;
+  std::string record_line_;
+  uint64_t recorded_dropped_ = 0;
 };
 
 }  // namespace rlprof::sources

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -400,6 +401,113 @@ TEST_F(CuptiTest, RlprofFirstThenAnotherClientFindsCuptiFreeAfterTheSession) {
   EXPECT_EQ(subscribe(&other, noop, nullptr), CUPTI_SUCCESS);
   unsubscribe(other);
   dlclose(h);
+}
+
+// Back-to-back windows (steps 1..6 captured one by one): each window's records reach its own
+// capture, also the next window's first records that the previous window's final flush brings
+// before the writer has opened the next capture (they wait for it instead of being dropped).
+TEST_F(CuptiTest, BackToBackWindowsEachGetTheirOwnRecords) {
+  Register();
+  const std::string save = FreshDir("back-to-back");
+  config::Plan plan = DevicePlan(save, "level2");
+  plan.steps.list = {1, 2, 3, 4, 5, 6};
+  auto s = runtime::SessionImpl::Create(plan, Quiet(), &SessionEnv);
+  for (int step = 1; step <= 6; ++step) {
+    s->BeginStep(step);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the records end 1.95 ms in
+    s->EndStep();
+  }
+  s->Shutdown();
+  const std::vector<std::string> caps = Captures(save);
+  ASSERT_EQ(caps.size(), 6u);
+  for (const std::string& dir : caps) {
+    const json m = Manifest(dir);
+    const json& c = m["sources"]["cupti"];
+    EXPECT_EQ(c["records"], 15) << dir << ": " << c.dump();  // 4 kernels, 2 copies/sets, 7 calls, sync, overhead
+    EXPECT_EQ(c["kernels"], 4) << c.dump();
+    EXPECT_EQ(c["external_correlation"], 5) << c.dump();
+    EXPECT_EQ(c["records_outside_windows"], 0) << c.dump();
+  }
+}
+
+// RLPROF_CUPTI_RECORD_DIR: the records CUPTI delivered, written in the fake's text format, replay
+// as the same device work (how real GPU records become test data: test/data/cupti/README.md).
+TEST_F(CuptiTest, RecordedRecordsReplayAsTheSameDeviceWork) {
+  const std::string rec_dir = FreshDir("record");
+  TestEnv()["RLPROF_CUPTI_RECORD_DIR"] = rec_dir;
+  Register();
+  const std::string first = RunStep("level2");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(rec_dir))
+    if (e.path().extension() == ".records") files.push_back(e.path().string());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].find("-w"), std::string::npos);
+  std::map<std::string, int> lines;
+  std::ifstream in(files[0]);
+  std::string line;
+  std::string dropped;
+  while (std::getline(in, line)) {
+    const std::string word = line.substr(0, line.find(' '));
+    ++lines[word];
+    if (word == "dropped") dropped = line;
+    if (word == "runtime") {
+      EXPECT_NE(line.find(" tid=MAIN "), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(lines["kernel"], 4);
+  EXPECT_EQ(lines["memcpy"], 1);
+  EXPECT_EQ(lines["memset"], 1);
+  EXPECT_EQ(lines["runtime"], 7);
+  EXPECT_EQ(lines["sync"], 1);
+  EXPECT_EQ(lines["overhead"], 1);
+  EXPECT_EQ(lines["external"], 5);
+  EXPECT_EQ(dropped, "dropped 3");
+  EXPECT_GE(lines["#"], 1);
+
+  // Replay the recorded file in a new session.
+  runtime::SourceRegistry::Get().Unregister("cupti");
+  source_.reset();
+  TestEnv().erase("RLPROF_CUPTI_RECORD_DIR");
+  setenv("RLPROF_FAKE_CUPTI_RECORDS", files[0].c_str(), 1);
+  void* h = dlopen(RLPROF_FAKE_CUPTI, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  auto reload = reinterpret_cast<void (*)()>(dlsym(h, "fake_cupti_reload"));
+  ASSERT_NE(reload, nullptr);
+  reload();
+  Register();
+  const std::string second = RunStep("level2");
+  setenv("RLPROF_FAKE_CUPTI_RECORDS", RLPROF_CUPTI_DATA_DIR "/step.records", 1);
+  reload();  // later tests in this process replay step.records again
+  dlclose(h);
+
+  // The same device work: kinds, names, tracks, durations, and times relative to the first.
+  auto device_rows = [](const std::string& dir) {
+    auto cap = format::ReadRaw(dir + "/events.rlp");
+    EXPECT_TRUE(cap.ok());
+    std::map<uint16_t, std::string> track_names;
+    for (const auto& t : cap->tracks) track_names[t.id] = t.name;
+    std::vector<const format::Event*> dev;
+    for (const auto& e : cap->events)
+      if (e.category == format::Category::kKernel || e.category == format::Category::kMemcpy ||
+          e.category == format::Category::kMemset || e.category == format::Category::kSync ||
+          e.category == format::Category::kRuntime)
+        dev.push_back(&e);
+    std::sort(dev.begin(), dev.end(), [](auto* a, auto* b) {
+      return a->ts_ns != b->ts_ns ? a->ts_ns < b->ts_ns : a->arg0 < b->arg0;
+    });
+    std::vector<std::string> rows;
+    for (const format::Event* e : dev)
+      rows.push_back(std::to_string(static_cast<int>(e->category)) + " " + std::string(cap->str(e->name)) + " @" +
+                     std::to_string(e->ts_ns - dev.front()->ts_ns) + " +" + std::to_string(e->payload) + " " +
+                     track_names[e->track] + " " +
+                     std::to_string(e->arg0));
+    return rows;
+  };
+  const std::vector<std::string> a = device_rows(first), b = device_rows(second);
+  EXPECT_EQ(a.size(), 14u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(Manifest(second)["sources"]["cupti"]["dropped_by_cupti"], 3);
+  EXPECT_EQ(Manifest(first)["sources"]["cupti"]["kernels"], Manifest(second)["sources"]["cupti"]["kernels"]);
 }
 
 // A host-side source (the torch operator hook) pushes external correlation ids through the C API;

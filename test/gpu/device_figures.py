@@ -13,7 +13,11 @@ own (CUPTI takes one subscriber per process), steps 2 and 3 profiled:
   rlprof    rlprof, steps 2 and 3 end to end with operators and device activity at level0
             (test/gpu/grpo_device.yaml);
   nodev     the same without device activity (for the bytes device activity adds);
-  torch     torch.profiler with CPU + CUDA activities on steps 2 and 3.
+  torch     torch.profiler with CPU + CUDA activities on steps 2 and 3;
+  torchfirst   both: torch.profiler opens before rlprof's windows of steps 2 and 3 (CUPTI taken:
+               rlprof keeps its host capture and says so);
+  rlproffirst  both: rlprof captures steps 2 and 3, torch.profiler profiles the last step while
+               rlprof's session (and its CUPTI subscription) lives on.
 
 It prints and writes OUT/device_figures.json (and keeps the captures and traces under OUT/work):
 
@@ -26,7 +30,12 @@ It prints and writes OUT/device_figures.json (and keeps the captures and traces 
                record (device capture also adds an external-correlation event per operator);
   window_close the step window's exit on the training thread (EndStep: cuptiActivityDisable per
                enabled kind, the flush handed to the writer), per profiled step;
-  cupti        the captures' manifest `sources.cupti` (status, library, record counts).
+  cupti        the captures' manifest `sources.cupti` (status, library, record counts);
+  coexistence  per mode torchfirst / rlproffirst: rlprof's CUPTI status and device work per
+               capture, and the device work in torch.profiler's traces.
+
+The rlprof run also records the CUPTI records it converts (RLPROF_CUPTI_RECORD_DIR) under
+OUT/work/records: real records for test/data/cupti.
 
 --device cpu runs the same on the CPU (no device work: a check of this script itself; with
 RLPROF_CUPTI_LIBRARY set to the fake CUPTI the rlprof run records its replayed activity).
@@ -47,6 +56,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join(ROOT, "examples", "grpo_tiny")
 CONFIG = os.path.join(ROOT, "test", "gpu", "grpo_device.yaml")
 DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")  # torch.profiler's device work categories
+
+
+def rlproffirst_torch_step(steps: int) -> int:
+    """The step torch.profiler takes in mode rlproffirst: the last, after rlprof's steps 2, 3."""
+    return max(4, steps)
 
 
 def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
@@ -85,6 +99,11 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
             kwargs["overrides"] = ["actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"]
     elif mode == "torch":
         kwargs.update(mode="torch", trace_dir=work, torch_steps=(2, 3))
+    elif mode == "torchfirst":
+        kwargs.update(mode="rlprof+torch", config=CONFIG, trace_dir=work, torch_steps=(2, 3))
+    elif mode == "rlproffirst":
+        kwargs.update(mode="rlprof+torch", config=CONFIG, trace_dir=work,
+                      torch_steps=(rlproffirst_torch_step(steps),))
     else:
         kwargs.update(mode="off")
     result = g.train(cfg, **kwargs)
@@ -136,13 +155,17 @@ def main() -> int:
             return 2
     os.makedirs(work, exist_ok=True)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    records_dir = os.path.join(work, "records")
+    os.makedirs(records_dir, exist_ok=True)
     results: Dict[str, Any] = {}
     ok = True
-    for mode in ("off", "rlprof", "nodev", "torch", "off"):  # off twice: its spread is the noise floor
+    # off twice: its spread is the noise floor.
+    for mode in ("off", "rlprof", "nodev", "torch", "torchfirst", "rlproffirst", "off"):
         t0 = time.perf_counter()
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--mode", mode, "--device", args.device,
                             "--steps", str(args.steps), "--out", args.out],
-                           capture_output=True, text=True, env=env)
+                           capture_output=True, text=True,
+                           env={**env, "RLPROF_CUPTI_RECORD_DIR": records_dir} if mode == "rlprof" else env)
         if p.returncode != 0:
             print(f"device_figures: mode {mode} failed ({p.returncode}):\n{p.stderr[-3000:]}", file=sys.stderr)
             ok = False
@@ -152,8 +175,9 @@ def main() -> int:
         results[key] = r
         print(f"{mode:7s} ran in {time.perf_counter() - t0:.1f} s; step times (ms): "
               + " ".join(f"{1000 * t:.1f}" for t in r["step_times"]), flush=True)
-        if p.stderr.strip():
-            print("  stderr: " + p.stderr.strip().splitlines()[-1][:300])
+        for line in [x for x in p.stderr.strip().splitlines() if "rlprof" in x or "arn" in x][:4] \
+                or p.stderr.strip().splitlines()[-1:]:
+            print("  stderr: " + line[:300])
 
     figures: Dict[str, Any] = {"device": args.device, "steps": args.steps}
     try:
@@ -216,10 +240,27 @@ def main() -> int:
         exits = [e for e in results["rlprof"]["window_exits"] if e["step"] in (2, 3)]
         figures["window_close_us"] = exits
         figures["cupti"] = [m["cupti"] for m in results["rlprof"]["manifests"]]
+    # Coexistence: who got CUPTI when both profilers ran in one process.
+    coexistence: Dict[str, Any] = {}
+    for mode, torch_steps in (("torchfirst", (2, 3)), ("rlproffirst", (rlproffirst_torch_step(args.steps),))):
+        if mode not in results:
+            continue
+        row: Dict[str, Any] = {"rlprof": [], "torch": []}
+        for m in results[mode]["manifests"]:
+            row["rlprof"].append({"steps": m.get("steps"), "cupti_status": (m.get("cupti") or {}).get("status"),
+                                  "device_work": device_work_of(m["dir"])})
+        for step in torch_steps:
+            trace = os.path.join(work, mode, f"torch_step{step}_rank0.json")
+            if os.path.exists(trace):
+                row["torch"].append({"step": step, "device_work": device_work_of_torch_trace(trace)})
+        coexistence[mode] = row
+    figures["coexistence"] = coexistence
+    figures["records"] = sorted(os.listdir(records_dir))
     figures["step_times"] = {k: v["step_times"] for k, v in results.items()}
     with open(os.path.join(args.out, "device_figures.json"), "w") as f:
         json.dump(figures, f, indent=1)
-    print(json.dumps({k: figures[k] for k in ("kernels", "overhead", "bytes", "window_close_us") if k in figures},
+    print(json.dumps({k: figures[k] for k in ("kernels", "overhead", "bytes", "window_close_us", "coexistence")
+                      if k in figures},
                      indent=1))
     return 0 if ok else 1
 

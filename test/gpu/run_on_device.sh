@@ -5,7 +5,8 @@
 #   1. test/gpu/device_figures.py: the GRPO example on the GPU without a profiler, with rlprof's
 #      device capture and with torch.profiler: kernel count and time, overhead, bytes, window close;
 #   2. test/gpu/check_cuda_profiler.sh: the CUDA profiler API source against the real libcudart.
-# Everything it reports goes to $OUT (figures/device_figures.json, the logs). From the repository root:
+# Everything it reports goes to $OUT (figures/device_figures.json, figures/work.tar.gz: the
+# recorded CUPTI records, captures and traces; run.log, build.log, cuda_profiler.log). From the repository root:
 #   test/gpu/run_on_device.sh [OUT]        # the device tool: carry [".gpu"], timeout ≥ 480 s
 set -uo pipefail
 OUT=${1:-${OUT:-/tmp/rlprof-gpu-out}}
@@ -24,15 +25,24 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$P/usr;$LIB/cmake" -DPython_EXECUTABLE="$(command -v "$PY")" \
   -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir 2>/dev/null)" -DRLPROF_BUILD_BENCHMARKS=OFF \
   -DRLPROF_CHARTJS_PATH="$P/usr/share/javascript/chart.js/chart.min.js" -DRLPROF_CCACHE=ON \
-  > "$OUT/configure.log" 2>&1 \
-  || { tail -30 "$OUT/configure.log"; exit 1; }
+  > "$OUT/build.log" 2>&1 \
+  || { tail -30 "$OUT/build.log"; exit 1; }
 cmake --build build-gpu -j"$(nproc)" --target rlprof rlprof_python cuda_profiler_test \
-  rlprof_fake_cudart > "$OUT/build.log" 2>&1 || { grep -m5 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
+  rlprof_fake_cudart >> "$OUT/build.log" 2>&1 || { grep -m5 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 rc=0
 # DEVICE_FIGURES_ARGS="--device cpu": a check of this script on a machine without a GPU.
 PYTHONPATH=$PWD/build-gpu/python "$PY" test/gpu/device_figures.py --out "$OUT/figures" ${DEVICE_FIGURES_ARGS:-} || rc=1
 test/gpu/check_cuda_profiler.sh build-gpu > "$OUT/cuda_profiler.log" 2>&1 || rc=1
 tail -5 "$OUT/cuda_profiler.log"
-rm -rf "$OUT/figures/work"  # captures and traces stay on the machine (too large to come back)
+# The recorded CUPTI records, rlprof's captures and torch.profiler's traces come back as one
+# archive (the device tool returns at most 8 files); the traces stay behind if it grows too large.
+if [ -d "$OUT/figures/work" ]; then
+  tar czf "$OUT/figures/work.tar.gz" -C "$OUT/figures" work
+  if [ "$(stat -c %s "$OUT/figures/work.tar.gz")" -gt 15000000 ]; then
+    tar czf "$OUT/figures/work.tar.gz" -C "$OUT/figures" --exclude='torch_step*.json' work
+  fi
+  ls -l "$OUT/figures/work.tar.gz"
+  rm -rf "$OUT/figures/work"
+fi
 exit $rc
