@@ -24,12 +24,27 @@ t0=$(date +%s)
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_PREFIX_PATH="$P/usr;$LIB/cmake" -DPython_EXECUTABLE="$(command -v "$PY")" \
   -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir 2>/dev/null)" -DRLPROF_BUILD_BENCHMARKS=OFF \
-  -DRLPROF_CHARTJS_PATH="$P/usr/share/javascript/chart.js/chart.min.js" -DRLPROF_CCACHE=ON \
+  -DRLPROF_CHARTJS_PATH="$P/usr/share/javascript/chart.js/chart.min.js" -DCMAKE_SKIP_BUILD_RPATH=ON \
   > "$OUT/build.log" 2>&1 \
   || { tail -30 "$OUT/build.log"; exit 1; }
 cmake --build build-gpu -j"$(nproc)" --target rlprof rlprof_python cuda_profiler_test \
   rlprof_fake_cudart >> "$OUT/build.log" 2>&1 || { grep -m5 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
+# Run with the prefix's libraries only where this machine lacks them: its zlib, zstd, OpenSSL…
+# would otherwise shadow the machine's own in every process (Python's and PyTorch's too).
+RT=$PWD/.gpu/runtime-lib
+rm -rf "$RT" && mkdir -p "$RT"
+for f in build-gpu/python/rlprof/*.so build-gpu/bin/rlprof build-gpu/src/sources/cuda_profiler_test; do
+  env -u LD_LIBRARY_PATH ldd "$f" 2>/dev/null | awk '/not found/{print $1}'
+done | sort -u | while read -r m; do ln -sf "$LIB/$m" "$RT/$m"; done
+export LD_LIBRARY_PATH=$RT PYTHONFAULTHANDLER=1
+echo "from the prefix at run time: $(ls "$RT" | tr '\n' ' ')"
+env -u LD_LIBRARY_PATH ldd build-gpu/python/rlprof/_rlprof*.so | grep -v -E "linux-vdso|ld-linux|libc.so|libm.so|libgcc_s" | sed 's/^/  /'
+for code in "import rlprof" "import torch, rlprof" "import rlprof, torch"; do
+  PYTHONPATH=$PWD/build-gpu/python timeout 120 "$PY" -c "$code; print('ok')" > "$OUT/import.log" 2>&1
+  echo "[$code] rc=$?: $(tail -n 12 "$OUT/import.log" | tr '\n' '|' | cut -c1-1500)"
+done
+rm -f "$OUT/import.log"
 rc=0
 # DEVICE_FIGURES_ARGS="--device cpu": a check of this script on a machine without a GPU.
 PYTHONPATH=$PWD/build-gpu/python "$PY" test/gpu/device_figures.py --out "$OUT/figures" ${DEVICE_FIGURES_ARGS:-} || rc=1
