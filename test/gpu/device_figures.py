@@ -67,8 +67,8 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
     """One GRPO run in this process (called in a child): the example's result, the captures'
     manifests and the window exit times."""
     sys.path.insert(0, EXAMPLE)
+    import grpo_tiny as g  # torch, then rlprof (as the example imports them)
     import rlprof
-    import grpo_tiny as g
 
     exits: List[Dict[str, float]] = []
     original = rlprof.Profiler.step
