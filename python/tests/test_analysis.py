@@ -29,6 +29,8 @@ import rlprof.analysis as ra  # noqa: E402
 FIX = os.path.join(ROOT, "test", "data", "fixtures")
 GOLDEN = os.path.join(ROOT, "test", "golden", "analysis", "inputs")
 KINETO_GPU = os.path.join(FIX, "kineto", "tracelens_h100_falconsai", "trace.json.gz")
+# torch.profiler (CPU + CUDA) of step 2 of examples/grpo_tiny on an H100 (test/gpu/device_figures.py).
+GRPO_H100 = os.path.join(FIX, "kineto", "grpo_tiny_h100_torch_step2.json.gz")
 KINETO_CPU = os.path.join(FIX, "kineto", "hta_cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
 KINETO_NCCL = os.path.join(FIX, "kineto", "hta_nccl_parser_config_nccl_data.json.gz")
 COMPARE_BASE = os.path.join(FIX, "kineto", "hta_trace_compare_base_base.json.gz")
@@ -176,6 +178,24 @@ def test_compare_and_cluster_equal_the_cli(tmp_path, rlprof_cli):
     assert_equals_csv(k.slow_ranks, os.path.join(out, "slow_rank.csv"))
     assert_equals_csv(k.collectives, os.path.join(out, "collectives.csv"))
     assert set(k.step_time["rank"]) == {0, 1}
+
+
+def test_a_real_h100_trace_of_the_grpo_example_has_every_device_op_torch_recorded(rlprof_cli):
+    """issue 14's comparison reads torch.profiler's traces through rlprof.analysis: on a real GPU
+    trace, every kernel, copy and memset torch wrote is there, with its time."""
+    import json
+    with gzip.open(GRPO_H100) as f:
+        events = json.load(f)["traceEvents"]
+    device = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    kernels = [e for e in device if e["cat"] == "kernel"]
+    k = ra.load(GRPO_H100).kernels
+    assert len(k) == len(device) == 3002
+    assert k["duration_ns"].sum() / 1e3 == pytest.approx(sum(float(e["dur"]) for e in device), abs=0.01)
+    assert set(k["Stream"]) == {f"{e['args']['device']}:{e['args']['stream']}" for e in device}
+    # The step's computing time is its kernels' busy time (one stream: no overlap to remove).
+    out = subprocess.run([rlprof_cli, "summary", GRPO_H100], capture_output=True, text=True, check=True).stdout
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("0 "))
+    assert float(row[1]) == pytest.approx(sum(float(e["dur"]) for e in kernels), abs=0.01)
 
 
 def test_corrupt_and_unreadable_traces_give_diagnostics_not_exceptions(tmp_path):
