@@ -103,6 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
         FixtureCase{"kineto/hta_trace_diff_test_test.json.gz", "kineto", 68326,
                     {1009, 1010, 1011, 1012, 1013, 1014}, 1, 2, 15632},
         FixtureCase{"kineto/tracelens_h100_falconsai/trace.json.gz", "kineto", 4539, {6}, -1, -1, 157},
+        // torch.profiler of the GRPO example on an H100 (no schedule: no ProfilerStep#).
+        FixtureCase{"kineto/grpo_tiny_h100_torch_step2.json.gz", "kineto", 20586, {}, -1, -1, 3006},
         FixtureCase{"torch113_legacy_gloo_ddp_rank0.json", "torch-legacy", 6158,
                     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, -1, -1, 0},
         // Ascend: 276 "Ascend Hardware" tasks are device activity.
@@ -488,7 +490,7 @@ TEST(FindTraceInputs, ExpandsDirectoriesToCapturesAndTraceFiles) {
   EXPECT_FALSE(FindTraceInputs({dir + "/nope"}).ok());
   auto fixtures = FindTraceInputs({std::string(RLPROF_FIXTURES_DIR)});
   ASSERT_TRUE(fixtures.ok());
-  EXPECT_EQ(fixtures->size(), 11u);  // 9 Kineto, 1 legacy, 1 Ascend; not cluster_communication.json
+  EXPECT_EQ(fixtures->size(), 12u);  // 10 Kineto, 1 legacy, 1 Ascend; not cluster_communication.json
 }
 
 }  // namespace
