@@ -79,6 +79,14 @@ def test_every_kineto_fixture_is_compared():
 
 def test_temporal_breakdown_equals_hta_in_us(pair):
     name, hta, rl = pair
+    if hta.get("temporal_error", "").startswith("AssertionError"):
+        # HTA 0.5.0 stops on its own `assert non_compute_time >= 0` (the H100 GRPO trace: after
+        # µs rounding its merged compute time exceeds its busy time); rlprof reports the same
+        # numbers, a negative non-compute time included (docs/analysis.md, "Side by side with HTA").
+        (row,) = _rows(rl["tables"]["hta_temporal_breakdown"])
+        assert row["non_compute_time"] < 0, name
+        assert row["idle_time"] + row["compute_time"] + row["non_compute_time"] == row["kernel_time"], name
+        return
     if "temporal_error" in hta:
         # HTA 0.5.0 cannot break down a trace without device work (IndexError in
         # _get_idle_time_for_kernels); rlprof analyses it on the host (docs/definitions.md §4.1).
@@ -97,7 +105,7 @@ def test_temporal_breakdown_equals_hta_in_us(pair):
 
 def test_comm_comp_overlap_equals_hta(pair):
     name, hta, rl = pair
-    if "temporal_error" in hta:
+    if "temporal_error" in hta and not hta["temporal_error"].startswith("AssertionError"):
         assert rl["cpu_only"], name
         return
     (row,) = _rows(rl["tables"]["hta_temporal_breakdown"])

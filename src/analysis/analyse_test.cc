@@ -12,7 +12,9 @@
 
 #include "src/analysis/run.h"
 #include "src/analysis/test_traces.h"
+#include "src/analysis/readers/readers.h"
 #include "src/analysis/views.h"
+#include "src/analysis/windows.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -669,6 +671,44 @@ TEST(MergedSetTest, LengthInsideAWindowMatchesBruteForce) {
   EXPECT_EQ(d[0], (std::pair<int64_t, int64_t>{0, 5}));
   EXPECT_EQ(d[1], (std::pair<int64_t, int64_t>{22, 25}));
   EXPECT_EQ(d[2], (std::pair<int64_t, int64_t>{26, 30}));
+}
+
+}  // namespace
+}  // namespace rlprof::analysis
+
+namespace rlprof::analysis {
+namespace {
+
+// Kineto writes an operator's `External id` in the column that holds launch correlation ids,
+// and the two id spaces collide: only runtime calls launch (the H100 GRPO trace, 477 kernels).
+TEST(LaunchTimesTest, AnOperatorWhoseExternalIdEqualsAKernelsCorrelationIsNotItsLaunch) {
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 100, "dur": 50,
+     "args": {"External id": 7}},
+    {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 200, "dur": 50,
+     "args": {"External id": 8}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10,
+     "dur": 5, "args": {"External id": 3, "correlation": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 30,
+     "dur": 5, "args": {"External id": 4, "correlation": 8}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 4,
+     "args": {"device": 0, "stream": 7, "correlation": 7, "External id": 3}},
+    {"ph": "X", "cat": "kernel", "name": "elementwise", "pid": 0, "tid": 7, "ts": 40, "dur": 4,
+     "args": {"device": 0, "stream": 7, "correlation": 8, "External id": 4}}]})";
+  auto t = ReadTraceBytes(json, "collide.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const std::vector<int64_t> launch = LaunchTimes(*t);
+  const Classification c = Classifier::Default().Classify(*t, nullptr);
+  int kernels = 0;
+  for (size_t i = 0; i < t->size(); ++i) {
+    if (t->tracks[t->track[i]].type != TrackType::kDeviceStream) continue;
+    ++kernels;
+    const std::string& n = t->str(t->name[i]);
+    EXPECT_EQ(launch[i], n == "gemm" ? 10'000 : 30'000) << n;
+    // Not communication: the operator `nccl:all_reduce` has External id 8, not the launch.
+    EXPECT_EQ(c.of[i], WorkClass::kCompute) << n;
+  }
+  EXPECT_EQ(kernels, 2);
 }
 
 }  // namespace

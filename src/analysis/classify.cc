@@ -242,9 +242,12 @@ Classification Classifier::Classify(const Trace& t, Diagnostics* diag) const {
   }
   // Kernels launched from a host communication call are communication (Kineto links them by
   // correlation id; the launch is nested inside `record_param_comms` / `nccl:*`).
+  // Only runtime calls launch (an operator's correlation column holds its Kineto External id).
   IdMap<uint8_t> comm_correlations(t.correlation);
+  RuntimeCategories runtime(t);
   for (size_t i = 0; i < n; ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
+    if (!runtime(i)) continue;
     for (int32_t p = static_cast<int32_t>(i); p >= 0; p = t.parent[p]) {
       if (IsHostCommName(t.str(t.name[p]))) {
         comm_correlations.Put(t.correlation[i], 1);
@@ -315,7 +318,8 @@ bool IsRuntimeCategory(std::string_view cat) {
   return cat == "cuda_runtime" || cat == "cuda_driver" || cat == "xpu_runtime" ||
          cat == "xpu_driver" || cat == "mtia_runtime" || cat == "privateuse1_runtime" ||
          cat == "privateuse1_driver" || cat == "hpu_op" || cat == "glow_runtime" ||
-         cat == "runtime" || cat == "hip_runtime" || cat == "cann" || cat == "acl";
+         cat == "runtime" || cat == "hip_runtime" || cat == "cann" || cat == "cann_api" || cat == "acl" ||
+         cat == "Runtime";  // Kineto before its activity types were lower case
 }
 
 }  // namespace rlprof::analysis

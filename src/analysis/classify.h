@@ -99,6 +99,22 @@ bool IsRecvName(std::string_view name, std::string_view collective);
 // write it.
 bool IsRuntimeCategory(std::string_view cat);
 
+// IsRuntimeCategory of slice i's category, cached per category string: `runtime(i)`.
+class RuntimeCategories {
+ public:
+  explicit RuntimeCategories(const Trace& t) : t_(t), cache_(t.strings.size(), -1) {}
+  bool operator()(size_t i) {
+    const uint32_t cat = t_.category[i];
+    if (cat >= cache_.size()) return IsRuntimeCategory(t_.str(cat));
+    if (cache_[cat] < 0) cache_[cat] = IsRuntimeCategory(t_.str(cat)) ? 1 : 0;
+    return cache_[cat] == 1;
+  }
+
+ private:
+  const Trace& t_;
+  std::vector<int8_t> cache_;
+};
+
 // For each slice of device work, the host operator that launched it by external correlation
 // (Trace::external: the operator whose id its launch carried; the innermost when several
 // share one), else -1 (also for host slices). Needs a finalised trace.

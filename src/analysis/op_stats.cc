@@ -80,13 +80,7 @@ std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {
   // host slice with a correlation id (Kineto also gives operators one, their External id: the
   // category tells them apart); the operator is its nearest enclosing counted host slice that
   // is not itself a runtime call.
-  std::vector<int8_t> runtime_cat(t.strings.size(), -1);  // per category string id, lazily
-  auto is_runtime = [&](size_t i) {
-    const uint32_t cat = t.category[i];
-    if (cat >= runtime_cat.size()) return IsRuntimeCategory(t.str(cat));
-    if (runtime_cat[cat] < 0) runtime_cat[cat] = IsRuntimeCategory(t.str(cat)) ? 1 : 0;
-    return runtime_cat[cat] == 1;
-  };
+  RuntimeCategories is_runtime(t);
   IdMap<int32_t> by_correlation(t.correlation);
   for (size_t i = 0; i < n; ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;

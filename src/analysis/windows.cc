@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "src/analysis/classify.h"
 #include "src/analysis/id_map.h"
 #include "src/config/stages.h"
 
@@ -96,9 +97,15 @@ size_t ApplyStepMarker(Trace* t, const std::regex& re) {
 }
 
 std::vector<int64_t> LaunchTimes(const Trace& t) {
-  IdMap<int64_t> host_launch(t.correlation);  // correlation → host call start (the first)
+  // correlation → the runtime call's start (the first). Only runtime-category host slices
+  // launch: Kineto's operators carry their External id in the same column, a different id space
+  // whose numbers collide with correlation ids (an H100 trace put 477 of its 3,002 kernels'
+  // launches on operators 47 ms later).
+  IdMap<int64_t> host_launch(t.correlation);
+  RuntimeCategories runtime(t);
   for (size_t i = 0; i < t.size(); ++i) {
     if (t.correlation[i] < 0 || t.tracks[t.track[i]].type == TrackType::kDeviceStream) continue;
+    if (!runtime(i)) continue;
     host_launch.Put(t.correlation[i], t.ts[i]);
   }
   std::vector<int64_t> out(t.size(), -1);
