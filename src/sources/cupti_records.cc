@@ -76,6 +76,14 @@ void AppendField(std::string* o, const char* key, int64_t v) {
   *o += std::to_string(v);
 }
 
+// Where device work ran and which launch it came from: dev= ctx= stream= corr=.
+void AppendPlace(std::string* o, uint32_t dev, uint32_t ctx, uint32_t stream, uint32_t corr) {
+  AppendField(o, "dev", dev);
+  AppendField(o, "ctx", ctx);
+  AppendField(o, "stream", stream);
+  AppendField(o, "corr", corr);
+}
+
 void AppendTid(std::string* o, uint32_t tid, uint32_t main_tid) {
   *o += tid == main_tid ? std::string(" tid=MAIN") : " tid=" + std::to_string(tid);
 }
@@ -91,10 +99,7 @@ bool AppendRecordText(const CUpti_Activity* r, int64_t offset_ns, int64_t origin
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(r);
       AppendTimes(&o, "kernel", k.start, k.end, shift);
-      AppendField(&o, "dev", k.deviceId);
-      AppendField(&o, "ctx", k.contextId);
-      AppendField(&o, "stream", k.streamId);
-      AppendField(&o, "corr", k.correlationId);
+      AppendPlace(&o, k.deviceId, k.contextId, k.streamId, k.correlationId);
       o += " grid=" + std::to_string(k.gridX) + "," + std::to_string(k.gridY) + "," + std::to_string(k.gridZ);
       o += " block=" + std::to_string(k.blockX) + "," + std::to_string(k.blockY) + "," + std::to_string(k.blockZ);
       AppendField(&o, "regs", k.registersPerThread);
@@ -114,20 +119,14 @@ bool AppendRecordText(const CUpti_Activity* r, int64_t offset_ns, int64_t origin
       o += " copy=";
       o += CopyKindName(m.copyKind);
       AppendField(&o, "bytes", static_cast<int64_t>(m.bytes));
-      AppendField(&o, "dev", m.deviceId);
-      AppendField(&o, "ctx", m.contextId);
-      AppendField(&o, "stream", m.streamId);
-      AppendField(&o, "corr", m.correlationId);
+      AppendPlace(&o, m.deviceId, m.contextId, m.streamId, m.correlationId);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(r);
       AppendTimes(&o, "memset", m.start, m.end, shift);
       AppendField(&o, "bytes", static_cast<int64_t>(m.bytes));
-      AppendField(&o, "dev", m.deviceId);
-      AppendField(&o, "ctx", m.contextId);
-      AppendField(&o, "stream", m.streamId);
-      AppendField(&o, "corr", m.correlationId);
+      AppendPlace(&o, m.deviceId, m.contextId, m.streamId, m.correlationId);
       break;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -161,10 +160,7 @@ bool AppendRecordText(const CUpti_Activity* r, int64_t offset_ns, int64_t origin
       const auto& g = *reinterpret_cast<const CUpti_ActivityGraphTrace2*>(r);
       AppendTimes(&o, "graph", g.start, g.end, shift);
       AppendField(&o, "graph", g.graphId);
-      AppendField(&o, "dev", g.deviceId);
-      AppendField(&o, "ctx", g.contextId);
-      AppendField(&o, "stream", g.streamId);
-      AppendField(&o, "corr", g.correlationId);
+      AppendPlace(&o, g.deviceId, g.contextId, g.streamId, g.correlationId);
       break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
