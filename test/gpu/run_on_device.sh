@@ -17,6 +17,7 @@ exec > >(tee "$OUT/run.log") 2>&1
 PY=${PYTHON:-python3}
 LIB=$P/usr/lib/x86_64-linux-gnu
 export PATH=$P/usr/bin:$PATH PKG_CONFIG_PATH=$LIB/pkgconfig:$P/usr/share/pkgconfig
+IMAGE_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}  # the image's (the NVIDIA driver's libraries)
 export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 "$PY" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
@@ -41,7 +42,7 @@ for f in build-gpu/python/rlprof/*.so build-gpu/bin/rlprof build-gpu/src/sources
   [ -f "$f" ] || continue
   env -u LD_LIBRARY_PATH ldd "$f" 2>/dev/null | awk '/not found/{print $1}'
 done | sort -u | while read -r m; do ln -sf "$LIB/$m" "$RT/$m"; done
-export LD_LIBRARY_PATH=$RT PYTHONFAULTHANDLER=1
+export LD_LIBRARY_PATH=$RT${IMAGE_LD_LIBRARY_PATH:+:$IMAGE_LD_LIBRARY_PATH} PYTHONFAULTHANDLER=1
 echo "from the prefix at run time: $(ls "$RT" | tr '\n' ' ')"
 env -u LD_LIBRARY_PATH ldd build-gpu/python/rlprof/_rlprof*.so | grep -v -E "linux-vdso|ld-linux|libc.so|libm.so|libgcc_s" | sed 's/^/  /'
 for code in "import rlprof" "import torch, rlprof" "import rlprof, torch"; do
