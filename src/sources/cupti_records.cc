@@ -301,7 +301,41 @@ uint32_t CuptiRecordConverter::LaunchString(const CUpti_ActivityKernel10& k, uin
   return id;
 }
 
+void CountRecord(const CUpti_Activity* r, bool collective, CuptiCounts* c) {
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      ++c->kernels;
+      if (collective) ++c->nccl_kernels;
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: ++c->memcpy; break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: ++c->memset; break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: ++c->sync; break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME: ++c->runtime_api; break;
+    case CUPTI_ACTIVITY_KIND_DRIVER: ++c->driver_api; break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: ++c->overhead; break;
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: ++c->graphs; break;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: ++c->external_correlation; break;
+    default: ++c->other; break;
+  }
+}
+
+CuptiCounts& CuptiCounts::operator+=(const CuptiCounts& a) {
+  kernels += a.kernels, nccl_kernels += a.nccl_kernels, memcpy += a.memcpy, memset += a.memset;
+  sync += a.sync, runtime_api += a.runtime_api, driver_api += a.driver_api, overhead += a.overhead;
+  graphs += a.graphs, external_correlation += a.external_correlation, other += a.other;
+  bad_time += a.bad_time;
+  return *this;
+}
+
 bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format::Event* e) {
+  last_collective_ = false;
+  const bool converted = ConvertRecord(r, off, e);
+  CountRecord(r, last_collective_, &counts_);
+  return converted;
+}
+
+bool CuptiRecordConverter::ConvertRecord(const CUpti_Activity* r, int64_t off, format::Event* e) {
   *e = format::Event{};
   e->kind = EventKind::kComplete;
   switch (r->kind) {
@@ -316,9 +350,7 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       e->arg0 = k.correlationId;
       e->arg1 = LaunchString(k, e->name, collective);
       context_device_[k.contextId] = k.deviceId;
-      ++counts_.kernels;
       last_collective_ = !collective.empty();
-      if (last_collective_) ++counts_.nccl_kernels;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -335,7 +367,6 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       e->track = StreamTrack(m.deviceId, m.streamId);
       e->category = Category::kMemcpy;
       e->arg0 = Saturate(m.bytes);
-      ++counts_.memcpy;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -347,7 +378,6 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       e->track = StreamTrack(m.deviceId, m.streamId);
       e->category = Category::kMemset;
       e->arg0 = Saturate(m.bytes);
-      ++counts_.memset;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -361,7 +391,6 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       e->track = StreamTrack(dev == context_device_.end() ? 0 : dev->second, s.streamId);
       e->category = Category::kSync;
       e->arg0 = s.correlationId;
-      ++counts_.sync;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -377,7 +406,6 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
         e->arg1 = Saturate(it->second);
         external_.erase(it);
       }
-      ++(driver ? counts_.driver_api : counts_.runtime_api);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
@@ -391,7 +419,6 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
                      ? ThreadTrack(o.objectId.pt.threadId)
                      : StreamTrack(o.objectId.dcs.deviceId, o.objectId.dcs.streamId);
       e->category = Category::kCapture;
-      ++counts_.overhead;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
@@ -401,7 +428,6 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       e->track = StreamTrack(g.deviceId, g.streamId);
       e->category = Category::kKernel;
       e->arg0 = g.correlationId;
-      ++counts_.graphs;
       return true;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -409,11 +435,9 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
       // Bounded: an id whose API record never comes (API records off) must not pile up.
       if (external_.size() > (1u << 16)) external_.clear();
       external_[x.correlationId] = x.externalId;
-      ++counts_.external_correlation;
       return false;
     }
     default:
-      ++counts_.other;
       return false;
   }
 }

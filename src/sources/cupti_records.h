@@ -43,7 +43,12 @@ struct CuptiCounts {
   uint64_t total() const {
     return kernels + memcpy + memset + sync + runtime_api + driver_api + overhead + graphs;
   }
+  CuptiCounts& operator+=(const CuptiCounts& a);
 };
+
+// Counts record `r` by its CUPTI kind in `c` (`collective`: an NCCL kernel). The converter
+// counts every record it is given this way; the CUPTI source also per window.
+void CountRecord(const CUpti_Activity* r, bool collective, CuptiCounts* c);
 
 // Appends `r` as one line of the fake CUPTI's text format (test/data/cupti/README.md, what
 // cupti_fake.cc replays): times as `t` = record start + offset_ns - origin_ns (rlprof's clock,
@@ -68,6 +73,7 @@ class CuptiRecordConverter {
   void Reset();
 
  private:
+  bool ConvertRecord(const CUpti_Activity* r, int64_t offset_ns, format::Event* out);
   uint32_t KernelName(const char* name, std::string_view* text);
   uint16_t StreamTrack(uint32_t device, uint32_t stream);
   uint16_t ThreadTrack(uint32_t tid);

@@ -250,38 +250,6 @@ uint32_t CuptiSource::GenFor(int64_t ts) const {
   return 0;
 }
 
-namespace {
-
-// One converted record in `c`, by its CUPTI kind (the converter's counts are per process; these
-// are per window).
-void Tally(const CUpti_Activity* r, bool nccl, CuptiCounts* c) {
-  switch (r->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      ++c->kernels;
-      if (nccl) ++c->nccl_kernels;
-      break;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: ++c->memcpy; break;
-    case CUPTI_ACTIVITY_KIND_MEMSET: ++c->memset; break;
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: ++c->sync; break;
-    case CUPTI_ACTIVITY_KIND_RUNTIME: ++c->runtime_api; break;
-    case CUPTI_ACTIVITY_KIND_DRIVER: ++c->driver_api; break;
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: ++c->overhead; break;
-    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: ++c->graphs; break;
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: ++c->external_correlation; break;
-    default: ++c->other; break;
-  }
-}
-
-void Add(const CuptiCounts& a, CuptiCounts* to) {
-  to->kernels += a.kernels, to->nccl_kernels += a.nccl_kernels, to->memcpy += a.memcpy;
-  to->memset += a.memset, to->sync += a.sync, to->runtime_api += a.runtime_api;
-  to->driver_api += a.driver_api, to->overhead += a.overhead, to->graphs += a.graphs;
-  to->external_correlation += a.external_correlation, to->other += a.other, to->bad_time += a.bad_time;
-}
-
-}  // namespace
-
 void CuptiSource::ConvertBuffer(runtime::SourceSink& sink, const Buffer& b) {
   CUpti_Activity* rec = nullptr;
   const int64_t off = ts_callback_ ? 0 : offset_ns_;
@@ -294,7 +262,7 @@ void CuptiSource::ConvertBuffer(runtime::SourceSink& sink, const Buffer& b) {
   while (api_.ActivityGetNextRecord(b.data, b.valid, &rec) == CUPTI_SUCCESS) {
     format::Event e;
     if (!conv_->Convert(rec, off, &e)) {
-      Tally(rec, false, &tally->counts);
+      CountRecord(rec, false, &tally->counts);
       if (recording) RecordText(rec, gen, off);  // external correlations: the window at hand
       continue;
     }
@@ -310,20 +278,20 @@ void CuptiSource::ConvertBuffer(runtime::SourceSink& sink, const Buffer& b) {
         gen_to = i + 1 < windows_.size() ? windows_[i + 1].second : INT64_MAX;
       }
     }
-    Tally(rec, conv_->last_was_collective(), &tally->counts);
+    CountRecord(rec, conv_->last_was_collective(), &tally->counts);
     if (recording) RecordText(rec, gen, off);
     if (EmitOrDefer(sink, gen, e)) ++tally->emitted;
   }
   // Leading external correlations belong to the buffer's first window.
   if (auto z = local.find(0); z != local.end() && local.size() > 1) {
-    Add(z->second.counts, &std::next(z)->second.counts);
+    std::next(z)->second.counts += z->second.counts;
     local.erase(z);
   }
   std::lock_guard<std::mutex> lock(counters_mu_);
   for (auto& [g, t] : local) {
     GenTally& to = per_gen_[g];
     to.emitted += t.emitted;
-    Add(t.counts, &to.counts);
+    to.counts += t.counts;
   }
 }
 
