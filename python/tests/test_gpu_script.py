@@ -50,7 +50,13 @@ def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
 def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(tmp_path):
     fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
     records = os.path.join(ROOT, "test", "data", "cupti", "step.records")
-    f = run(tmp_path, RLPROF_CUPTI_LIBRARY=fake, RLPROF_FAKE_CUPTI_RECORDS=records)
+    # A GPU image's Python has torch but need not have pandas: the script must not import it
+    # (here importing pandas fails, as it would there).
+    blocked = tmp_path / "no_pandas"
+    (blocked / "pandas").mkdir(parents=True)
+    (blocked / "pandas" / "__init__.py").write_text("raise ImportError('pandas is blocked by this test')\n")
+    path = os.pathsep.join([str(blocked)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    f = run(tmp_path, RLPROF_CUPTI_LIBRARY=fake, RLPROF_FAKE_CUPTI_RECORDS=records, PYTHONPATH=path)
     assert all(c["status"] == "on" for c in f["cupti"])
     b = f["bytes"]
     assert b["with_device"]["bytes"] > b["without"]["bytes"]

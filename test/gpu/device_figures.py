@@ -127,10 +127,14 @@ def device_work_of_torch_trace(path: str) -> Dict[str, float]:
 
 
 def device_work_of(path: str) -> Dict[str, float]:
-    """Device work as rlprof reads it (kernel_details: kernels, copies, memsets)."""
-    import rlprof.analysis as ra
-    k = ra.load(path).kernels
-    return {"count": int(len(k)), "total_us": float(k["duration_ns"].sum()) / 1e3 if len(k) else 0.0}
+    """Device work as rlprof reads it (kernel_details: kernels, copies, memsets), through the
+    analysis extension itself: what rlprof.analysis.load(path).kernels holds, without pandas and
+    numpy (a GPU image's Python need not have them)."""
+    from array import array
+    from rlprof import _analysis
+    run = _analysis.analyse([os.fsencode(path)], b"", "clip", "native", "", 1, None, 0)
+    dur = array("q", bytes(run.ns_columns("kernel_details")["duration_ns"]))
+    return {"count": len(dur), "total_us": sum(dur) / 1e3}
 
 
 def ratio(a: float, b: float) -> float | None:
