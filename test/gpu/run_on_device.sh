@@ -41,7 +41,10 @@ rm -rf "$RT" && mkdir -p "$RT"
 for f in build-gpu/python/rlprof/*.so build-gpu/bin/rlprof build-gpu/src/sources/cuda_profiler_test; do
   [ -f "$f" ] || continue
   env -u LD_LIBRARY_PATH ldd "$f" 2>/dev/null | awk '/not found/{print $1}'
-done | sort -u | while read -r m; do ln -sf "$LIB/$m" "$RT/$m"; done
+done | sort -u | while read -r m; do
+  # (libtorch_cpu, libc10: not in the prefix; the hook finds them in the process torch loaded)
+  if [ -e "$LIB/$m" ]; then ln -sf "$LIB/$m" "$RT/$m"; else echo "not in the prefix: $m"; fi
+done
 export LD_LIBRARY_PATH=$RT${IMAGE_LD_LIBRARY_PATH:+:$IMAGE_LD_LIBRARY_PATH} PYTHONFAULTHANDLER=1
 echo "from the prefix at run time: $(ls "$RT" | tr '\n' ' ')"
 env -u LD_LIBRARY_PATH ldd build-gpu/python/rlprof/_rlprof*.so | grep -v -E "linux-vdso|ld-linux|libc.so|libm.so|libgcc_s" | sed 's/^/  /'
