@@ -27,7 +27,8 @@ void AddCudaRoot(const std::string& root, std::vector<std::string>* out) {
 
 void AddSitePackages(const std::string& site, std::vector<std::string>* out) {
   for (const char* sub : {"/nvidia/cu13/lib/libcupti.so.13", "/nvidia/cuda_cupti/lib/libcupti.so.13",
-                          "/nvidia/cuda_cupti/lib/libcupti.so.12"})
+                          "/nvidia/cuda_cupti/lib/libcupti.so.12", "/nvidia/cuda_cupti/lib/libcupti.so.11.8",
+                          "/nvidia/cuda_cupti/lib/libcupti.so.11.7"})
     out->push_back(site + sub);
 }
 
@@ -39,7 +40,7 @@ std::vector<std::string> CuptiApi::Candidates(EnvFn env) {
     out.emplace_back(p);
     return out;  // explicit: nothing else
   }
-  out = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+  out = {"libcupti.so.13", "libcupti.so.12", "libcupti.so.11.8", "libcupti.so.11.7", "libcupti.so"};
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* r = env(var); r != nullptr && *r != '\0') AddCudaRoot(r, &out);
   AddCudaRoot("/usr/local/cuda", &out);
@@ -68,8 +69,21 @@ std::vector<std::string> CuptiApi::Candidates(EnvFn env) {
 }
 
 bool CuptiApi::Load(EnvFn env, std::string* why) {
+  std::vector<std::string> order = Candidates(env);
+  // A libcupti already in the process (PyTorch's, loaded by torch.profiler or a CUDA library)
+  // is the only one to try: a second CUPTI of another release in one process would fight over
+  // the driver.
+  bool in_process = false;
+  for (const std::string& cand : order)
+    if (void* h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD); h != nullptr) {
+      dlclose(h);  // the probe's reference
+      order = {cand};
+      in_process = true;
+      break;
+    }
   std::string tried;
-  for (const std::string& cand : Candidates(env)) {
+  bool refused = false;
+  for (const std::string& cand : order) {
     void* h = dlopen(cand.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
       if (tried.size() < 600) tried += (tried.empty() ? "" : ", ") + cand;
@@ -94,6 +108,16 @@ bool CuptiApi::Load(EnvFn env, std::string* why) {
       dlclose(h);
       continue;
     }
+    uint32_t v = 0;
+    if (GetVersion(&v) != CUPTI_SUCCESS || v < kMinApiVersion) {
+      // Its activity records may be laid out otherwise than those of the releases checked
+      // (test/data/cupti/record_layouts.txt): reading them would be guessing.
+      tried += (tried.empty() ? "" : ", ") + cand + " (CUPTI API version " + std::to_string(v) +
+               ", older than CUDA 11.7's " + std::to_string(kMinApiVersion) + ")";
+      refused = true;
+      dlclose(h);
+      continue;
+    }
     sym(ActivityRegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback");
     sym(ActivityEnableRuntimeApi, "cuptiActivityEnableRuntimeApi");
     sym(ActivityPushExternalCorrelationId, "cuptiActivityPushExternalCorrelationId");
@@ -102,10 +126,16 @@ bool CuptiApi::Load(EnvFn env, std::string* why) {
     sym(GetCallbackName, "cuptiGetCallbackName");
     handle = h;
     path = cand;
-    if (GetVersion(&version) != CUPTI_SUCCESS) version = 0;
+    version = v;
+    already_loaded = in_process;
     return true;
   }
-  if (why != nullptr) *why = "libcupti not found (tried " + tried + ")";
+  if (why != nullptr) {
+    *why = refused ? "no libcupti rlprof can read (tried " + tried +
+                         "; rlprof reads the activity records of CUDA 11.7 to 13.5)"
+                   : "libcupti not found (tried " + tried + ")";
+    if (in_process) *why += "; it is the libcupti this process had loaded, so no other was tried";
+  }
   return false;
 }
 

@@ -11,9 +11,13 @@
 // dynamic loader (ldconfig, LD_LIBRARY_PATH); $CUDA_HOME / $CUDA_PATH and /usr/local/cuda*
 // (lib64, extras/CUPTI/lib64); the nvidia-cuda-cupti wheel's lib dir (nvidia/cu13/lib,
 // nvidia/cuda_cupti/lib) under every directory in $RLPROF_PYTHON_SITE (':'-separated), the
-// site-packages holding this code (the Python extension), then $VIRTUAL_ENV. A libcupti that
-// torch already loaded is found by its soname first. Optional entry points (timestamp callback, per-cbid runtime API enables,
-// external correlation, thread-id type) are null when the library lacks them.
+// site-packages holding this code (the Python extension), then $VIRTUAL_ENV; sonames
+// libcupti.so.13, .12, .11.8, .11.7. A candidate already loaded in the process (PyTorch's) is
+// taken before any other, and only it. A library whose CUPTI API version is older than CUDA
+// 11.7's (17) is refused: the activity-record fields rlprof reads lie at the same offsets in
+// every release from CUDA 11.7 to 13.5 (test/data/cupti/record_layouts.txt, CuptiLayoutTest).
+// Optional entry points (timestamp callback, per-cbid runtime API enables, external
+// correlation, thread-id type) are null when the library lacks them.
 // Thread-safety: Load once; the pointers are then read-only.
 #ifndef RLPROF_SRC_SOURCES_CUPTI_API_H_
 #define RLPROF_SRC_SOURCES_CUPTI_API_H_
@@ -49,9 +53,13 @@ struct CuptiApi {
   CUptiResult (*SetThreadIdType)(CUpti_ActivityThreadIdType) = nullptr;
   CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
 
+  // CUDA 11.7's CUPTI API version: the oldest release whose record layouts were checked.
+  static constexpr uint32_t kMinApiVersion = 17;
+
   void* handle = nullptr;
   std::string path;  // the library loaded
-  uint32_t version = 0;
+  uint32_t version = 0;  // cuptiGetVersion: 17 (CUDA 11.7) … 28 (12.9), then 130001 (13.0) …
+  bool already_loaded = false;  // it was in the process before rlprof looked
 
   // Loads the first usable library (search order above). False: `why` lists what was tried.
   bool Load(EnvFn env, std::string* why);

@@ -14,6 +14,7 @@
 // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), "enable_fails" (cuptiActivityEnable does),
 // "no_timestamp_callback". $RLPROF_FAKE_CUPTI_RECORDS_PER_BUFFER caps records per buffer.
 // $RLPROF_FAKE_CUPTI_REPEAT replays the file's records that many times per window (benchmark).
+// $RLPROF_FAKE_CUPTI_VERSION: the API version cuptiGetVersion answers (default: the headers').
 // fake_cupti_* functions let tests inspect it. Not thread-safe beyond one mutex around all.
 #include <cupti.h>
 #include <sys/syscall.h>
@@ -393,7 +394,8 @@ void Deliver(State& s) {
 extern "C" {
 
 CUptiResult cuptiGetVersion(uint32_t* v) {
-  *v = CUPTI_API_VERSION;
+  const std::string as = Env("RLPROF_FAKE_CUPTI_VERSION");  // another release's API version
+  *v = as.empty() ? CUPTI_API_VERSION : static_cast<uint32_t>(std::strtoul(as.c_str(), nullptr, 10));
   return CUPTI_SUCCESS;
 }
 

@@ -335,6 +335,9 @@ bool CuptiRecordConverter::Convert(const CUpti_Activity* r, int64_t off, format:
   return converted;
 }
 
+// Reads CUDA 13.0's record structs whatever libcupti filled them: every field read here (and in
+// AppendRecordText, LaunchString) must lie at the same offset in each release rlprof accepts —
+// listed in test/data/cupti/make_layouts.sh and CuptiLayoutTest's kFields, checked there.
 bool CuptiRecordConverter::ConvertRecord(const CUpti_Activity* r, int64_t off, format::Event* e) {
   *e = format::Event{};
   e->kind = EventKind::kComplete;

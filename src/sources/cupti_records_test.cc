@@ -1,7 +1,12 @@
 // CuptiRecordConverter: CUPTI structs → events, one kind at a time; NCCL collective names.
 #include "src/sources/cupti_records.h"
 
+#include <cstddef>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <utility>
 #include <map>
 #include <string>
 #include <vector>
@@ -166,5 +171,121 @@ TEST(CuptiRecordConverterTest, CopiesSetsSyncsApiCallsAndExternalIds) {
   EXPECT_EQ(conv.counts().other, 1u);
 }
 
+
+// Every CUPTI release fills the newest version of each record its headers define
+// (CUpti_ActivityKernel7 in CUDA 11.7 … CUpti_ActivityKernel13 in 13.5), and the converter reads
+// them as the CUDA 13.0 structs it is built with. test/data/cupti/record_layouts.txt holds where
+// each field the converter reads lies in each release (test/data/cupti/make_layouts.sh, from
+// the nvidia-cuda-cupti wheels' headers): the build's structs must agree with every one, or a
+// libcupti of that release would be misread.
+namespace layout {
+
+struct Field {
+  const char* family;
+  const char* field;
+  size_t offset;
+  size_t size;
+};
+
+#define RLPROF_FIELD(fam, T, f) Field{fam, #f, offsetof(T, f), sizeof(std::declval<T>().f)}
+// The fields cupti_records.cc reads (and make_layouts.sh lists).
+const Field kFields[] = {
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, kind),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, start),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, end),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, name),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, deviceId),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, streamId),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, contextId),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, correlationId),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, gridX),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, gridY),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, gridZ),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, blockX),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, blockY),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, blockZ),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, registersPerThread),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, staticSharedMemory),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, dynamicSharedMemory),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, graphId),
+    RLPROF_FIELD("Kernel", CUpti_ActivityKernel10, graphNodeId),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, kind),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, start),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, end),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, copyKind),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, bytes),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, deviceId),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, contextId),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, streamId),
+    RLPROF_FIELD("Memcpy", CUpti_ActivityMemcpy6, correlationId),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, kind),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, start),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, end),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, bytes),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, deviceId),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, contextId),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, streamId),
+    RLPROF_FIELD("Memset", CUpti_ActivityMemset4, correlationId),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, kind),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, start),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, end),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, type),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, streamId),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, contextId),
+    RLPROF_FIELD("Synchronization", CUpti_ActivitySynchronization2, correlationId),
+    RLPROF_FIELD("API", CUpti_ActivityAPI, kind),
+    RLPROF_FIELD("API", CUpti_ActivityAPI, start),
+    RLPROF_FIELD("API", CUpti_ActivityAPI, end),
+    RLPROF_FIELD("API", CUpti_ActivityAPI, threadId),
+    RLPROF_FIELD("API", CUpti_ActivityAPI, cbid),
+    RLPROF_FIELD("API", CUpti_ActivityAPI, correlationId),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, kind),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, start),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, end),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, overheadKind),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, objectKind),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, objectId.pt.threadId),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, objectId.dcs.deviceId),
+    RLPROF_FIELD("Overhead", CUpti_ActivityOverhead3, objectId.dcs.streamId),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, kind),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, start),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, end),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, graphId),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, deviceId),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, contextId),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, streamId),
+    RLPROF_FIELD("GraphTrace", CUpti_ActivityGraphTrace2, correlationId),
+    RLPROF_FIELD("ExternalCorrelation", CUpti_ActivityExternalCorrelation, kind),
+    RLPROF_FIELD("ExternalCorrelation", CUpti_ActivityExternalCorrelation, externalId),
+    RLPROF_FIELD("ExternalCorrelation", CUpti_ActivityExternalCorrelation, correlationId),
+};
+#undef RLPROF_FIELD
+
+TEST(CuptiLayoutTest, EveryReleaseFromCuda11_7To13_5PutsTheFieldsReadWhereTheBuildsStructsDo) {
+  std::ifstream in(std::string(RLPROF_CUPTI_DATA_DIR) + "/record_layouts.txt");
+  ASSERT_TRUE(in) << "test/data/cupti/record_layouts.txt";
+  std::map<std::string, const Field*> want;
+  for (const Field& f : kFields) want[std::string(f.family) + " " + f.field] = &f;
+  std::map<std::string, size_t> fields_per_release;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    std::string release, api, family, st, field;
+    size_t offset = 0, size = 0;
+    ASSERT_TRUE(s >> release >> api >> family >> st >> field >> offset >> size) << line;
+    auto it = want.find(family + " " + field);
+    ASSERT_NE(it, want.end()) << "record_layouts.txt lists a field the test does not: " << line;
+    EXPECT_EQ(offset, it->second->offset) << "CUDA " << release << " " << st << "." << field;
+    EXPECT_EQ(size, it->second->size) << "CUDA " << release << " " << st << "." << field;
+    ++fields_per_release[release];
+  }
+  // Every release has every field; the releases checked run from 11.7 to 13.5.
+  EXPECT_EQ(fields_per_release.size(), 9u);
+  for (const auto& [release, n] : fields_per_release) EXPECT_EQ(n, std::size(kFields)) << release;
+  EXPECT_TRUE(fields_per_release.count("11.7.101") && fields_per_release.count("13.5.25"));
+}
+
+}  // namespace layout
 }  // namespace
 }  // namespace rlprof::sources

@@ -399,6 +399,7 @@ runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
   if (!loaded_) return c;
   c.emplace_back("library", api_.path);
   c.emplace_back("cupti_version", static_cast<int64_t>(api_.version));
+  c.emplace_back("library_loaded_by", api_.already_loaded ? "the process" : "rlprof");
   if (status != "on" && subscriber_ == nullptr) return c;
   std::vector<std::string> acts = acts_.Names();
   std::string joined;

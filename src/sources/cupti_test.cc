@@ -24,6 +24,7 @@
 
 #include "rlprof/rlprof.h"
 #include "src/format/raw.h"
+#include "src/sources/cupti_api.h"
 #include "src/runtime/clock.h"
 #include "src/runtime/session.h"
 #include "src/runtime/thread_buffer.h"
@@ -112,6 +113,7 @@ class CuptiTest : public ::testing::Test {
     setenv("RLPROF_FAKE_CUPTI_RECORDS", RLPROF_CUPTI_DATA_DIR "/step.records", 1);
     unsetenv("RLPROF_FAKE_CUPTI_MODE");
     unsetenv("RLPROF_FAKE_CUPTI_RECORDS_PER_BUFFER");
+    unsetenv("RLPROF_FAKE_CUPTI_VERSION");
   }
   void TearDown() override {
     runtime::SourceRegistry::Get().Unregister("cupti");
@@ -592,6 +594,73 @@ namespace {
 // The real libcupti on a machine without a GPU (a CUDA toolkit on a CPU box, as this build
 // machine): CUPTI refuses to start and the host capture goes on. Skipped where there is no
 // toolkit libcupti, or where there is a GPU.
+// CUDA 12.0's CUPTI (API version 18) fills CUpti_ActivityKernel9, … whose fields rlprof reads
+// lie where the CUDA 13 structs put them (CuptiLayoutTest): read like 13's.
+TEST_F(CuptiTest, ACuda12CuptiIsRead) {
+  setenv("RLPROF_FAKE_CUPTI_VERSION", "18", 1);
+  Register();
+  const json m = Manifest(RunStep("level0"));
+  EXPECT_EQ(m["sources"]["cupti"]["status"], "on");
+  EXPECT_EQ(m["sources"]["cupti"]["cupti_version"], 18);
+  // "the process" when an earlier test of this process loaded the fake (one process per test
+  // under ctest: "rlprof").
+  const std::string by = m["sources"]["cupti"]["library_loaded_by"];
+  EXPECT_TRUE(by == "rlprof" || by == "the process") << by;
+  EXPECT_GT(m["sources"]["cupti"]["kernels"].get<int>(), 0);
+}
+
+// Older than CUDA 11.7 (API version 17, the oldest release whose layouts were checked): refused,
+// said once, and the host capture goes on.
+TEST_F(CuptiTest, ACuptiOlderThanCuda11_7IsRefusedAndTheHostCaptureGoesOn) {
+  setenv("RLPROF_FAKE_CUPTI_VERSION", "16", 1);
+  Register();
+  testing::internal::CaptureStderr();
+  const std::string dir = RunStep("level0");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("rlprof: info: no device capture: no libcupti rlprof can read"), std::string::npos) << err;
+  EXPECT_NE(err.find("CUPTI API version 16, older than CUDA 11.7's 17"), std::string::npos) << err;
+  const json m = Manifest(dir);
+  EXPECT_EQ(m["complete"], true);
+  const std::string status = m["sources"]["cupti"]["status"];
+  EXPECT_TRUE(status.starts_with("off: no libcupti rlprof can read")) << status;
+  auto cap = format::ReadRaw(dir + "/events.rlp");
+  ASSERT_TRUE(cap.ok());
+  int ops = 0, device = 0;
+  for (const auto& e : cap->events) {
+    ops += e.category == format::Category::kOperator;
+    device += e.category == format::Category::kKernel;
+  }
+  EXPECT_EQ(ops, 1);
+  EXPECT_EQ(device, 0);
+}
+
+// A libcupti the process already loaded (PyTorch's) is taken before any other candidate, even
+// one earlier in the search order (here the CUDA toolkit's, where the machine has one).
+TEST(CuptiApiTest, ALibcuptiAlreadyInTheProcessIsTakenFirst) {
+  const std::string site = FreshDir("site");
+  fs::create_directories(site + "/nvidia/cuda_cupti/lib");
+  const std::string lib = site + "/nvidia/cuda_cupti/lib/libcupti.so.12";
+  fs::create_symlink(RLPROF_FAKE_CUPTI, lib);
+  TestEnv() = {{"RLPROF_PYTHON_SITE", site}};
+  const std::vector<std::string> order = CuptiApi::Candidates(&EnvOf);
+  ASSERT_FALSE(order.empty());
+  EXPECT_NE(std::find(order.begin(), order.end(), lib), order.end());
+  for (const std::string& c : order)
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_NOLOAD); h != nullptr && c != lib) {
+      dlclose(h);
+      GTEST_SKIP() << c << " is in this process already (an earlier test's): run alone, as ctest does";
+    }
+  void* torch_loaded = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);  // as PyTorch would
+  ASSERT_NE(torch_loaded, nullptr) << dlerror();
+  CuptiApi api;
+  std::string why;
+  ASSERT_TRUE(api.Load(&EnvOf, &why)) << why;
+  EXPECT_EQ(api.path, lib);
+  EXPECT_TRUE(api.already_loaded);
+  // The fake answers as the headers it was built with: CUDA 13.
+  EXPECT_GE(api.version, CuptiApi::kMinApiVersion);
+}
+
 TEST_F(CuptiTest, ARealLibcuptiWithoutAGpuKeepsTheHostCapture) {
   std::string real;
   for (const char* p : {"/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda-13.0/lib64/libcupti.so",
