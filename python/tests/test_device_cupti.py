@@ -97,3 +97,37 @@ def test_operators_push_external_correlation_ids_only_with_device_capture(tmp_pa
     assert int(correlated) >= 3 and len(ids) == int(correlated)  # one per recorded operator
     ext = sorted(e["args"]["external_id"] for e in launches)
     assert len(ext) == 2 and ext[0] != ext[1] and ext[0] > 0, launches
+
+
+RECORDS = sorted(f for f in os.listdir(os.path.join(ROOT, "test", "data", "cupti")) if f.endswith(".records"))
+
+
+@pytest.mark.parametrize("records", RECORDS)
+def test_every_records_file_replays_as_its_device_work(tmp_path, rlprof_cli, records):
+    """Every records file kept as test data (the synthetic ones, and those a GPU recorded with
+    RLPROF_CUPTI_RECORD_DIR, test/gpu/ingest.py) replays through the fake CUPTI into a capture
+    holding each of its kernels, copies and sets, counted here from the file's own lines."""
+    path = os.path.join(ROOT, "test", "data", "cupti", records)
+    want = {"kernel": 0, "memcpy": 0, "memset": 0}
+    with open(path) as f:
+        for line in f:
+            word = line.split(" ", 1)[0].strip()
+            if word in want:
+                want[word] += 1
+    assert sum(want.values()) > 0, records
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake CUPTI is not built")
+    script = SCRIPT.replace('"level1"', '"level2"')
+    env = dict(os.environ, RLPROF_CUPTI_LIBRARY=fake, RLPROF_FAKE_CUPTI_RECORDS=path)
+    p = subprocess.run([sys.executable, "-c", script, str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    cap = p.stdout.split()[0]
+    m = manifest(cap)["sources"]["cupti"]
+    assert m["status"] == "on"
+    assert (m["kernels"], m["memcpy"], m["memset"]) == (want["kernel"], want["memcpy"], want["memset"])
+    assert m["records_outside_windows"] == 0 and m["bad_timestamps"] == 0
+    evs = events(rlprof_cli, cap, str(tmp_path))
+    got = {c: sum(1 for e in evs if e.get("cat") == c and e.get("ph") == "X") for c in want}
+    assert got == want

@@ -64,6 +64,23 @@ def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(t
     assert b["events_added"] > 0 and b["bytes_per_event_added"] > 0
     # The rlprof run recorded what the fake delivered, one file per window, in the fake's format.
     assert len(f["records"]) == 2 and all(r.endswith(".records") for r in f["records"])
+    # test/gpu/ingest.py turns the results (as run_on_device.sh returns them) into the figures'
+    # table and keeps the first window's records; on a CPU the kernel targets cannot be met.
+    out = tmp_path / "out"
+    (out / "run.log").write_text("NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB\n")
+    subprocess.run(["tar", "czf", str(out / "work.tar.gz"), "-C", str(out), "work"], check=True)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "test", "gpu", "ingest.py"), str(out), "--write",
+                        "--records-dir", str(kept)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "| rlprof with device capture against torch.profiler | ×" in p.stdout
+    assert "| window close on the training thread (steps 2, 3) |" in p.stdout
+    assert "target missed: step 2: device work differs from torch.profiler's by more than 1 %" in p.stdout
+    records = kept / "h100_80gb_hbm3_grpo_step2.records"
+    text = records.read_text()
+    assert text.startswith("# Recorded on a GPU: NVIDIA H100 80GB HBM3, 580.159.04")
+    assert sum(1 for line in text.splitlines() if line.startswith("kernel ")) > 0
     # torch.profiler on the CPU takes no CUPTI: rlprof keeps it in both orders.
     for mode in ("torchfirst", "rlproffirst"):
         assert all(r["cupti_status"] == "on" and r["device_work"]["count"] > 0
