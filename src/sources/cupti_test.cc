@@ -94,6 +94,16 @@ json Manifest(const std::string& dir) {
   return json::parse(in);
 }
 
+// The capture's events, counted by category.
+std::map<format::Category, int> Categories(const std::string& dir) {
+  std::map<format::Category, int> n;
+  auto cap = format::ReadRaw(dir + "/events.rlp");
+  EXPECT_TRUE(cap.ok()) << dir;
+  if (cap.ok())
+    for (const auto& e : cap->events) ++n[e.category];
+  return n;
+}
+
 std::string Shell(const std::string& cmd, int* rc) {
   std::string out;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
@@ -341,15 +351,9 @@ TEST_F(CuptiTest, WithoutLibcuptiTheHostCaptureGoesOnAndTheManifestSaysWhy) {
   const json m = Manifest(dir);
   EXPECT_EQ(m["complete"], true);
   EXPECT_TRUE(m["sources"]["cupti"]["status"].get<std::string>().starts_with("off: libcupti not found"));
-  auto cap = format::ReadRaw(dir + "/events.rlp");
-  ASSERT_TRUE(cap.ok());
-  int steps = 0, device = 0;
-  for (const auto& e : cap->events) {
-    steps += e.category == format::Category::kStep;
-    device += e.category == format::Category::kKernel;
-  }
-  EXPECT_EQ(steps, 1);
-  EXPECT_EQ(device, 0);
+  auto n = Categories(dir);
+  EXPECT_EQ(n[format::Category::kStep], 1);
+  EXPECT_EQ(n[format::Category::kKernel], 0);
 }
 
 TEST_F(CuptiTest, AnotherSubscriberKeepsHostCaptureWarnsOnceAndIsInTheManifest) {
@@ -623,15 +627,9 @@ TEST_F(CuptiTest, ACuptiOlderThanCuda11_7IsRefusedAndTheHostCaptureGoesOn) {
   EXPECT_EQ(m["complete"], true);
   const std::string status = m["sources"]["cupti"]["status"];
   EXPECT_TRUE(status.starts_with("off: no libcupti rlprof can read")) << status;
-  auto cap = format::ReadRaw(dir + "/events.rlp");
-  ASSERT_TRUE(cap.ok());
-  int ops = 0, device = 0;
-  for (const auto& e : cap->events) {
-    ops += e.category == format::Category::kOperator;
-    device += e.category == format::Category::kKernel;
-  }
-  EXPECT_EQ(ops, 1);
-  EXPECT_EQ(device, 0);
+  auto n = Categories(dir);
+  EXPECT_EQ(n[format::Category::kOperator], 1);
+  EXPECT_EQ(n[format::Category::kKernel], 0);
 }
 
 // A libcupti the process already loaded (PyTorch's) is taken before any other candidate, even
