@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace rlprof::sources {
 
@@ -11,27 +13,34 @@ const char* CudaProfilerSource::Env(const char* k) const {
   return env_ != nullptr ? env_(k) : std::getenv(k);
 }
 
+void* OpenCudart(const char* (*env)(const char*), std::string* library, std::string* tried) {
+  const char* explicit_lib = env != nullptr ? env("RLPROF_CUDART_LIBRARY") : std::getenv("RLPROF_CUDART_LIBRARY");
+  std::vector<std::string> names = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
+  if (explicit_lib != nullptr && *explicit_lib != '\0') names = {explicit_lib};
+  tried->clear();
+  for (const std::string& n : names) *tried += (tried->empty() ? "" : ", ") + n;
+  // A libcudart the process already loaded (torch's), whichever name it answers to, before any
+  // other: its profiler state is the one nsys sees, and a second CUDA runtime would make a
+  // context of its own.
+  for (const std::string& n : names)
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_NOLOAD); h != nullptr) {
+      *library = n;
+      return h;
+    }
+  for (const std::string& n : names)
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL); h != nullptr) {
+      *library = n;
+      return h;
+    }
+  return nullptr;
+}
+
 bool CudaProfilerSource::Configure(const runtime::SourceContext& ctx) {
   if (ctx.plan == nullptr || ctx.plan->tool != config::Tool::kNsys) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (handle_ == nullptr) {
     std::string tried;
-    const char* explicit_lib = Env("RLPROF_CUDART_LIBRARY");
-    const char* names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
-    auto try_open = [&](const char* n) {
-      tried += (tried.empty() ? "" : ", ") + std::string(n);
-      // A libcudart the process already loaded (torch's) first: its profiler state is nsys's.
-      void* h = dlopen(n, RTLD_NOW | RTLD_NOLOAD);
-      if (h == nullptr) h = dlopen(n, RTLD_NOW | RTLD_LOCAL);
-      if (h != nullptr) library_ = n;
-      return h;
-    };
-    if (explicit_lib != nullptr && *explicit_lib != '\0') {
-      handle_ = try_open(explicit_lib);
-    } else {
-      for (const char* n : names)
-        if ((handle_ = try_open(n)) != nullptr) break;
-    }
+    handle_ = OpenCudart(env_, &library_, &tried);
     if (handle_ != nullptr) {
       start_ = reinterpret_cast<Fn>(dlsym(handle_, "cudaProfilerStart"));
       stop_ = reinterpret_cast<Fn>(dlsym(handle_, "cudaProfilerStop"));

@@ -24,6 +24,11 @@
 
 namespace rlprof::sources {
 
+// The libcudart the source uses: $RLPROF_CUDART_LIBRARY alone when set, else the first of
+// libcudart.so, .so.13, .so.12, .so.11.0 already loaded in the process (torch's), else the
+// first that loads. Null when none: `tried` lists what was tried. `library` is its name.
+void* OpenCudart(const char* (*env)(const char*), std::string* library, std::string* tried);
+
 class CudaProfilerSource final : public runtime::Source {
  public:
   // `env`: getenv, or a test's.

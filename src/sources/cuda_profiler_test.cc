@@ -4,6 +4,7 @@
 // libcudart each window is a counted no-op; other tools never touch CUDA.
 #include "src/sources/cuda_profiler.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -216,6 +217,20 @@ TEST_F(CudaProfilerTest, OtherToolsNeverTouchTheCudaProfilerApi) {
   EXPECT_TRUE(Calls().empty());
   ASSERT_EQ(caps.size(), 1u);
   EXPECT_FALSE(Manifest(caps[0])["sources"].contains("cuda_profiler"));
+}
+
+// A CUDA 12 PyTorch has loaded its libcudart.so.12; the machine's loader also finds a
+// libcudart.so (here the CUDA 13 toolkit's, where it is installed). The source must take the
+// process's own, whatever name comes first in its list: a second CUDA runtime would make a
+// context of its own, and its profiler state is not the one nsys sees.
+TEST(OpenCudartTest, TheLibcudartTheProcessLoadedComesBeforeAnyOther) {
+  void* torch_loaded = dlopen(RLPROF_FAKE_CUDART12, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(torch_loaded, nullptr) << dlerror();
+  std::string library, tried;
+  void* h = OpenCudart([](const char*) -> const char* { return nullptr; }, &library, &tried);
+  ASSERT_NE(h, nullptr) << tried;
+  EXPECT_EQ(library, "libcudart.so.12");
+  EXPECT_EQ(h, torch_loaded);
 }
 
 }  // namespace
