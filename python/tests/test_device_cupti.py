@@ -131,3 +131,42 @@ def test_every_records_file_replays_as_its_device_work(tmp_path, rlprof_cli, rec
     evs = events(rlprof_cli, cap, str(tmp_path))
     got = {c: sum(1 for e in evs if e.get("cat") == c and e.get("ph") == "X") for c in want}
     assert got == want
+
+
+def doctor(rlprof_cli, **env):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("RLPROF_")}
+    e.update(env)
+    p = subprocess.run([rlprof_cli, "doctor", "--json"], env=e, capture_output=True, text=True, timeout=120)
+    return p.returncode, json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("case", ["on", "other_subscriber", "too_old", "missing"])
+def test_doctor_says_before_the_job_what_the_capture_would_say(tmp_path, rlprof_cli, case):
+    """`rlprof doctor` loads libcupti as a profiled process does and tries a subscriber: its
+    status is, word for word, the manifest's `sources.cupti.status` of a capture made in the
+    same environment; exit 0 when device capture would be on, 5 when off."""
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    cudart = os.path.join(BUILD, "src", "sources", "librlprof_fake_cudart.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake CUPTI is not built")
+    env = {"RLPROF_CUPTI_LIBRARY": fake, "RLPROF_CUDART_LIBRARY": cudart,
+           "RLPROF_FAKE_CUPTI_RECORDS": os.path.join(ROOT, "test", "data", "cupti", "step.records")}
+    if case == "other_subscriber":
+        env["RLPROF_FAKE_CUPTI_MODE"] = "other_subscriber"
+    elif case == "too_old":
+        env["RLPROF_FAKE_CUPTI_VERSION"] = "16"
+    elif case == "missing":
+        env["RLPROF_CUPTI_LIBRARY"] = "/nonexistent/libcupti.so.13"
+    rc, report = doctor(rlprof_cli, **env)
+    status = report["cupti"]["status"]
+    assert rc == (0 if case == "on" else 5), report
+    assert report["cuda_profiler"] == {"status": "on", "library": cudart, "file": cudart}
+    if case == "on":
+        assert report["cupti"]["library"] == fake and report["cupti"]["cupti_version"] > 130000
+    if case == "other_subscriber":
+        assert "nsys profile" in report["cupti"]["hint"]
+    # A capture made with the same environment says the same.
+    p = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "out")], env=dict(os.environ, **env),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert manifest(p.stdout.split()[0])["sources"]["cupti"]["status"] == status

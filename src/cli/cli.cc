@@ -46,6 +46,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::map<CLI::App*, CommandFn> commands;
   auto add = [&](Command c) { commands[c.app] = std::move(c.run); };
   add(AddVersionCommand(app));
+  add(AddDoctorCommand(app));
   add(AddPlanCommand(app));
   add(AddExportCommand(app));
   add(AddAnalyseCommand(app));

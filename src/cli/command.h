@@ -35,6 +35,7 @@ int ExitCodeFor(const base::Status& s);
 int ReportStatus(const base::Status& s, const char* command, Io& io);
 
 Command AddVersionCommand(CLI::App& app);
+Command AddDoctorCommand(CLI::App& app);
 Command AddPlanCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddAnalyseCommand(CLI::App& app);

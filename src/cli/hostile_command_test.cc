@@ -90,8 +90,11 @@ TEST_F(HostileCommandTest, HostileTimesAreNamedAndNoDurationIsAbsurd) {
   EXPECT_GE(d["duration_clamped"].get<int>(), 1);
   // No step lasts longer than the valid range (2^62 ns ≈ 4.6e12 s = 4.6e15 µs).
   for (const auto& row : j["inputs"][0]["tables"]["step_trace_time"]["rows"]) {
-    for (const auto& v : row)
-      if (v.is_number()) EXPECT_LT(std::abs(v.get<double>()), 9.3e15) << row.dump();
+    for (const auto& v : row) {
+      if (v.is_number()) {
+        EXPECT_LT(std::abs(v.get<double>()), 9.3e15) << row.dump();
+      }
+    }
   }
   // Nor does any value of the run view (durations, gaps, spans, starts).
   ASSERT_EQ(RunArgs({"summary", Hostile("hostile_times.json"), "--view", "rl", "--json"}, &out, &err), kExitOk)

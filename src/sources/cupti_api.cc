@@ -58,9 +58,16 @@ std::vector<std::string> CuptiApi::Candidates(EnvFn env) {
   // the nvidia-cuda-cupti wheel next to torch.
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&AddSitePackages), &info) != 0 && info.dli_fname != nullptr) {
+    // site-packages/rlprof/_rlprof*.so (the extension), site-packages/rlprof/_bin/rlprof (the
+    // command pip installs: `rlprof doctor`).
     std::string self = info.dli_fname;
-    for (int up = 0; up < 2 && self.find('/') != std::string::npos; ++up) self.resize(self.rfind('/'));
-    if (self.ends_with("site-packages") || self.ends_with("dist-packages")) AddSitePackages(self, &out);
+    for (int up = 0; up < 3 && self.find('/') != std::string::npos; ++up) {
+      self.resize(self.rfind('/'));
+      if (self.ends_with("site-packages") || self.ends_with("dist-packages")) {
+        AddSitePackages(self, &out);
+        break;
+      }
+    }
   }
   if (const char* venv = env("VIRTUAL_ENV"); venv != nullptr && *venv != '\0')
     for (const std::string& site : Glob(std::string(venv) + "/lib/python3*/site-packages"))
@@ -144,6 +151,12 @@ std::string CuptiApi::ResultString(CUptiResult r) const {
   if (GetResultString != nullptr && GetResultString(r, &s) == CUPTI_SUCCESS && s != nullptr)
     return s;
   return "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+std::string CuptiApi::SubscribeFailure(CUptiResult r) const {
+  return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+             ? "another CUPTI subscriber (torch.profiler/Kineto, nsys, …) holds CUPTI"
+             : "cuptiSubscribe failed: " + ResultString(r);
 }
 
 }  // namespace rlprof::sources

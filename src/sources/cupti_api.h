@@ -64,6 +64,9 @@ struct CuptiApi {
   // Loads the first usable library (search order above). False: `why` lists what was tried.
   bool Load(EnvFn env, std::string* why);
   std::string ResultString(CUptiResult r) const;
+  // Why device capture is off when cuptiSubscribe answered `r` (the manifest's status after
+  // "off: "; `rlprof doctor` says the same).
+  std::string SubscribeFailure(CUptiResult r) const;
   // The candidates Load tries, in order (for docs and tests).
   static std::vector<std::string> Candidates(EnvFn env);
 };

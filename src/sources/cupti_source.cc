@@ -101,9 +101,7 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
     subscriber_ = nullptr;
     g_active.store(nullptr);
     const bool taken = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    Off(taken ? "another CUPTI subscriber (torch.profiler/Kineto, nsys, …) holds CUPTI"
-              : "cuptiSubscribe failed: " + api_.ResultString(r),
-        /*warn=*/taken);
+    Off(api_.SubscribeFailure(r), /*warn=*/taken);
     return true;
   }
   if (all_buffers_.empty()) {

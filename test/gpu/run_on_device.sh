@@ -53,6 +53,8 @@ for code in "import rlprof" "import torch, rlprof" "import rlprof, torch"; do
   echo "[$code] rc=$?: $(tail -n 12 "$OUT/import.log" | tr '\n' '|' | cut -c1-1500)"
 done
 rm -f "$OUT/import.log"
+# What device capture finds here (the CLI's view: the libcupti of the machine, not PyTorch's).
+[ -x build-gpu/bin/rlprof ] && build-gpu/bin/rlprof doctor
 rc=0
 # DEVICE_FIGURES_ARGS="--device cpu": a check of this script on a machine without a GPU.
 PYTHONPATH=$PWD/build-gpu/python "$PY" test/gpu/device_figures.py --out "$OUT/figures" ${DEVICE_FIGURES_ARGS:-} || rc=1
