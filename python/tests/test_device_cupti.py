@@ -170,3 +170,87 @@ def test_doctor_says_before_the_job_what_the_capture_would_say(tmp_path, rlprof_
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert manifest(p.stdout.split()[0])["sources"]["cupti"]["status"] == status
+
+
+DEVICE_CONFIG = """rlprof:
+  steps: [1]
+  save_path: {save}
+  roles:
+    actor: {{ranks: [0], contents: [cpu, device], level: level0}}
+    critic: {{ranks: [0], contents: [cpu]}}
+"""
+
+
+def doctor_config(rlprof_cli, tmp_path, save, *extra, user=None, **env):
+    cfg = tmp_path / "profile.yaml"
+    cfg.write_text(DEVICE_CONFIG.format(save=save))
+    os.chmod(tmp_path, 0o755)
+    os.chmod(cfg, 0o644)
+    cmd = [rlprof_cli, "doctor", str(cfg), *extra, "--json"]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--"] + cmd
+    e = {k: v for k, v in os.environ.items() if not k.startswith("RLPROF_")}
+    e.update(env)
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else None), p.stderr
+
+
+def test_doctor_with_a_config_names_the_roles_that_want_device_data_and_checks_save_path(tmp_path, rlprof_cli):
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake CUPTI is not built")
+    save = tmp_path / "not" / "yet"
+    rc, r, err = doctor_config(rlprof_cli, tmp_path, save, RLPROF_CUPTI_LIBRARY=fake)
+    assert rc == 0, err
+    assert r["config"]["device_roles"] == ["actor"] and r["config"]["tool"] == "rlprof"
+    assert r["save_path"]["status"] == "writable" and r["save_path"]["existing"] == str(tmp_path)
+    assert r["save_path"]["free_bytes"] > 0
+    assert not save.exists() and sorted(os.listdir(tmp_path)) == ["profile.yaml"]  # nothing left behind
+    # The same config with device data asked for nowhere: CUPTI's absence does not matter.
+    rc, r, err = doctor_config(rlprof_cli, tmp_path, save, "rlprof.roles.actor.contents=[cpu]",
+                               RLPROF_CUPTI_LIBRARY="/nonexistent/libcupti.so")
+    assert rc == 0, err
+    assert r["config"]["device_roles"] == [] and r["cupti"]["status"].startswith("off: libcupti not found")
+    # Asked for and unavailable: 5.
+    rc, r, err = doctor_config(rlprof_cli, tmp_path, save, RLPROF_CUPTI_LIBRARY="/nonexistent/libcupti.so")
+    assert rc == 5, err
+
+
+def test_doctor_says_when_save_path_cannot_be_written(tmp_path, rlprof_cli):
+    (tmp_path / "a_file").write_text("x")
+    rc, r, err = doctor_config(rlprof_cli, tmp_path, tmp_path / "a_file" / "runs")
+    assert rc == 4, err
+    assert r["save_path"]["status"] == f"off: {tmp_path / 'a_file'} is not a directory"
+    # A bad config: exit 2 and the file named, as `rlprof plan` does.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rlprof:\n  steps: [1]\n  bogus_key: 3\n")
+    p = subprocess.run([rlprof_cli, "doctor", str(bad)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and str(bad) in p.stderr and "bogus_key" in p.stderr, p.stderr
+
+
+def test_doctor_as_a_user_who_may_not_write_save_path(tmp_path, rlprof_cli):
+    """As uid 65534 (root drops to it with setpriv; a non-root run is such a user already), a
+    save_path under a directory it cannot write is reported with the reason, exit 4."""
+    import shutil
+    import tempfile
+    world = tempfile.mkdtemp(prefix="rlprof-doctor-")
+    try:
+        os.chmod(world, 0o755)
+        cli = os.path.join(world, "rlprof")
+        shutil.copy2(rlprof_cli, cli)
+        os.chmod(cli, 0o755)
+        locked = os.path.join(world, "locked")
+        os.makedirs(locked)
+        os.chmod(locked, 0o755)  # enterable, not writable by others
+        from pathlib import Path
+        user = 65534 if os.geteuid() == 0 else None
+        if user is None:
+            os.chmod(locked, 0o555)
+        rc, r, err = doctor_config(cli, Path(world), os.path.join(locked, "runs"), user=user)
+        assert rc == 4, err
+        assert r["save_path"]["status"] == f"off: cannot write under {locked} (Permission denied)"
+    finally:
+        for root, dirs, _ in os.walk(world):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o755)
+        shutil.rmtree(world, ignore_errors=True)

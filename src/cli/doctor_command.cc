@@ -1,21 +1,37 @@
-// `rlprof doctor [--json]`: before a job, what device capture will find in this environment —
+// `rlprof doctor [CONFIG [KEY=VALUE ...]] [--json]`: before a job, what device capture will find
+// in this environment —
 // the libcupti rlprof loads (the same search as a profiled process: docs/runtime.md "Device
 // capture"), its CUPTI API version and whether rlprof reads that release's records, whether
 // CUPTI takes a subscriber here (a GPU and a driver that allow it; nsys or another tool holding
 // it), and the libcudart that `tool: nsys` windows drive. A capture whose manifest would say
-// `sources.cupti.status: "off: …"` says so here first, with the same reason.
-// Exit codes: 0 device capture would be on, 5 it would be off (the report says why).
+// `sources.cupti.status: "off: …"` says so here first, with the same reason. With a CONFIG (any
+// dialect, with Hydra overrides, as `rlprof plan`): whether it asks for device data (which
+// roles), and whether its save_path can be written here (a directory made and removed in the
+// deepest existing one; its free space) — an unwritable one would turn profiling off.
+// Exit codes: 0 ready; 2 the config cannot be loaded; 4 its save_path cannot be written; 5
+// device capture would be off (without a CONFIG; with one, only if it asks for device data).
 #include <dlfcn.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <vector>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "src/cli/cli.h"
+#include "src/base/files.h"
+#include "src/base/strings.h"
 #include "src/cli/command.h"
+#include "src/config/device.h"
+#include "src/config/loader.h"
 #include "src/sources/cuda_profiler.h"
 #ifdef RLPROF_CLI_HAVE_CUPTI
 #include "src/sources/cupti_api.h"
@@ -100,6 +116,54 @@ json CheckCudart() {
   return j;
 }
 
+// Whether captures could be written under `save_path`: the deepest directory that exists must
+// be one this user can create directories in (what the runtime will do below it).
+json CheckSavePath(const std::string& save_path) {
+  namespace fs = std::filesystem;
+  json j;
+  const std::string abs = base::AbsolutePath(save_path);
+  j["path"] = abs;
+  fs::path p = abs;
+  std::error_code ec;
+  while (!p.empty() && !fs::exists(p, ec) && p != p.root_path()) p = p.parent_path();
+  j["existing"] = p.string();
+  if (!fs::is_directory(p, ec)) {
+    j["status"] = "off: " + p.string() + " is not a directory";
+    return j;
+  }
+  // A directory made and removed at once (not access(2): root passes it for /proc, and it says
+  // nothing of a quota).
+  std::string probe = (p / ".rlprof-doctor-XXXXXX").string();
+  if (mkdtemp(probe.data()) == nullptr) {
+    j["status"] = "off: cannot write under " + p.string() + " (" + std::strerror(errno) + ")";
+    return j;
+  }
+  rmdir(probe.c_str());
+  struct statvfs fsinfo{};
+  if (statvfs(p.c_str(), &fsinfo) == 0)
+    j["free_bytes"] = static_cast<int64_t>(fsinfo.f_bavail) * static_cast<int64_t>(fsinfo.f_frsize);
+  j["status"] = "writable";
+  return j;
+}
+
+// The roles of `plan` that record device activity (CUPTI), and whether the tool drives nsys.
+json ConfigNeeds(const config::Plan& plan) {
+  json j;
+  j["path"] = plan.config_path;
+  j["tool"] = config::ToolName(plan.tool);
+  std::vector<std::string> roles;
+  for (const config::RolePlan& r : plan.roles) {
+    config::ProcessPlan pp;
+    pp.enabled = r.enabled;
+    pp.contents = r.contents;
+    pp.level = r.level;
+    if (r.enabled && config::DeviceActivitiesFor(pp).any()) roles.push_back(r.role);
+  }
+  j["device_roles"] = roles;
+  j["nsys_windows"] = plan.tool == config::Tool::kNsys;
+  return j;
+}
+
 void PrintSection(std::ostream& out, const char* title, const json& j) {
   out << title << ": " << j.value("status", std::string("?")) << "\n";
   for (const char* k : {"hint", "library", "file", "cupti_version", "records"})
@@ -112,10 +176,24 @@ Command AddDoctorCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "doctor", "Show what device capture finds here: libcupti, its version, whether CUPTI takes a subscriber");
   auto as_json = std::make_shared<bool>(false);
+  auto words = std::make_shared<std::vector<std::string>>();
   cmd->add_flag("--json", *as_json, "Print as JSON");
-  return {cmd, [as_json](Io& io) {
+  cmd->add_option("config", *words, "A profiler config (verl, MindSpeed-RL or rlprof YAML) and Hydra overrides");
+  return {cmd, [as_json, words](Io& io) {
     json report;
     report["version"] = RLPROF_VERSION;
+    std::optional<config::Plan> plan;
+    if (!words->empty()) {
+      const std::vector<std::string> overrides(words->begin() + 1, words->end());
+      auto loaded = config::LoadPlan(words->front(), overrides, config::LoadOptions{});
+      if (!loaded.ok()) {
+        io.err << "rlprof doctor: " << loaded.status().message() << "\n";
+        return ExitCodeFor(loaded.status());
+      }
+      plan = std::move(*loaded);
+      report["config"] = ConfigNeeds(*plan);
+      report["save_path"] = CheckSavePath(plan->save_path);
+    }
 #ifdef RLPROF_CLI_HAVE_CUPTI
     report["cupti"] = CheckCupti();
 #else
@@ -123,17 +201,35 @@ Command AddDoctorCommand(CLI::App& app) {
 #endif
     report["cuda_profiler"] = CheckCudart();
     const bool on = report["cupti"]["status"] == "on";
+    const bool wants_device = !plan || !report["config"]["device_roles"].empty();
+    const bool writable = !plan || report["save_path"]["status"] == "writable";
     if (*as_json) {
       io.out << report.dump(1) << "\n";
     } else {
       io.out << "rlprof " << RLPROF_VERSION << "\n";
+      if (plan) {
+        const json& c = report["config"];
+        const auto& roles = c["device_roles"];
+        std::string list;
+        for (const auto& r : roles) list += (list.empty() ? "" : ", ") + r.get<std::string>();
+        io.out << "config: " << c["path"].get<std::string>() << " (tool " << c["tool"].get<std::string>() << ")\n"
+               << "  device data: " << (roles.empty() ? "not asked for" : "asked for by " + list) << "\n";
+        const json& sp = report["save_path"];
+        io.out << "save_path: " << sp["status"].get<std::string>() << "\n  path: " << sp["path"].get<std::string>()
+               << "\n";
+        if (sp.contains("free_bytes"))
+          io.out << "  free: " << base::FormatBytes(sp["free_bytes"].get<int64_t>()) << "\n";
+      }
       PrintSection(io.out, "device activity (CUPTI)", report["cupti"]);
       PrintSection(io.out, "nsys windows (cudaProfilerStart/Stop)", report["cuda_profiler"]);
-      if (!on)
+      if (!on && wants_device)
         io.out << "captures here would say sources.cupti.status \"" << report["cupti"]["status"].get<std::string>()
                << "\" and hold the host timeline only\n";
+      if (!writable)
+        io.out << "profiling would turn itself off at start (rlprof: warning: cannot write captures under …)\n";
     }
-    return on ? kExitOk : kExitUnavailable;
+    if (!writable) return kExitOutputError;
+    return on || !wants_device ? kExitOk : kExitUnavailable;
   }};
 }
 
