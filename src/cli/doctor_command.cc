@@ -100,19 +100,12 @@ json CheckCupti() {
 
 json CheckCudart() {
   json j;
-  std::string library, tried;
-  void* h = sources::OpenCudart(&Getenv, &library, &tried);
-  if (h == nullptr) {
-    j["status"] = "off: libcudart not found (tried " + tried + ")";
-    return j;
-  }
-  j["library"] = library;
+  const sources::CudartProfilerApi a = sources::LoadCudartProfiler(&Getenv);
+  if (a.handle != nullptr) j["library"] = a.library;
   Dl_info info{};
-  void* start = dlsym(h, "cudaProfilerStart");
-  if (start != nullptr && dladdr(start, &info) != 0 && info.dli_fname != nullptr) j["file"] = info.dli_fname;
-  j["status"] = start != nullptr && dlsym(h, "cudaProfilerStop") != nullptr
-                    ? "on"
-                    : "off: " + library + " has no cudaProfilerStart/Stop";
+  if (a.start != nullptr && dladdr(reinterpret_cast<void*>(a.start), &info) != 0 && info.dli_fname != nullptr)
+    j["file"] = info.dli_fname;
+  j["status"] = a.start != nullptr ? "on" : a.status;
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlprof::sources {
@@ -35,25 +36,37 @@ void* OpenCudart(const char* (*env)(const char*), std::string* library, std::str
   return nullptr;
 }
 
+CudartProfilerApi LoadCudartProfiler(const char* (*env)(const char*)) {
+  CudartProfilerApi a;
+  std::string tried;
+  a.handle = OpenCudart(env, &a.library, &tried);
+  if (a.handle != nullptr) {
+    a.start = reinterpret_cast<int (*)()>(dlsym(a.handle, "cudaProfilerStart"));
+    a.stop = reinterpret_cast<int (*)()>(dlsym(a.handle, "cudaProfilerStop"));
+  }
+  if (a.start == nullptr || a.stop == nullptr) {
+    a.start = a.stop = nullptr;
+    a.status = a.handle == nullptr ? "off: libcudart not found (tried " + tried + ")"
+                                   : "off: " + a.library + " has no cudaProfilerStart/Stop";
+  } else {
+    a.status = "on: " + a.library;
+  }
+  return a;
+}
+
 bool CudaProfilerSource::Configure(const runtime::SourceContext& ctx) {
   if (ctx.plan == nullptr || ctx.plan->tool != config::Tool::kNsys) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (handle_ == nullptr) {
-    std::string tried;
-    handle_ = OpenCudart(env_, &library_, &tried);
-    if (handle_ != nullptr) {
-      start_ = reinterpret_cast<Fn>(dlsym(handle_, "cudaProfilerStart"));
-      stop_ = reinterpret_cast<Fn>(dlsym(handle_, "cudaProfilerStop"));
-    }
-    if (start_ == nullptr || stop_ == nullptr) {
-      start_ = stop_ = nullptr;
-      status_ = handle_ == nullptr ? "off: libcudart not found (tried " + tried + ")"
-                                   : "off: " + library_ + " has no cudaProfilerStart/Stop";
+    CudartProfilerApi a = LoadCudartProfiler(env_);
+    handle_ = a.handle;
+    start_ = a.start;
+    stop_ = a.stop;
+    library_ = std::move(a.library);
+    status_ = std::move(a.status);
+    if (start_ == nullptr)
       std::fprintf(stderr, "rlprof: info: tool nsys: %s; capture windows do not drive nsys\n",
                    status_.c_str());
-    } else {
-      status_ = "on: " + library_;
-    }
   }
   return true;  // on, or a counted no-op
 }

@@ -29,6 +29,18 @@ namespace rlprof::sources {
 // first that loads. Null when none: `tried` lists what was tried. `library` is its name.
 void* OpenCudart(const char* (*env)(const char*), std::string* library, std::string* tried);
 
+// OpenCudart's library with its profiler entry points, and the status the source reports for
+// them (`rlprof doctor` shows the same): "on: <library>", "off: libcudart not found (tried …)"
+// or "off: <library> has no cudaProfilerStart/Stop".
+struct CudartProfilerApi {
+  void* handle = nullptr;
+  int (*start)() = nullptr;  // both set, or both null
+  int (*stop)() = nullptr;
+  std::string library;
+  std::string status;
+};
+CudartProfilerApi LoadCudartProfiler(const char* (*env)(const char*));
+
 class CudaProfilerSource final : public runtime::Source {
  public:
   // `env`: getenv, or a test's.
