@@ -67,7 +67,11 @@ void CuptiSource::SetStatus(std::string s) {
 void CuptiSource::Off(const std::string& why, bool warn) {
   SetStatus("off: " + why);
   active_.store(false, std::memory_order_release);
-  if (told_) return;
+  Tell(why, warn);
+}
+
+void CuptiSource::Tell(const std::string& why, bool warn) {
+  if (told_.exchange(true)) return;
   told_ = true;
   std::fprintf(stderr, "rlprof: %s: no device capture: %s; host capture goes on\n",
                warn ? "warning" : "info", why.c_str());
@@ -130,6 +134,12 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
   if (!ts_callback_) MeasureOffset();
   if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   if (const char* dir = opt_.env("RLPROF_CUPTI_RECORD_DIR"); dir != nullptr) record_dir_ = dir;
+  // CUPTI stays free between windows: each window claims it again (Claim) and the writer
+  // releases it once the window's records are flushed (ReleaseIfIdle). Kineto subscribes once,
+  // at torch.profiler's first profile, and never retries: a subscription held across it would
+  // leave every torch.profiler trace of the process without device activity.
+  api_.Unsubscribe(subscriber_);
+  subscriber_ = nullptr;
   SetStatus("on");
   active_.store(true, std::memory_order_release);
   if (acts_.external_correlation) runtime::SetCorrelationHooks(&kHooks);
@@ -186,6 +196,43 @@ bool CuptiSource::EnableKinds(bool on, std::string* error, CUptiResult* result) 
   return first == CUPTI_SUCCESS;
 }
 
+bool CuptiSource::Claim(std::string* why) {
+  // claim_mu_ held. Still claimed: the previous window's records are not flushed yet.
+  release_after_flush_ = false;
+  if (subscriber_ != nullptr) return true;
+  auto noop = [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {};
+  CUptiResult r = api_.Subscribe(&subscriber_, noop, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    subscriber_ = nullptr;
+    *why = api_.SubscribeFailure(r);
+    return false;
+  }
+  // Another client may have registered its own buffer (and timestamp) callbacks while CUPTI was
+  // free: CUPTI keeps the last ones registered.
+  if ((r = api_.ActivityRegisterCallbacks(&BufferRequested, &BufferCompleted)) != CUPTI_SUCCESS) {
+    api_.Unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    *why = "cuptiActivityRegisterCallbacks failed: " + api_.ResultString(r);
+    return false;
+  }
+  if (ts_callback_) api_.ActivityRegisterTimestampCallback(&Timestamp);
+  return true;
+}
+
+void CuptiSource::ReleaseIfIdle() {
+  std::lock_guard<std::mutex> lock(claim_mu_);
+  if (!release_after_flush_ || enabled_.load(std::memory_order_acquire) || subscriber_ == nullptr) return;
+  api_.Unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  release_after_flush_ = false;
+}
+
+void CuptiSource::SetWindowStatus(uint32_t gen, std::string s) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  window_status_[gen] = std::move(s);
+  while (window_status_.size() > 64) window_status_.erase(window_status_.begin());
+}
+
 void CuptiSource::Start(uint32_t gen) {
   if (!active()) return;
   {
@@ -194,23 +241,38 @@ void CuptiSource::Start(uint32_t gen) {
     if (windows_.size() > 8) windows_.erase(windows_.begin());
   }
   if (!record_dir_.empty()) start_tid_.store(static_cast<uint32_t>(syscall(SYS_gettid)));
+  std::lock_guard<std::mutex> lock(claim_mu_);
+  std::string why;
+  if (!Claim(&why)) {
+    // Taken since the session began (torch.profiler's first profile, nsys): this window has no
+    // device data, and says so; the next window tries again.
+    SetWindowStatus(gen, "off: " + why);
+    Tell(why, true);
+    return;
+  }
   std::string error;
   CUptiResult r = CUPTI_SUCCESS;
   if (!EnableKinds(true, &error, &r)) {
     EnableKinds(false, nullptr);
-    // Kineto / nsys may hold the activity API without having subscribed first.
-    Off(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-            ? "another CUPTI client holds the activity API (" + error + ")"
-            : error,
-        true);
+    // Kineto / nsys may hold the activity API without having subscribed.
+    const std::string why_off = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                                    ? "another CUPTI client holds the activity API (" + error + ")"
+                                    : error;
+    SetWindowStatus(gen, "off: " + why_off);
+    Tell(why_off, true);
+    api_.Unsubscribe(subscriber_);
+    subscriber_ = nullptr;
     return;
   }
+  SetWindowStatus(gen, "on");
   enabled_.store(true, std::memory_order_release);
 }
 
 void CuptiSource::Stop(uint32_t) {
+  std::lock_guard<std::mutex> lock(claim_mu_);
   if (!enabled_.exchange(false)) return;
-  EnableKinds(false, nullptr);  // no flush here: the writer thread flushes (Drain)
+  EnableKinds(false, nullptr);  // no flush here: the writer thread flushes (Drain), then releases
+  release_after_flush_ = true;
 }
 
 void CuptiSource::BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -353,7 +415,11 @@ void CuptiSource::Drain(runtime::SourceSink& sink, uint32_t final_gen) {
   if (!loaded_) return;
   RetryDeferred(sink);  // their capture may have opened since
   // The window's last records: CUPTI hands over even partly filled buffers (on this thread).
-  if (final_gen != 0 && active()) api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // Only while rlprof holds CUPTI: unclaimed, its buffers may be another client's.
+  if (final_gen != 0 && active()) {
+    std::lock_guard<std::mutex> lock(claim_mu_);
+    if (subscriber_ != nullptr) api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
     if (completed_.empty()) {
@@ -388,17 +454,25 @@ void CuptiSource::FinishWindow(runtime::SourceSink& sink, uint32_t final_gen) {
   // Records of this window or an earlier one that no capture took are late from here on.
   finished_gen_ = std::max(finished_gen_, final_gen);
   RetryDeferred(sink);
+  ReleaseIfIdle();  // the window's records are flushed: CUPTI is free until the next window
 }
 
 runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
   runtime::SourceCounters c;
-  const std::string status = this->status();
+  std::string status = this->status();
+  {
+    std::lock_guard<std::mutex> lock(status_mu_);
+    if (auto it = window_status_.find(gen); it != window_status_.end()) {
+      if (status == "on") status = it->second;
+      window_status_.erase(it);
+    }
+  }
   c.emplace_back("status", status);
   if (!loaded_) return c;
   c.emplace_back("library", api_.path);
   c.emplace_back("cupti_version", static_cast<int64_t>(api_.version));
   c.emplace_back("library_loaded_by", api_.already_loaded ? "the process" : "rlprof");
-  if (status != "on" && subscriber_ == nullptr) return c;
+  if (status != "on") return c;
   std::vector<std::string> acts = acts_.Names();
   std::string joined;
   for (const auto& a : acts) joined += (joined.empty() ? "" : ",") + a;
@@ -440,23 +514,29 @@ runtime::SourceCounters CuptiSource::Counters(uint32_t gen) {
 }
 
 void CuptiSource::Shutdown() {
+  std::lock_guard<std::mutex> claim(claim_mu_);
   if (!active() && subscriber_ == nullptr) return;
   runtime::SetCorrelationHooks(nullptr);
   if (enabled_.exchange(false)) EnableKinds(false, nullptr);
-  // Every kind a level may have enabled, so that the next CUPTI client starts clean.
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
-                               CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                               CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
-    api_.ActivityDisable(k);
-  api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (subscriber_ != nullptr) {
+    // Still claimed (a window whose records the writer did not flush): every kind a level may
+    // have enabled goes off, so that the next CUPTI client starts clean. Unclaimed, CUPTI may be
+    // another client's now: rlprof leaves it alone.
+    for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                 CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+                                 CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                 CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION})
+      api_.ActivityDisable(k);
+    api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    api_.Unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+  }
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
     for (const Buffer& b : completed_) pool_.push_back(b.data);
     completed_.clear();
   }
-  if (subscriber_ != nullptr) api_.Unsubscribe(subscriber_);
-  subscriber_ = nullptr;
+  release_after_flush_ = false;
   active_.store(false, std::memory_order_release);
   SetStatus("on");  // what it was during the session; Configure sets it again
   {

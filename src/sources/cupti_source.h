@@ -9,12 +9,18 @@
 // Lifecycle: Configure loads libcupti, subscribes (to learn whether another subscriber —
 // torch.profiler/Kineto, nsys — holds CUPTI: then it stays off, warns once and says so in the
 // manifest), registers the buffer callbacks and the timestamp callback (device times on
-// rlprof's CLOCK_MONOTONIC timeline; else a measured offset, its error in the manifest) and
-// allocates the buffer pool. Start enables the activity kinds of the plan's level; Stop disables
-// them (the only CUPTI calls on the training thread: no flush there). The writer thread's final
-// Drain of a window forces CUPTI's flush, converts every completed buffer (cupti_records.h) and
-// hands the buffers back to the pool. Shutdown disables everything and unsubscribes, so a
-// torch.profiler started after rlprof's session ends finds CUPTI free.
+// rlprof's CLOCK_MONOTONIC timeline; else a measured offset, its error in the manifest),
+// allocates the buffer pool and unsubscribes again. rlprof holds CUPTI only from a window's
+// opening until its records are flushed: Start claims it (subscribes, registers its callbacks
+// again — another client may have registered its own meanwhile) and enables the activity kinds
+// of the plan's level; Stop disables them (the only CUPTI calls on the training thread: no flush
+// there). The writer thread's final Drain of a window forces CUPTI's flush, converts every
+// completed buffer (cupti_records.h), hands the buffers back to the pool and, unless the next
+// window has opened, unsubscribes. So torch.profiler (whose Kineto subscribes once, at its first
+// profile, and never retries) and nsys find CUPTI free between rlprof's windows; a window
+// opening while another client holds CUPTI has no device data, its manifest says why
+// (`sources.cupti.status`: "off: another CUPTI subscriber …"), a warning is printed once, and
+// the next window tries again. Shutdown releases a claim still held.
 //
 // Back-to-back windows: the forced flush of window N's final drain also brings window N+1's
 // first records, before the writer has processed N+1's Open; they wait (deferred_) for it.
@@ -90,7 +96,11 @@ class CuptiSource : public runtime::Source {
                                        size_t valid);
   static uint64_t CUPTIAPI Timestamp();
   bool EnableKinds(bool on, std::string* error, CUptiResult* result = nullptr);
-  void Off(const std::string& why, bool warn);
+  bool Claim(std::string* why);  // claim_mu_ held
+  void ReleaseIfIdle();
+  void SetWindowStatus(uint32_t gen, std::string s);
+  void Off(const std::string& why, bool warn);  // off for the session
+  void Tell(const std::string& why, bool warn);  // the info / warning line, once per process
   void MeasureOffset();
   uint32_t GenFor(int64_t ts) const;
   void ConvertBuffer(runtime::SourceSink& sink, const Buffer& b);
@@ -104,14 +114,19 @@ class CuptiSource : public runtime::Source {
   CuptiApi api_;
   bool loaded_ = false, load_failed_ = false;
   std::string load_error_;
+  // The claim on CUPTI (claim_mu_): held from a window's Start until the writer has flushed its
+  // records (release_after_flush_ set by Stop, acted on by ReleaseIfIdle).
+  std::mutex claim_mu_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool release_after_flush_ = false;
   config::DeviceActivities acts_;
   std::atomic<bool> active_{false};
   std::atomic<bool> enabled_{false};
   void SetStatus(std::string s);
   mutable std::mutex status_mu_;  // status_ is set on the training thread, read by the writer
-  std::string status_ = "off";
-  bool told_ = false;  // the info / warning line was printed (once per process)
+  std::string status_ = "off";                   // the session's (set by Configure / Off)
+  std::map<uint32_t, std::string> window_status_;  // per window: "on" or why not (Start)
+  std::atomic<bool> told_{false};  // the info / warning line was printed (once per process)
 
   // Clock: records are CLOCK_MONOTONIC ns (timestamp callback) or CUPTI's clock + offset_ns_.
   bool ts_callback_ = false;

@@ -14,10 +14,10 @@ own (CUPTI takes one subscriber per process), steps 2 and 3 profiled:
             (test/gpu/grpo_device.yaml);
   nodev     the same without device activity (for the bytes device activity adds);
   torch     torch.profiler with CPU + CUDA activities on steps 2 and 3;
-  torchfirst   both: torch.profiler opens before rlprof's windows of steps 2 and 3 (CUPTI taken:
-               rlprof keeps its host capture and says so);
+  torchfirst   both: torch.profiler opens before rlprof's windows of steps 2 and 3 (when its
+               Kineto holds CUPTI, rlprof keeps its host capture and says so);
   rlproffirst  both: rlprof captures steps 2 and 3, torch.profiler profiles the last step while
-               rlprof's session (and its CUPTI subscription) lives on.
+               rlprof's session lives on (rlprof holds CUPTI only inside its windows).
 
 It prints and writes OUT/device_figures.json (and keeps the captures and traces under OUT/work):
 
@@ -30,6 +30,9 @@ It prints and writes OUT/device_figures.json (and keeps the captures and traces 
                record (device capture also adds an external-correlation event per operator);
   window_close the step window's exit on the training thread (EndStep: cuptiActivityDisable per
                enabled kind, the flush handed to the writer), per profiled step;
+  window_open  the step window's opening (BeginStep: CUPTI claimed — cuptiSubscribe, buffer
+               callbacks — and the kinds enabled), per profiled step, and the same without device
+               capture (nodev);
   cupti        the captures' manifest `sources.cupti` (status, library, record counts);
   coexistence  per mode torchfirst / rlproffirst: rlprof's CUPTI status and device work per
                capture, and the device work in torch.profiler's traces.
@@ -71,6 +74,7 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
     import rlprof
 
     exits: List[Dict[str, float]] = []
+    opens: List[Dict[str, float]] = []
     original = rlprof.Profiler.step
 
     def timed_step(self: Any, step: int, *a: Any, **k: Any) -> Any:
@@ -78,7 +82,10 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
 
         class Timed:
             def __enter__(self_inner: Any) -> Any:
-                return cm.__enter__()
+                t0 = time.perf_counter_ns()
+                r = cm.__enter__()
+                opens.append({"step": step, "us": (time.perf_counter_ns() - t0) / 1e3})
+                return r
 
             def __exit__(self_inner: Any, *exc: Any) -> Any:
                 t0 = time.perf_counter_ns()
@@ -116,6 +123,7 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
                           "cupti": m.get("sources", {}).get("cupti"), "contents": m.get("contents")})
     result["manifests"] = manifests
     result["window_exits"] = exits
+    result["window_opens"] = opens
     return result
 
 
@@ -243,6 +251,12 @@ def main() -> int:
     if "rlprof" in results:
         exits = [e for e in results["rlprof"]["window_exits"] if e["step"] in (2, 3)]
         figures["window_close_us"] = exits
+        # The window's opening: with device capture it claims CUPTI (cuptiSubscribe, the buffer
+        # callbacks registered again) and enables the kinds; nodev: the same without CUPTI.
+        figures["window_open_us"] = [e for e in results["rlprof"].get("window_opens", []) if e["step"] in (2, 3)]
+        if "nodev" in results:
+            figures["window_open_nodev_us"] = [e for e in results["nodev"].get("window_opens", [])
+                                               if e["step"] in (2, 3)]
         figures["cupti"] = [m["cupti"] for m in results["rlprof"]["manifests"]]
     # Coexistence: who got CUPTI when both profilers ran in one process.
     coexistence: Dict[str, Any] = {}
@@ -263,7 +277,8 @@ def main() -> int:
     figures["step_times"] = {k: v["step_times"] for k, v in results.items()}
     with open(os.path.join(args.out, "device_figures.json"), "w") as f:
         json.dump(figures, f, indent=1)
-    print(json.dumps({k: figures[k] for k in ("kernels", "overhead", "bytes", "window_close_us", "coexistence")
+    print(json.dumps({k: figures[k] for k in ("kernels", "overhead", "bytes", "window_close_us", "window_open_us",
+                                              "window_open_nodev_us", "coexistence")
                       if k in figures},
                      indent=1))
     return 0 if ok else 1

@@ -96,6 +96,13 @@ def rows(fig: Dict[str, Any]) -> Tuple[List[str], List[str]]:
             missed.append("a window close took more than 1 ms on the training thread")
         out.append(f"| window close on the training thread (steps 2, 3) | "
                    f"{', '.join(f'{c:.0f} µs' for c in closes)} | ≤ 1 ms: {'met' if ok else 'NOT met'} |")
+    opens = [e["us"] for e in fig.get("window_open_us", [])]
+    if opens:
+        nodev = [e["us"] for e in fig.get("window_open_nodev_us", [])]
+        out.append(f"| window open on the training thread (steps 2, 3: CUPTI claimed, kinds enabled) | "
+                   f"{', '.join(f'{c:.0f} µs' for c in opens)}"
+                   + (f" (without device capture: {', '.join(f'{c:.0f} µs' for c in nodev)})" if nodev else "")
+                   + " | — |")
     for c in fig.get("cupti", []):
         if c:
             out.append(f"| CUPTI | {c.get('status')}, {c.get('library')} (API {c.get('cupti_version')}), "
@@ -105,9 +112,27 @@ def rows(fig: Dict[str, Any]) -> Tuple[List[str], List[str]]:
         st = sorted({r.get("cupti_status") for r in row.get("rlprof", [])})
         dev = [r["device_work"]["count"] for r in row.get("rlprof", [])]
         tdev = [t["device_work"]["count"] for t in row.get("torch", [])]
+        # Nothing lost silently: torch.profiler's traces keep their device work (rlprof holds
+        # CUPTI only inside its windows), and a capture without device work says why.
+        ok = bool(tdev) and all(n > 0 for n in tdev) and all(
+            n > 0 or str(st_).startswith("off: ") for n, st_ in
+            zip(dev, [r.get("cupti_status") for r in row.get("rlprof", [])]))
+        if not ok:
+            missed.append(f"{mode}: a trace without device work (torch.profiler's {tdev}, rlprof's {dev}) "
+                          "that does not say why")
         out.append(f"| both profilers, {mode} | rlprof: {', '.join(map(str, st))}; device ops per capture "
-                   f"{dev}; torch.profiler's {tdev} | — |")
+                   f"{dev}; torch.profiler's {tdev} | each trace has its device work or says why: "
+                   f"{'met' if ok else 'NOT met'} |")
     return out, missed
+
+
+def client_rows(clients: List[Dict[str, Any]]) -> List[str]:
+    """test/gpu/cupti_clients.py's probes, one line each."""
+    out = []
+    for c in clients:
+        facts = {k: v for k, v in c.items() if k not in ("probe", "library", "cupti_version")}
+        out.append(f"* `{c.get('probe')}`: " + ", ".join(f"{k} {json.dumps(v)}" for k, v in facts.items()))
+    return out
 
 
 def keep_records(results: str, fig: Dict[str, Any], gpu: str, into: str) -> Optional[str]:
@@ -150,6 +175,11 @@ def main() -> int:
     table, missed = rows(fig)
     print("\n| Figure | Measured | Target |\n|---|---|---|")
     print("\n".join(table))
+    clients = find(a.results, "cupti_clients.json")
+    if clients is not None:
+        with open(clients) as f:
+            print("\nCUPTI's clients (test/gpu/cupti_clients.py; CUPTI result codes: 0 success, "
+                  "39 MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED):\n" + "\n".join(client_rows(json.load(f))))
     if a.write:
         dest = keep_records(a.results, fig, gpu, a.records_dir)
         print(f"\nrecords kept: {dest}" if dest else "\nno CUPTI records in work.tar.gz")

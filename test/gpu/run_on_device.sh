@@ -56,6 +56,11 @@ rm -f "$OUT/import.log"
 # What device capture finds here (the CLI's view: the libcupti of the machine, not PyTorch's).
 [ -x build-gpu/bin/rlprof ] && build-gpu/bin/rlprof doctor
 rc=0
+# How CUPTI shares itself between clients, and what torch.profiler does about it (no rlprof).
+if [ "${DEVICE_FIGURES_ARGS:-}" != "--device cpu" ]; then
+  mkdir -p "$OUT/figures"
+  timeout 300 "$PY" test/gpu/cupti_clients.py --out "$OUT/figures/cupti_clients.json" || rc=1
+fi
 # DEVICE_FIGURES_ARGS="--device cpu": a check of this script on a machine without a GPU.
 PYTHONPATH=$PWD/build-gpu/python "$PY" test/gpu/device_figures.py --out "$OUT/figures" ${DEVICE_FIGURES_ARGS:-} || rc=1
 if [ "${SKIP_CUDA_PROFILER:-0}" != 1 ]; then
