@@ -25,7 +25,8 @@ def run(tmp_path, **env):
 def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
     f = run(tmp_path)
     assert f["device"] == "cpu"
-    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "torch", "torchfirst", "rlproffirst"}
+    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "devnocorr", "devkern", "torch",
+                                    "torchfirst", "rlproffirst"}
     assert all(len(t) == 4 for t in f["step_times"].values())
     # The kernels of steps 2 and 3 in rlprof's capture and torch.profiler's trace: none on a CPU.
     assert [k["step"] for k in f["kernels"]] == [2, 3]
@@ -33,11 +34,12 @@ def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
         assert k["rlprof"]["count"] == k["torch_json"]["count"] == k["torch_read_by_rlprof"]["count"] == 0
     o = f["overhead"]
     assert len(o["off_s"]) == 2 and all(s > 0 for s in o["off_s"])
-    for mode in ("rlprof", "nodev", "torch"):
+    for mode in ("rlprof", "nodev", "devnocorr", "devkern", "torch"):
         assert o[mode]["s"] > 0 and o[mode]["ratio"] > 0
     assert o["torch"]["without_export_cpu_s"] > 0
     assert [e["step"] for e in f["window_close_us"]] == [2, 3]
     assert all(e["us"] > 0 for e in f["window_close_us"])
+    assert [e["step"] for e in f["window_open_us"]] == [2, 3] == [e["step"] for e in f["window_open_nodev_us"]]
     assert len(f["cupti"]) == 2  # one capture per profiled step, each with its CUPTI status
     # Both profilers in one process: rlprof's captures of steps 2 and 3 and torch.profiler's traces.
     c = f["coexistence"]
@@ -85,3 +87,22 @@ def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(t
     for mode in ("torchfirst", "rlproffirst"):
         assert all(r["cupti_status"] == "on" and r["device_work"]["count"] > 0
                    for r in f["coexistence"][mode]["rlprof"])
+
+
+def test_the_cupti_clients_probe_runs_against_the_fake_cupti():
+    """test/gpu/cupti_clients.py talks to libcupti through ctypes: its plumbing (callbacks,
+    record walking, the claim's timings) checked against the fake CUPTI; the torch.profiler
+    probes need CUDA and say so."""
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    records = os.path.join(ROOT, "test", "data", "cupti", "step.records")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "test", "gpu", "cupti_clients.py"), "--fake", fake],
+                       capture_output=True, text=True, env={**os.environ, "RLPROF_FAKE_CUPTI_RECORDS": records},
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    probes = {r["probe"]: r for r in map(json.loads, p.stdout.strip().splitlines())}
+    assert probes["register_twice"]["after_A"] == {"A": 4, "B": 0}  # step.records: 4 kernels
+    assert probes["claim_cost"]["codes"] == [0] and probes["claim_cost"]["kernels"] == 80
+    assert set(probes["claim_cost"]["median_us_after"]) == {"subscribe", "register", "enable_5_kinds",
+                                                            "disable_5_kinds", "flush", "unsubscribe"}
+    for name in ("torch_subscribes", "subscriber_first", "callbacks_first", "released_first"):
+        assert probes[name]["skipped"] == "needs torch with CUDA"

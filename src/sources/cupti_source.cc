@@ -77,8 +77,37 @@ void CuptiSource::Tell(const std::string& why, bool warn) {
                warn ? "warning" : "info", why.c_str());
 }
 
+void CuptiSource::ApplyOmit() {
+  const char* v = opt_.env("RLPROF_CUPTI_OMIT");
+  if (v == nullptr || *v == '\0') return;
+  std::string list(v), bad;
+  size_t from = 0;
+  while (from <= list.size()) {
+    size_t comma = list.find(',', from);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string k = list.substr(from, comma - from);
+    from = comma + 1;
+    if (k.empty()) continue;
+    bool* f = k == "kernels" ? &acts_.kernels : k == "memcpy" ? &acts_.memcpy : k == "memset" ? &acts_.memset
+            : k == "launch_api" ? &acts_.launch_api : k == "runtime_api" ? &acts_.runtime_api
+            : k == "sync" ? &acts_.sync : k == "driver_api" ? &acts_.driver_api
+            : k == "overhead" ? &acts_.overhead : k == "external_correlation" ? &acts_.external_correlation
+            : nullptr;
+    if (f != nullptr) *f = false;
+    else bad += (bad.empty() ? "" : ", ") + k;
+  }
+  if (acts_.runtime_api) acts_.launch_api = true;  // omitting launch_api alone keeps level1's calls
+  if (!bad.empty() && !omit_warned_) {
+    omit_warned_ = true;
+    std::fprintf(stderr, "rlprof: warning: RLPROF_CUPTI_OMIT=%s: ignored %s (allowed: kernels, memcpy, "
+                 "memset, launch_api, runtime_api, sync, driver_api, overhead, external_correlation)\n",
+                 v, bad.c_str());
+  }
+}
+
 bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
   acts_ = config::DeviceActivitiesFor(*ctx.process);
+  ApplyOmit();
   if (active()) return true;  // a new session in the same process: CUPTI is already set up
   if (!loaded_) {
     if (load_failed_) {

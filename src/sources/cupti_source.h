@@ -97,6 +97,7 @@ class CuptiSource : public runtime::Source {
   static uint64_t CUPTIAPI Timestamp();
   bool EnableKinds(bool on, std::string* error, CUptiResult* result = nullptr);
   bool Claim(std::string* why);  // claim_mu_ held
+  void ApplyOmit();              // $RLPROF_CUPTI_OMIT: kinds taken out of the plan's (diagnostic)
   void ReleaseIfIdle();
   void SetWindowStatus(uint32_t gen, std::string s);
   void Off(const std::string& why, bool warn);  // off for the session
@@ -126,6 +127,7 @@ class CuptiSource : public runtime::Source {
   mutable std::mutex status_mu_;  // status_ is set on the training thread, read by the writer
   std::string status_ = "off";                   // the session's (set by Configure / Off)
   std::map<uint32_t, std::string> window_status_;  // per window: "on" or why not (Start)
+  bool omit_warned_ = false;
   std::atomic<bool> told_{false};  // the info / warning line was printed (once per process)
 
   // Clock: records are CLOCK_MONOTONIC ns (timestamp callback) or CUPTI's clock + offset_ns_.

@@ -523,6 +523,23 @@ TEST_F(CuptiTest, AClientThatTakesCuptiBetweenWindowsKeepsItAndRlprofSaysSo) {
   EXPECT_EQ(by_step[3]["sources"]["cupti"]["kernels"], 4) << by_step[3]["sources"]["cupti"].dump();
 }
 
+// RLPROF_CUPTI_OMIT (a diagnostic: what each kind costs) takes kinds out of the level's set; the
+// manifest lists what was enabled, and an unknown name is named in one warning.
+TEST_F(CuptiTest, OmittedKindsAreNotEnabledAndTheManifestListsWhatWas) {
+  TestEnv()["RLPROF_CUPTI_OMIT"] = "external_correlation,launch_api,bogus";
+  Register();
+  testing::internal::CaptureStderr();
+  const std::string dir = RunStep("level0");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("RLPROF_CUPTI_OMIT=external_correlation,launch_api,bogus: ignored bogus (allowed: "),
+            std::string::npos) << err;
+  const json c = Manifest(dir)["sources"]["cupti"];
+  EXPECT_EQ(c["activities"], "kernels,memcpy,memset") << c.dump();
+  EXPECT_EQ(c["kernels"], 4) << c.dump();
+  EXPECT_EQ(c["runtime_api"], 0) << c.dump();
+  EXPECT_EQ(c["external_correlation"], 0) << c.dump();
+}
+
 // Back-to-back windows (steps 1..6 captured one by one): each window's records reach its own
 // capture, also the next window's first records that the previous window's final flush brings
 // before the writer has opened the next capture (they wait for it instead of being dropped).

@@ -22,6 +22,7 @@ Each probe runs in a process of its own and talks to the process's libcupti thro
   released_first     a client subscribes, registers, enables, flushes, disables and unsubscribes
                      (what rlprof does around a window) before torch.profiler's first profile: the
                      kernels in torch.profiler's trace, and any the client still receives
+  claim_cost         20 such windows: the time of each CUPTI call (the first window apart)
 
 It prints one JSON object per probe and writes them all to --out. --fake LIB runs the probes'
 CUPTI plumbing against rlprof's fake CUPTI on the CPU (no torch.profiler probes: a check of this
@@ -40,7 +41,9 @@ from typing import Any, Dict, List
 
 KIND_CONCURRENT_KERNEL = 10
 FLUSH_FORCED = 1
-PROBES = ("register_twice", "torch_subscribes", "subscriber_first", "callbacks_first", "released_first")
+PROBES = ("register_twice", "torch_subscribes", "subscriber_first", "callbacks_first", "released_first",
+          "claim_cost")
+CLAIM_KINDS = (10, 1, 2, 5, 36)  # level0's: concurrent kernel, memcpy, memset, runtime, external correlation
 
 REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
                            ctypes.POINTER(ctypes.c_size_t))
@@ -184,6 +187,30 @@ def probe(name: str, fake: str | None) -> Dict[str, Any]:
         lib.cuptiActivityFlushAll(FLUSH_FORCED)
         out["client_kernels_after"] = c.kernels()
         out["torch_kernels_again"] = torch_profile(torch)
+    elif name == "claim_cost":
+        # What rlprof's window open / close costs in CUPTI calls, 20 windows (the first apart).
+        import time
+        c = Client(lib, "C")
+        times: Dict[str, List[float]] = {}
+
+        def timed(key: str, f: Any) -> int:
+            t0 = time.perf_counter_ns()
+            r = f()
+            times.setdefault(key, []).append((time.perf_counter_ns() - t0) / 1e3)
+            return r
+        codes = set()
+        for _ in range(20):
+            codes.add(timed("subscribe", c.subscribe))
+            codes.add(timed("register", c.register))
+            codes.add(timed("enable_5_kinds", lambda: max(lib.cuptiActivityEnable(k) for k in CLAIM_KINDS)))
+            run()
+            codes.add(timed("disable_5_kinds", lambda: max(lib.cuptiActivityDisable(k) for k in CLAIM_KINDS)))
+            codes.add(timed("flush", lambda: lib.cuptiActivityFlushAll(FLUSH_FORCED)))
+            codes.add(timed("unsubscribe", c.unsubscribe))
+        out["codes"] = sorted(codes)
+        out["first_us"] = {k: round(v[0], 1) for k, v in times.items()}
+        out["median_us_after"] = {k: round(sorted(v[1:])[len(v[1:]) // 2], 1) for k, v in times.items()}
+        out["kernels"] = c.kernels()
     else:
         out["skipped"] = "needs torch with CUDA"
     return out

@@ -13,6 +13,8 @@ own (CUPTI takes one subscriber per process), steps 2 and 3 profiled:
   rlprof    rlprof, steps 2 and 3 end to end with operators and device activity at level0
             (test/gpu/grpo_device.yaml);
   nodev     the same without device activity (for the bytes device activity adds);
+  devnocorr, devkern   the rlprof run without external correlation, and without it and the launch
+            API records (RLPROF_CUPTI_OMIT): what each part of device capture costs;
   torch     torch.profiler with CPU + CUDA activities on steps 2 and 3;
   torchfirst   both: torch.profiler opens before rlprof's windows of steps 2 and 3 (when its
                Kineto holds CUPTI, rlprof keeps its host capture and says so);
@@ -61,6 +63,10 @@ CONFIG = os.path.join(ROOT, "test", "gpu", "grpo_device.yaml")
 DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")  # torch.profiler's device work categories
 
 
+# The overhead's parts: device capture with kinds taken out (RLPROF_CUPTI_OMIT, a diagnostic).
+OMIT = {"devnocorr": "external_correlation", "devkern": "external_correlation,launch_api"}
+
+
 def rlproffirst_torch_step(steps: int) -> int:
     """The step torch.profiler takes in mode rlproffirst: the last, after rlprof's steps 2, 3."""
     return max(4, steps)
@@ -100,7 +106,7 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
     os.chdir(work)  # captures (save_path is relative) and torch traces land here
     cfg = g.GrpoConfig(steps=steps, device=device)
     kwargs: Dict[str, Any] = {"verbose": False}
-    if mode in ("rlprof", "nodev"):
+    if mode in ("rlprof", "nodev") or mode in OMIT:
         kwargs.update(mode="rlprof", config=CONFIG)
         if mode == "nodev":
             kwargs["overrides"] = ["actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"]
@@ -172,12 +178,16 @@ def main() -> int:
     results: Dict[str, Any] = {}
     ok = True
     # off twice: its spread is the noise floor.
-    for mode in ("off", "rlprof", "nodev", "torch", "torchfirst", "rlproffirst", "off"):
+    for mode in ("off", "rlprof", "nodev", "devnocorr", "devkern", "torch", "torchfirst", "rlproffirst", "off"):
         t0 = time.perf_counter()
+        menv = dict(env)
+        if mode == "rlprof":
+            menv["RLPROF_CUPTI_RECORD_DIR"] = records_dir
+        if mode in OMIT:
+            menv["RLPROF_CUPTI_OMIT"] = OMIT[mode]
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--mode", mode, "--device", args.device,
                             "--steps", str(args.steps), "--out", args.out],
-                           capture_output=True, text=True,
-                           env={**env, "RLPROF_CUPTI_RECORD_DIR": records_dir} if mode == "rlprof" else env)
+                           capture_output=True, text=True, env=menv)
         if p.returncode != 0:
             print(f"device_figures: mode {mode} failed ({p.returncode}):\n{p.stderr[-3000:]}", file=sys.stderr)
             ok = False
@@ -223,7 +233,7 @@ def main() -> int:
         base = [steps23(results[k]) for k in ("off", "off2") if k in results]
         base_s = statistics.mean(base)
         over: Dict[str, Any] = {"off_s": base, "noise": ratio(max(base), min(base)) if len(base) > 1 else None}
-        for mode in ("rlprof", "nodev", "torch"):
+        for mode in ("rlprof", "nodev", "devnocorr", "devkern", "torch"):
             if mode in results:
                 over[mode] = {"s": steps23(results[mode]), "ratio": ratio(steps23(results[mode]), base_s)}
         if "torch" in results:
