@@ -62,7 +62,7 @@ OPS_SCRIPT = r"""
 import sys, rlprof, torch
 import rlprof.torch
 cfg = {"rlprof": {"steps": [1], "save_path": sys.argv[1],
-                  "roles": {"actor": {"ranks": [0], "contents": sys.argv[2].split(","), "level": "level0"}}}}
+                  "roles": {"actor": {"ranks": [0], "contents": sys.argv[2].split(","), "level": "level1"}}}}
 prof = rlprof.Profiler(cfg, role="actor", quiet=True)
 a = torch.ones(4)
 with prof.step(1):
@@ -97,6 +97,27 @@ def test_operators_push_external_correlation_ids_only_with_device_capture(tmp_pa
     assert int(correlated) >= 3 and len(ids) == int(correlated)  # one per recorded operator
     ext = sorted(e["args"]["external_id"] for e in launches)
     assert len(ext) == 2 and ext[0] != ext[1] and ext[0] > 0, launches
+
+
+H200 = os.path.join(ROOT, "test", "data", "cupti", "h200_captures")
+
+
+def test_on_real_h200_captures_launch_records_attribute_kernels_as_external_ids_do():
+    """Why level0 does without CUPTI external correlation: two captures of step 2 of the GRPO
+    example on an H200 (test/data/cupti/README.md), one with external correlation ids (the
+    level0 of the time; level1 now), one with launch records only (level0 now). Each operator
+    gets the same kernels either way: by the id its launches carried, or by enclosing the
+    launch record (docs/definitions.md)."""
+    pytest.importorskip("pandas")
+    import rlprof.analysis as ra
+    by_id = ra.load(os.path.join(H200, "step2_level0_external_ids")).op_stats
+    by_launch = ra.load(os.path.join(H200, "step2_launch_records_only")).op_stats
+    for name, ext in (("step2_level0_external_ids", 2895), ("step2_launch_records_only", 0)):
+        assert manifest(os.path.join(H200, name))["sources"]["cupti"]["external_correlation"] == ext
+    a = by_id[by_id.type == "host"].set_index(["name", "shapes"])["kernels"]
+    b = by_launch[by_launch.type == "host"].set_index(["name", "shapes"])["kernels"]
+    assert a.sum() == b.sum() == 2663  # of 3,002 device ops; the rest launched outside operators
+    assert (a[a > 0].sort_index() == b[b > 0].sort_index()).all() and len(a[a > 0]) == len(b[b > 0]) > 50
 
 
 RECORDS = sorted(f for f in os.listdir(os.path.join(ROOT, "test", "data", "cupti")) if f.endswith(".records"))

@@ -22,8 +22,11 @@ std::vector<std::string> DeviceActivities::Names() const {
 DeviceActivities DeviceActivitiesFor(const ProcessPlan& p) {
   DeviceActivities a;
   if (!p.contents.device || p.level == "level_none") return a;
-  a.kernels = a.memcpy = a.memset = a.launch_api = a.external_correlation = true;
-  if (p.level == "level1" || p.level == "level2") a.runtime_api = a.sync = true;
+  a.kernels = a.memcpy = a.memset = a.launch_api = true;
+  // External correlation ids attribute a kernel to its operator as the launch record's enclosing
+  // operator does (identical on the H200 GRPO captures, docs/performance.md) but cost CUPTI two
+  // calls per operator: from level1 on.
+  if (p.level == "level1" || p.level == "level2") a.runtime_api = a.sync = a.external_correlation = true;
   if (p.level == "level2") a.driver_api = a.overhead = true;
   return a;
 }

@@ -33,8 +33,8 @@ struct DeviceActivities {
 };
 
 // Nothing unless contents.device. level_none: nothing; level0 (the default, also for an
-// unknown level): kernels, memcpy, memset, launch API calls, external correlation; level1:
-// + every runtime API call and synchronisation; level2: + driver API and overhead records.
+// unknown level): kernels, memcpy, memset, launch API calls; level1: + every runtime API call,
+// synchronisation and external correlation; level2: + driver API and overhead records.
 DeviceActivities DeviceActivitiesFor(const ProcessPlan& p);
 
 }  // namespace rlprof::config

@@ -21,7 +21,7 @@ TEST(DeviceActivitiesTest, NothingWithoutDeviceContentsOrAtLevelNone) {
 TEST(DeviceActivitiesTest, EachLevelAddsToThePreviousOne) {
   using V = std::vector<std::string>;
   EXPECT_EQ(DeviceActivitiesFor(With(true, "level0")).Names(),
-            (V{"kernels", "memcpy", "memset", "launch_api", "external_correlation"}));
+            (V{"kernels", "memcpy", "memset", "launch_api"}));
   EXPECT_EQ(DeviceActivitiesFor(With(true, "level1")).Names(),
             (V{"kernels", "memcpy", "memset", "runtime_api", "sync", "external_correlation"}));
   EXPECT_EQ(DeviceActivitiesFor(With(true, "level2")).Names(),

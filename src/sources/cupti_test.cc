@@ -657,7 +657,7 @@ TEST_F(CuptiTest, CorrelationIdsPushedThroughTheCApiReachCuptiInsideWindowsOnly)
   ASSERT_NE(depth, nullptr);
   uint64_t top = 0;
   const std::string save = FreshDir("correlation");
-  auto s = runtime::SessionImpl::Create(DevicePlan(save, "level0"), Quiet(), &SessionEnv);
+  auto s = runtime::SessionImpl::Create(DevicePlan(save, "level1"), Quiet(), &SessionEnv);  // level1: external correlation
   rlprof_correlation_push(41);  // no window: nothing reaches CUPTI
   EXPECT_EQ(depth(&top), 0);
   s->BeginStep(1);

@@ -52,7 +52,7 @@ config::Plan Plan(const std::string& save, bool device) {
   r.enabled = r.all_ranks = true;
   r.contents.device = device;
   r.contents.ops = true;
-  r.level = "level0";
+  r.level = "level1";  // external correlation is on from level1 (level0: the enclosing rule)
   p.roles.push_back(r);
   return p;
 }
