@@ -58,7 +58,10 @@ def test_with_the_fake_cupti_device_activity_is_recorded_and_its_bytes_counted(t
     (blocked / "pandas").mkdir(parents=True)
     (blocked / "pandas" / "__init__.py").write_text("raise ImportError('pandas is blocked by this test')\n")
     path = os.pathsep.join([str(blocked)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    f = run(tmp_path, RLPROF_CUPTI_LIBRARY=fake, RLPROF_FAKE_CUPTI_RECORDS=records, PYTHONPATH=path)
+    # The fake replays step.records 200 times a window: device activity of a size the bytes can
+    # show (15 records a window would be lost in the compressed capture's noise).
+    f = run(tmp_path, RLPROF_CUPTI_LIBRARY=fake, RLPROF_FAKE_CUPTI_RECORDS=records, PYTHONPATH=path,
+            RLPROF_FAKE_CUPTI_REPEAT="200")
     assert all(c["status"] == "on" for c in f["cupti"])
     b = f["bytes"]
     assert b["with_device"]["bytes"] > b["without"]["bytes"]
