@@ -444,10 +444,16 @@ void CuptiSource::Drain(runtime::SourceSink& sink, uint32_t final_gen) {
   if (!loaded_) return;
   RetryDeferred(sink);  // their capture may have opened since
   // The window's last records: CUPTI hands over even partly filled buffers (on this thread).
-  // Only while rlprof holds CUPTI: unclaimed, its buffers may be another client's.
+  // Only while rlprof holds CUPTI: unclaimed, its buffers may be another client's. The flush runs
+  // without claim_mu_ (a next window's Start must not wait for it): only this thread releases
+  // the claim (ReleaseIfIdle), so it cannot end meanwhile.
   if (final_gen != 0 && active()) {
-    std::lock_guard<std::mutex> lock(claim_mu_);
-    if (subscriber_ != nullptr) api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    bool claimed;
+    {
+      std::lock_guard<std::mutex> lock(claim_mu_);
+      claimed = subscriber_ != nullptr;
+    }
+    if (claimed) api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
