@@ -289,8 +289,9 @@ void CuptiSource::Start(uint32_t gen) {
                                     : error;
     SetWindowStatus(gen, "off: " + why_off);
     Tell(why_off, true);
-    api_.Unsubscribe(subscriber_);
-    subscriber_ = nullptr;
+    // Released by the writer after this window's final flush (not here: a claim kept from the
+    // previous window still has that window's records to flush).
+    release_after_flush_ = true;
     return;
   }
   SetWindowStatus(gen, "on");

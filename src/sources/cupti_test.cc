@@ -472,6 +472,29 @@ TEST_F(CuptiTest, CuptiIsFreeBetweenWindowsAndHeldDuringOne) {
   }
 }
 
+// A window whose kinds CUPTI refuses (another client holds the activity API) is host-only and
+// gives CUPTI back once the writer has finished it, within the session.
+TEST_F(CuptiTest, AWindowWhoseKindsAreRefusedGivesCuptiBackWithinTheSession) {
+  setenv("RLPROF_FAKE_CUPTI_MODE", "enable_fails", 1);
+  Register();
+  OtherClient other;
+  ASSERT_NE(other.subscribe, nullptr);
+  const std::string save = FreshDir("refused");
+  auto s = runtime::SessionImpl::Create(DevicePlan(save, "level0"), Quiet(), &SessionEnv);
+  testing::internal::CaptureStderr();
+  s->BeginStep(1);
+  EXPECT_EQ(other.Subscribe(), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);  // claimed
+  s->EndStep();
+  EXPECT_TRUE(other.SubscribeWithin(std::chrono::seconds(10))) << "kept after the window";
+  other.Unsubscribe();
+  s->Shutdown();
+  testing::internal::GetCapturedStderr();
+  const std::vector<std::string> caps = Captures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_TRUE(Manifest(caps[0])["sources"]["cupti"]["status"].get<std::string>().starts_with(
+      "off: another CUPTI client holds the activity API"));
+}
+
 // A client that takes CUPTI between rlprof's windows (torch.profiler's first profile) keeps it:
 // rlprof's next window has no device data and says why, without touching the other client's
 // callbacks or kinds; once CUPTI is free again, the window after gets its device data (rlprof
