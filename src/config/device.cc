@@ -1,5 +1,7 @@
 #include "src/config/device.h"
 
+#include <utility>
+
 namespace rlprof::config {
 
 std::vector<std::string> DeviceActivities::Names() const {
@@ -17,6 +19,20 @@ std::vector<std::string> DeviceActivities::Names() const {
   add(overhead, "overhead");
   add(external_correlation, "external_correlation");
   return out;
+}
+
+bool* DeviceActivities::Field(std::string_view name) {
+  const std::pair<std::string_view, bool*> fields[] = {
+      {"kernels", &kernels},   {"memcpy", &memcpy},         {"memset", &memset},
+      {"launch_api", &launch_api}, {"runtime_api", &runtime_api}, {"sync", &sync},
+      {"driver_api", &driver_api}, {"overhead", &overhead},   {"external_correlation", &external_correlation}};
+  for (const auto& [n, f] : fields)
+    if (n == name) return f;
+  return nullptr;
+}
+
+const char* DeviceActivities::AllNames() {
+  return "kernels, memcpy, memset, launch_api, runtime_api, sync, driver_api, overhead, external_correlation";
 }
 
 DeviceActivities DeviceActivitiesFor(const ProcessPlan& p) {

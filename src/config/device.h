@@ -11,6 +11,7 @@
 #define RLPROF_SRC_CONFIG_DEVICE_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rlprof/config/plan.h"
@@ -30,6 +31,10 @@ struct DeviceActivities {
   bool any() const { return kernels || memcpy || memset || runtime_api || driver_api; }
   // Names in a fixed order, e.g. {"kernels", "memcpy", "memset", "launch_api", …}.
   std::vector<std::string> Names() const;
+  // The flag a name (as Names() spells it) stands for; nullptr for an unknown name.
+  bool* Field(std::string_view name);
+  // Every name, comma-separated: "kernels, memcpy, …, external_correlation".
+  static const char* AllNames();
 };
 
 // Nothing unless contents.device. level_none: nothing; level0 (the default, also for an

@@ -33,4 +33,25 @@ TEST(DeviceActivitiesTest, EachLevelAddsToThePreviousOne) {
 }
 
 }  // namespace
+TEST(DeviceActivitiesTest, EveryNameHasItsFieldAndOnlyThose) {
+  std::string all = DeviceActivities::AllNames();
+  size_t from = 0, n = 0;
+  while (from < all.size()) {
+    size_t end = all.find(", ", from);
+    if (end == std::string::npos) end = all.size();
+    const std::string name = all.substr(from, end - from);
+    from = end + 2;
+    DeviceActivities a;
+    bool* f = a.Field(name);
+    ASSERT_NE(f, nullptr) << name;
+    *f = true;
+    EXPECT_EQ(a.Names(), std::vector<std::string>{name}) << name;
+    ++n;
+  }
+  EXPECT_EQ(n, 9u);
+  DeviceActivities a;
+  EXPECT_EQ(a.Field("bogus"), nullptr);
+  EXPECT_EQ(a.Field(""), nullptr);
+}
+
 }  // namespace rlprof::config

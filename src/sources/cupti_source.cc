@@ -72,7 +72,6 @@ void CuptiSource::Off(const std::string& why, bool warn) {
 
 void CuptiSource::Tell(const std::string& why, bool warn) {
   if (told_.exchange(true)) return;
-  told_ = true;
   std::fprintf(stderr, "rlprof: %s: no device capture: %s; host capture goes on\n",
                warn ? "warning" : "info", why.c_str());
 }
@@ -88,20 +87,14 @@ void CuptiSource::ApplyOmit() {
     const std::string k = list.substr(from, comma - from);
     from = comma + 1;
     if (k.empty()) continue;
-    bool* f = k == "kernels" ? &acts_.kernels : k == "memcpy" ? &acts_.memcpy : k == "memset" ? &acts_.memset
-            : k == "launch_api" ? &acts_.launch_api : k == "runtime_api" ? &acts_.runtime_api
-            : k == "sync" ? &acts_.sync : k == "driver_api" ? &acts_.driver_api
-            : k == "overhead" ? &acts_.overhead : k == "external_correlation" ? &acts_.external_correlation
-            : nullptr;
-    if (f != nullptr) *f = false;
+    if (bool* f = acts_.Field(k); f != nullptr) *f = false;
     else bad += (bad.empty() ? "" : ", ") + k;
   }
   if (acts_.runtime_api) acts_.launch_api = true;  // omitting launch_api alone keeps level1's calls
   if (!bad.empty() && !omit_warned_) {
     omit_warned_ = true;
-    std::fprintf(stderr, "rlprof: warning: RLPROF_CUPTI_OMIT=%s: ignored %s (allowed: kernels, memcpy, "
-                 "memset, launch_api, runtime_api, sync, driver_api, overhead, external_correlation)\n",
-                 v, bad.c_str());
+    std::fprintf(stderr, "rlprof: warning: RLPROF_CUPTI_OMIT=%s: ignored %s (allowed: %s)\n", v, bad.c_str(),
+                 config::DeviceActivities::AllNames());
   }
 }
 
@@ -128,13 +121,12 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
   }
   // One subscriber per process: torch.profiler (Kineto) and nsys subscribe too. Finding CUPTI
   // taken, rlprof keeps its host capture and leaves theirs alone.
-  auto noop = [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {};
-  CUptiResult r = api_.Subscribe(&subscriber_, noop, nullptr);
-  if (r != CUPTI_SUCCESS) {
-    subscriber_ = nullptr;
+  std::lock_guard<std::mutex> claim(claim_mu_);
+  std::string why;
+  CUptiResult r = CUPTI_SUCCESS;
+  if (!Claim(&why, &r)) {
     g_active.store(nullptr);
-    const bool taken = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-    Off(api_.SubscribeFailure(r), /*warn=*/taken);
+    Off(why, /*warn=*/r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED || r == CUPTI_SUCCESS);
     return true;
   }
   if (all_buffers_.empty()) {
@@ -150,13 +142,6 @@ bool CuptiSource::Configure(const runtime::SourceContext& ctx) {
     pool_ = all_buffers_;
     completed_.reserve(n);
     draining_.reserve(n);
-  }
-  if ((r = api_.ActivityRegisterCallbacks(&BufferRequested, &BufferCompleted)) != CUPTI_SUCCESS) {
-    api_.Unsubscribe(subscriber_);
-    subscriber_ = nullptr;
-    g_active.store(nullptr);
-    Off("cuptiActivityRegisterCallbacks failed: " + api_.ResultString(r), true);
-    return true;
   }
   ts_callback_ = api_.ActivityRegisterTimestampCallback != nullptr &&
                  api_.ActivityRegisterTimestampCallback(&Timestamp) == CUPTI_SUCCESS;
@@ -225,12 +210,13 @@ bool CuptiSource::EnableKinds(bool on, std::string* error, CUptiResult* result) 
   return first == CUPTI_SUCCESS;
 }
 
-bool CuptiSource::Claim(std::string* why) {
+bool CuptiSource::Claim(std::string* why, CUptiResult* subscribe_result) {
   // claim_mu_ held. Still claimed: the previous window's records are not flushed yet.
   release_after_flush_ = false;
   if (subscriber_ != nullptr) return true;
   auto noop = [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {};
   CUptiResult r = api_.Subscribe(&subscriber_, noop, nullptr);
+  if (subscribe_result != nullptr) *subscribe_result = r;
   if (r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
     *why = api_.SubscribeFailure(r);

@@ -96,7 +96,9 @@ class CuptiSource : public runtime::Source {
                                        size_t valid);
   static uint64_t CUPTIAPI Timestamp();
   bool EnableKinds(bool on, std::string* error, CUptiResult* result = nullptr);
-  bool Claim(std::string* why);  // claim_mu_ held
+  // Subscribes and registers the buffer callbacks unless still claimed (claim_mu_ held); false
+  // and why not when CUPTI refuses (subscribe_result: what cuptiSubscribe answered).
+  bool Claim(std::string* why, CUptiResult* subscribe_result = nullptr);
   void ApplyOmit();              // $RLPROF_CUPTI_OMIT: kinds taken out of the plan's (diagnostic)
   void ReleaseIfIdle();
   void SetWindowStatus(uint32_t gen, std::string s);
