@@ -25,7 +25,7 @@ def run(tmp_path, **env):
 def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
     f = run(tmp_path)
     assert f["device"] == "cpu"
-    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "devnocorr", "devkern", "torch",
+    assert set(f["step_times"]) == {"off", "off2", "rlprof", "nodev", "devcorr", "devkern", "torch",
                                     "torchfirst", "rlproffirst"}
     assert all(len(t) == 4 for t in f["step_times"].values())
     # The kernels of steps 2 and 3 in rlprof's capture and torch.profiler's trace: none on a CPU.
@@ -34,7 +34,7 @@ def test_every_mode_runs_and_every_figure_is_computed(tmp_path):
         assert k["rlprof"]["count"] == k["torch_json"]["count"] == k["torch_read_by_rlprof"]["count"] == 0
     o = f["overhead"]
     assert len(o["off_s"]) == 2 and all(s > 0 for s in o["off_s"])
-    for mode in ("rlprof", "nodev", "devnocorr", "devkern", "torch"):
+    for mode in ("rlprof", "nodev", "devcorr", "devkern", "torch"):
         assert o[mode]["s"] > 0 and o[mode]["ratio"] > 0
     assert o["torch"]["without_export_cpu_s"] > 0
     assert [e["step"] for e in f["window_close_us"]] == [2, 3]

@@ -13,8 +13,9 @@ own (CUPTI takes one subscriber per process), steps 2 and 3 profiled:
   rlprof    rlprof, steps 2 and 3 end to end with operators and device activity at level0
             (test/gpu/grpo_device.yaml);
   nodev     the same without device activity (for the bytes device activity adds);
-  devnocorr, devkern   the rlprof run without external correlation, and without it and the launch
-            API records (RLPROF_CUPTI_OMIT): what each part of device capture costs;
+  devcorr, devkern   the rlprof run with external correlation added (level1 without its other
+            additions: the level0 of before 2026-11-26), and without the launch API records
+            (RLPROF_CUPTI_OMIT): what each part of device capture costs;
   torch     torch.profiler with CPU + CUDA activities on steps 2 and 3;
   torchfirst   both: torch.profiler opens before rlprof's windows of steps 2 and 3 (when its
                Kineto holds CUPTI, rlprof keeps its host capture and says so);
@@ -29,7 +30,7 @@ It prints and writes OUT/device_figures.json (and keeps the captures and traces 
   overhead     each mode's wall time of steps 2 and 3 against the run without a profiler
                (torch: with and without its trace export);
   bytes        what device activity adds to the captures: bytes per event added and per CUPTI
-               record (device capture also adds an external-correlation event per operator);
+               record (with external correlation, device capture also adds an event per operator);
   window_close the step window's exit on the training thread (EndStep: cuptiActivityDisable per
                enabled kind, the flush handed to the writer), per profiled step;
   window_open  the step window's opening (BeginStep: CUPTI claimed — cuptiSubscribe, buffer
@@ -63,8 +64,10 @@ CONFIG = os.path.join(ROOT, "test", "gpu", "grpo_device.yaml")
 DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")  # torch.profiler's device work categories
 
 
-# The overhead's parts: device capture with kinds taken out (RLPROF_CUPTI_OMIT, a diagnostic).
-OMIT = {"devnocorr": "external_correlation", "devkern": "external_correlation,launch_api"}
+# The overhead's parts: device capture with kinds taken out (RLPROF_CUPTI_OMIT, a diagnostic) of a
+# level: devcorr = level1 less its runtime calls and synchronisation = level0 + external correlation.
+OMIT = {"devcorr": "runtime_api,sync", "devkern": "launch_api"}
+LEVEL = {"devcorr": "level1"}
 
 
 def rlproffirst_torch_step(steps: int) -> int:
@@ -110,6 +113,8 @@ def run_mode(mode: str, device: str, steps: int, work: str) -> Dict[str, Any]:
         kwargs.update(mode="rlprof", config=CONFIG)
         if mode == "nodev":
             kwargs["overrides"] = ["actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"]
+        if mode in LEVEL:
+            kwargs["overrides"] = [f"actor_rollout_ref.actor.profiler.tool_config.rlprof.level={LEVEL[mode]}"]
     elif mode == "torch":
         kwargs.update(mode="torch", trace_dir=work, torch_steps=(2, 3))
     elif mode == "torchfirst":
@@ -178,7 +183,7 @@ def main() -> int:
     results: Dict[str, Any] = {}
     ok = True
     # off twice: its spread is the noise floor.
-    for mode in ("off", "rlprof", "nodev", "devnocorr", "devkern", "torch", "torchfirst", "rlproffirst", "off"):
+    for mode in ("off", "rlprof", "nodev", "devcorr", "devkern", "torch", "torchfirst", "rlproffirst", "off"):
         t0 = time.perf_counter()
         menv = dict(env)
         if mode == "rlprof":
@@ -233,7 +238,7 @@ def main() -> int:
         base = [steps23(results[k]) for k in ("off", "off2") if k in results]
         base_s = statistics.mean(base)
         over: Dict[str, Any] = {"off_s": base, "noise": ratio(max(base), min(base)) if len(base) > 1 else None}
-        for mode in ("rlprof", "nodev", "devnocorr", "devkern", "torch"):
+        for mode in ("rlprof", "nodev", "devcorr", "devkern", "torch"):
             if mode in results:
                 over[mode] = {"s": steps23(results[mode]), "ratio": ratio(steps23(results[mode]), base_s)}
         if "torch" in results:

@@ -74,9 +74,8 @@ def rows(fig: Dict[str, Any]) -> Tuple[List[str], List[str]]:
                    f"| steps 2 + 3 without a profiler | {base:.3f} s | — |")
         for mode, what in (("rlprof", "rlprof, operators + device activity (level0)"),
                            ("nodev", "rlprof, operators only"),
-                           ("devnocorr", "rlprof, operators + device activity without external correlation"),
-                           ("devkern", "rlprof, operators + kernels, copies, sets only (no launch records, "
-                                       "no external correlation)"),
+                           ("devcorr", "rlprof, operators + device activity with external correlation"),
+                           ("devkern", "rlprof, operators + kernels, copies, sets only (no launch records)"),
                            ("torch", "torch.profiler, CPU + CUDA activities, export included")):
             if mode in o:
                 out.append(f"| {what} | {o[mode]['s']:.3f} s = ×{o[mode]['ratio']:.2f} | — |")
