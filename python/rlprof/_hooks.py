@@ -42,6 +42,26 @@ def _verl_performance(module: Any) -> None:
     verl.patch_markers(module)
 
 
+def _verl_engine_workers(module: Any) -> None:
+    from rlprof.integrations import verl
+    verl.patch_engine_workers(module)
+
+
+def _verl_trainer(module: Any) -> None:
+    from rlprof.integrations import verl_rollout
+    verl_rollout.patch_trainer(module)
+
+
+def _verl_server_manager(module: Any) -> None:
+    from rlprof.integrations import verl_rollout
+    verl_rollout.patch_server_manager(module)
+
+
+def _verl_vllm_server(module: Any) -> None:
+    from rlprof.integrations import verl_rollout
+    verl_rollout.patch_vllm_server(module)
+
+
 def _vllm_runner(module: Any) -> None:
     from rlprof.integrations import vllm
     vllm.patch_model_runner_module(module)
@@ -67,8 +87,13 @@ PATCHES: Dict[str, _Patch] = {
     "verl.utils.profiler.profile": _verl_profile,
     "verl.utils.profiler.performance": _verl_performance,
     "verl.utils.profiler": _verl_package,
+    "verl.workers.engine_workers": _verl_engine_workers,
+    "verl.trainer.ppo.ray_trainer": _verl_trainer,
+    "verl.workers.rollout.llm_server": _verl_server_manager,
+    "verl.workers.rollout.vllm_rollout.vllm_async_server": _verl_vllm_server,
     "vllm.v1.worker.gpu_model_runner": _vllm_runner,
     "vllm.v1.worker.cpu_model_runner": _vllm_runner,
+    "vllm.v1.worker.gpu.model_runner": _vllm_runner,
     "vllm.v1.worker.gpu_worker": _vllm_worker,
     "sglang.srt.model_executor.model_runner": _sglang_runner,
     "ray": _ray,

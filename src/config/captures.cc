@@ -207,6 +207,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
   struct Worker {
     std::string name;
     std::vector<std::string> roles;
+    bool replicas = false;  // ranks are rollout replica ranks
   };
   std::vector<Worker> workers;
   if (plan.dialect == Dialect::kMindSpeedRl) {
@@ -217,6 +218,15 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     workers.push_back({"actor_rollout_ref", {"actor", "rollout", "ref"}});
     workers.push_back({"critic", {"critic"}});
     workers.push_back({"reward_model", {"reward"}});
+    // verl >= 0.9 generates in Agent-Loop rollout servers (vLLM/SGLang engines in processes of
+    // their own). With tool rlprof, rlprof records each selected replica's generation there,
+    // end-to-end too: one capture per step and replica besides the trainer worker's. (A
+    // discrete rollout_generate capture is listed under the fused worker: same step, scope and
+    // rank, written by the replica.)
+    const RolePlan* ro = plan.FindRole("rollout");
+    if (plan.dialect == Dialect::kVerlGen3 && plan.tool == Tool::kRlprof && ro != nullptr &&
+        ro->enabled && ro->mode != CaptureMode::kDiscrete)
+      workers.push_back({"rollout replicas", {"rollout"}, true});
   }
 
   // Step windows.
@@ -245,7 +255,9 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     std::vector<int64_t> cands;
     bool any_all = false;
     if (opt.world_size > 0) {
-      for (int64_t r = 0; r < opt.world_size; ++r) cands.push_back(r);
+      const int64_t n = wk.replicas ? std::max<int64_t>(1, opt.world_size / std::max<int64_t>(1, opt.replica_size))
+                                    : opt.world_size;
+      for (int64_t r = 0; r < n; ++r) cands.push_back(r);
     } else {
       std::set<int64_t> s;
       for (const auto& role : wk.roles) {

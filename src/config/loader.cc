@@ -78,7 +78,8 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
   }
   if (plan.dialect == Dialect::kVerlGen3) {
     const RolePlan* ro = plan.FindRole("rollout");
-    if (ro && ro->enabled && ro->mode != CaptureMode::kDiscrete)
+    // (rlprof itself records the replicas in both modes: python/rlprof/integrations/verl_rollout.py)
+    if (ro && ro->enabled && ro->mode != CaptureMode::kDiscrete && plan.tool != Tool::kRlprof)
       plan.warnings.push_back("rollout is only captured in discrete mode: the Agent-Loop rollout "
                               "servers are not profiled with discrete: false");
     if (plan.combine == CombinePolicy::kUnion) {

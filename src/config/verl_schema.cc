@@ -315,7 +315,8 @@ void ParseVerlGen3(ParseContext& ctx) {
     }
     Ref mem = doc.Child(gtc, "torch_memory");
     if (rd.IsBlock(mem)) {
-      rd.CheckKeys(mem, {"trace_alloc_max_entries", "stack_depth", "context", "stacks", "kw_args"});
+      rd.CheckKeys(mem, {"trace_alloc_max_entries", "stack_depth", "memory_snapshot_num_steps", "context",
+                         "stacks", "kw_args"});
       rd.Int(mem, "trace_alloc_max_entries", 1);
       rd.Int(mem, "stack_depth", 1);
     }

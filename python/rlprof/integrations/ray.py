@@ -6,11 +6,15 @@ that joins a running cluster (`ray.init(address=...)`, RAY_ADDRESS, `ray job sub
 not: the patch below adds rlprof's variables (RLPROF_*, and PYTHONPATH with the bootstrap
 directory first) to the job's `runtime_env.env_vars`, which Ray applies to every worker of
 the job. Variables the job sets itself win. Installed by rlprof._hooks when `ray` is imported.
+
+Called from verl's run_ppo, the patch first publishes verl's resolved profiler config to the
+job (rlprof.integrations.verl_config), before the cluster's processes exist.
 """
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from typing import Any, Dict
 
 
@@ -49,6 +53,11 @@ def patch_ray(module: Any) -> None:
 
     @functools.wraps(init)
     def patched_init(*args: Any, **kwargs: Any) -> Any:
+        if "verl" in sys.modules:  # verl's run_ppo: its resolved config, for every process
+            from rlprof.integrations import verl_config
+            cfg = verl_config.find_in_frames(sys._getframe(1))
+            if cfg is not None:
+                verl_config.publish(cfg)
         if _joins_cluster(args, kwargs):
             kwargs["runtime_env"] = with_env_vars(kwargs.get("runtime_env"), job_env_vars())
         return init(*args, **kwargs)

@@ -22,7 +22,7 @@ word) unless `rl_role=` says otherwise. A stage follows the schedule the config 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from rlprof import _rlprof
 from rlprof.profiler import Profiler, annotate as _annotate
@@ -120,14 +120,41 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+# What verl passes as a worker's label (DistProfiler's save_file_prefix): the fused worker's role
+# string ("actor_rollout_ref", "actor_rollout", "ref", ...) or, for a TrainingWorker, its model
+# type (verl 0.9: "value_model" is the critic; "language_model" is the actor's or ref's inner
+# worker, whose process already has its outer worker's label, or a standalone one).
+_LABELS = {"value_model": ["critic"], "critic": ["critic"], "reward_model": ["reward"],
+           "rm": ["reward"], "reward": ["reward"]}
+
+# A TrainingWorker's generic stage names, per the role that runs it.
+_GENERIC_STAGES = {"critic": {"train_batch": "critic_update", "infer_batch": "compute_values"},
+                   "reward": {"infer_batch": "compute_rm_score"}}
+
+
 def roles_of(worker_role: Optional[str]) -> Optional[List[str]]:
-    """The RL roles a verl worker hosts, from its role string ("actor_rollout_ref" ->
-    [actor, rollout, ref]); None when it names none (then RLPROF_ROLES decides)."""
+    """The RL roles a verl worker hosts, from its label ("actor_rollout_ref" -> [actor,
+    rollout, ref], "value_model" -> [critic]); None when it names none (then RLPROF_ROLES
+    decides)."""
     if not worker_role:
         return None
-    words = str(worker_role).lower().replace("-", "_").split("_")
+    label = str(worker_role).lower().replace("-", "_")
+    if label in _LABELS:
+        return list(_LABELS[label])
+    words = label.split("_")
     roles = [r for r in _ROLE_WORDS if r in words]
     return roles or None
+
+
+def stage_for(stage: str, roles: Sequence[str]) -> Tuple[str, str]:
+    """(stage, owning role) of a verl annotation in a process hosting `roles`: a TrainingWorker's
+    generic names become the role's own stage (a critic's train_batch is critic_update)."""
+    if len(roles) == 1 and stage in _GENERIC_STAGES.get(roles[0], {}):
+        return _GENERIC_STAGES[roles[0]][stage], roles[0]
+    owner = _rl_role(stage)
+    if roles and owner not in roles and len(roles) == 1:
+        owner = roles[0]
+    return stage, owner
 
 
 def _rlprof_block(tool_config: Any) -> Dict[str, Any]:
@@ -164,6 +191,7 @@ class _Shared:
     """The process's one rlprof Profiler, shared by every DistProfiler of the process (verl's
     engine workers hold an outer and an inner one), and the step it has open."""
     profiler: Optional[Profiler] = None
+    roles: List[str] = []
     step: Optional[int] = None
     depth = 0
     auto_step = 0
@@ -180,7 +208,15 @@ def _shared_profiler(rank: Optional[int], config: Any, tool_config: Any,
         if roles is None:
             env_roles = [r for r in os.environ.get("RLPROF_ROLES", "").split(",") if r]
             roles = env_roles or ["actor"]
-        src: Any = path if path else config_from_verl(config, tool_config, roles)
+        _Shared.roles = list(roles)
+        # verl's config as verl resolved it (published by the main process), else RLPROF_CONFIG,
+        # else this role's block (rlprof.integrations.verl_config).
+        from rlprof.integrations import verl_config
+        resolved = verl_config.resolved_from_env()
+        if resolved is not None:
+            src, path = resolved, None
+        else:
+            src = path if path else config_from_verl(config, tool_config, roles)
         world = os.environ.get("WORLD_SIZE")
         # Only the ranks verl selects get here, so the Profiler must not run collectives:
         # the run id comes from the launcher (RLPROF_RUN_ID), no clock-offset exchange.
@@ -252,8 +288,8 @@ class RlprofBackend:
                  role: Optional[str] = None, **kwargs: Any
                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
-            stage = role or message or fn.__name__
-            owner = _rl_role(stage)
+            stage, owner = stage_for(role or message or fn.__name__,
+                                     _Shared.roles or roles_of(self.worker_role) or [])
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kw: Any) -> Any:
@@ -367,3 +403,30 @@ def patch_markers(module: Any) -> None:
         new = wrap(fn)
         new._rlprof_patched = True  # type: ignore[attr-defined]
         setattr(module, name, new)
+
+
+def patch_engine_workers(module: Any) -> None:
+    """verl 0.9's TrainingWorker (the critic, a standalone reward model) annotates only
+    `train_batch`; its `infer_batch` (the critic's values, the reward model's scores) is a stage
+    too: recorded as compute_values / compute_rm_score when the process hosts that one role and
+    rlprof is its profiler (verl's own gates apply: enable, rank, step)."""
+    cls = getattr(module, "TrainingWorker", None)
+    fn = cls.__dict__.get("infer_batch") if cls is not None else None
+    if fn is None or getattr(fn, "_rlprof_patched", False):
+        return
+
+    @functools.wraps(fn)
+    def infer_batch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        prof = getattr(self, "profiler", None)
+        impl = getattr(prof, "_impl", None)
+        if (not isinstance(impl, RlprofBackend) or _Shared.profiler is None or
+                not (prof.check_enable() and prof.check_this_step() and prof.check_this_rank())):
+            return fn(self, *args, **kwargs)
+        stage, owner = stage_for("infer_batch", _Shared.roles)
+        if stage == "infer_batch":  # an actor's or ref's inner worker: its outer stage covers it
+            return fn(self, *args, **kwargs)
+        with _annotate(stage, role=owner):
+            return fn(self, *args, **kwargs)
+
+    infer_batch._rlprof_patched = True  # type: ignore[attr-defined]
+    cls.infer_batch = infer_batch

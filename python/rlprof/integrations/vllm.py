@@ -5,8 +5,12 @@ declared in python/pyproject.toml); the launcher's bootstrap does the same for a
 that imports the model runner. Both wrap the runner's step method:
 
   vLLM    vllm.v1.worker.gpu_model_runner.GPUModelRunner.execute_model(scheduler_output, ...)
-          (the CPU runner, vllm.v1.worker.cpu_model_runner.CPUModelRunner, inherits it)
-          vllm.v1.worker.gpu_worker.Worker.profile(is_start)   (verl's start/stop_profile)
+          (the V1 runner; the CPU runner, vllm.v1.worker.cpu_model_runner.CPUModelRunner,
+          inherits it) and vllm.v1.worker.gpu.model_runner.GPUModelRunner.execute_model (the V2
+          runner, vLLM >= 0.3x's default where Triton exists; its dummy runs are not counted)
+          vllm.v1.worker.gpu_worker.Worker.profile(is_start)   (vLLM's own profiler calls)
+          vllm.v1.worker.gpu_worker.Worker.rlprof_begin_step/rlprof_end_step (added here: what
+          rlprof's verl integration calls through the engine's collective_rpc)
   SGLang  sglang.srt.model_executor.model_runner.ModelRunner.forward(forward_batch, ...)
 
 Each engine step runs inside the stage `rollout_generate` (role rollout); a step that decodes
@@ -15,11 +19,14 @@ forward_mode is decode) advances the `decode` sub-step after it, so a role-wide 
 `stage: rollout_generate` schedule with `unit: decode` (and profile_token_start/end) selects
 exactly those iterations. Prefill steps are recorded but not counted.
 
-Steps: the engine's profile(is_start=True) call (verl's `start_profile` on the rollout
-replicas) begins the next RL step and profile(False) ends it; an engine never told begins
-step 1 at its first model step and ends it at exit. Identity: the process hosts role
-`rollout`; its rank is the replica rank (RLPROF_REPLICA, else RANK), as verl numbers Agent
-Loop replicas.
+Steps: under verl (`global_profiler.tool: rlprof`), verl's `start_profile` on the rollout
+replicas reaches every engine worker as `rlprof_begin_step(step)` with the trainer's step
+number, and `stop_profile` as `rlprof_end_step()` (rlprof.integrations.verl_rollout); an
+engine that verl started (VERL_REPLICA_RANK is set) records only between those calls. Else the
+engine's own profile(is_start=True) call begins the next RL step and profile(False) ends it,
+and an engine never told begins step 1 at its first model step and ends it at exit.
+Identity: the process hosts role `rollout`; its rank is the replica rank (RLPROF_REPLICA, else
+VERL_REPLICA_RANK, else RANK), as verl numbers Agent Loop replicas.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ _STAGE = "rollout_generate"
 
 class _State:
     profiler: Optional[Profiler] = None
+    config: Any = None  # what the Profiler is made from: RLPROF_CONFIG, or verl's resolved config
     step: Optional[int] = None
     next_step = 1
     in_stage = False
@@ -50,16 +58,36 @@ def _env_int(*names: str) -> Optional[int]:
     return None
 
 
+def managed_by_verl() -> bool:
+    """An engine that verl's rollout server started: its steps come from verl's
+    start_profile/stop_profile (rlprof_begin_step/rlprof_end_step), never from its first model
+    step (a warm-up or an unprofiled step's generation would open a window)."""
+    return "VERL_REPLICA_RANK" in os.environ
+
+
+def _config_source() -> Any:
+    from rlprof.integrations import verl_config
+    resolved = verl_config.resolved_from_env()
+    if resolved is not None:
+        return resolved, []
+    path = os.environ.get("RLPROF_CONFIG")
+    if not path:
+        return None, []
+    return path, [w for w in os.environ.get("RLPROF_OVERRIDES", "").splitlines() if w.strip()]
+
+
 def profiler() -> Optional[Profiler]:
     """The engine process's Profiler (made at its first use), or None when no config is set."""
     if _State.profiler is None:
-        path = os.environ.get("RLPROF_CONFIG")
-        if not path or _State.failed:
+        if _State.failed:
             return None
-        overrides = [w for w in os.environ.get("RLPROF_OVERRIDES", "").splitlines() if w.strip()]
+        src, overrides = _config_source()
+        if src is None:
+            return None
         try:
             _State.profiler = Profiler(
-                path, overrides=overrides, rank=_env_int("RLPROF_REPLICA", "RANK") or 0,
+                src, overrides=overrides,
+                rank=_env_int("RLPROF_REPLICA", "VERL_REPLICA_RANK", "RANK") or 0,
                 roles=["rollout"], run_id=os.environ.get("RLPROF_RUN_ID") or None,
                 measure_clock_offset=False)
         except Exception as e:  # a bad config never stops the server: one warning
@@ -126,8 +154,11 @@ def _model_step(orig: Any, is_decode: Any) -> Any:
         p = profiler()
         if p is None:
             return orig(self, *args, **kwargs)
+        if kwargs.get("dummy_run"):  # the V2 runner's warm-up and memory-profiling passes
+            return orig(self, *args, **kwargs)
         if _State.step is None:
-            if _State.told:  # between verl's stop_profile and the next start_profile
+            # between two start_profile/stop_profile pairs, or an engine verl has not told yet
+            if _State.told or managed_by_verl():
                 return orig(self, *args, **kwargs)
             begin_step()
         if not _State.in_stage:
@@ -160,6 +191,29 @@ def _profile(orig: Any) -> Any:
     return profile
 
 
+def rlprof_begin_step(worker: Any, step: Optional[int] = None) -> bool:
+    """`Worker.rlprof_begin_step(step)`, reached through the engine's collective_rpc by verl's
+    rollout server's start_profile: begins RL step `step` in this engine process. Returns whether
+    this process records it (its rank and the step are selected)."""
+    _State.told = True
+    begin_step(step)
+    p = _State.profiler
+    if p is None or _State.step is None:
+        return False
+    # The stage is verl's generation phase as the engine sees it: from verl's start_profile
+    # (inside its `gen` timer) to its stop_profile, engine steps and idle waits alike (the
+    # engine-step ranges inside it show when the engine was busy).
+    p.begin_stage(_STAGE, "rollout")
+    _State.in_stage = True
+    return bool(p.enabled)
+
+
+def rlprof_end_step(worker: Any) -> None:
+    """`Worker.rlprof_end_step()`: verl's stop_profile; ends the step and flushes its captures."""
+    _State.told = True
+    end_step()
+
+
 def patch_model_runner_module(module: Any, class_names: Sequence[str] = ("GPUModelRunner",
                                                                          "CPUModelRunner"),
                               method: str = "execute_model") -> None:
@@ -175,7 +229,12 @@ def patch_model_runner_module(module: Any, class_names: Sequence[str] = ("GPUMod
 def patch_worker_module(module: Any, class_names: Sequence[str] = ("Worker",)) -> None:
     for name in class_names:
         cls = getattr(module, name, None)
-        fn = cls.__dict__.get("profile") if cls is not None else None
+        if cls is None:
+            continue
+        # Methods the engine's collective_rpc("rlprof_begin_step", ...) finds on every worker.
+        cls.rlprof_begin_step = rlprof_begin_step
+        cls.rlprof_end_step = rlprof_end_step
+        fn = cls.__dict__.get("profile")
         if fn is None or getattr(fn, "_rlprof_patched", False):
             continue
         setattr(cls, "profile", _profile(fn))
@@ -190,6 +249,6 @@ def register() -> None:
     from rlprof import _hooks
     _hooks.install()
     for name in ("vllm.v1.worker.gpu_model_runner", "vllm.v1.worker.cpu_model_runner",
-                 "vllm.v1.worker.gpu_worker"):
+                 "vllm.v1.worker.gpu.model_runner", "vllm.v1.worker.gpu_worker"):
         if name in sys.modules:
             _hooks._apply(name, sys.modules[name])

@@ -1,0 +1,147 @@
+"""verl's rollout servers with `tool: rlprof`: the generation captured where it runs.
+
+verl 0.9's vLLM rollout server (`vLLMHttpServer`, a Ray actor holding vLLM's AsyncLLM, whose
+engine runs the model in worker processes of its own) keeps its profiler config only for
+tools `torch` and `npu` ("agent loop only support torch and npu profiler") and otherwise never
+starts anything, so the generation — most of a GRPO step — would be a gap. Patched here, with
+no file of verl or vLLM edited:
+
+* the trainer (the process running verl's RayPPOTrainer loop): `_start_profiling` is called
+  every step with the trainer's `global_steps`; `LLMServerManager.start_profile()` passes that
+  step on (`profile_step=`) to the rollout servers when their profiler tool is rlprof;
+* the server (`vLLMHttpServer.start_profile` / `stop_profile`): when its rollout profiler
+  config says `tool: rlprof` and `enable`, it calls `rlprof_begin_step(step)` /
+  `rlprof_end_step()` on every worker of its engine through vLLM's `collective_rpc`; verl's own
+  behaviour for other tools is unchanged;
+* the engine's workers (rlprof.integrations.vllm): those methods begin and end the RL step in
+  the worker process, whose model-runner hook records the stage `rollout_generate` with one
+  range per engine step and its decode sub-steps. Which replica records is rlprof's plan of
+  verl's resolved config (rollout `ranks` are replica ranks), so the captures are those
+  `rlprof plan` lists.
+
+verl's rule for the rollout window is kept: the trainer starts it around generation on the
+profiled steps (`global_profiler.steps`), in discrete and end-to-end mode alike.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Optional
+
+
+class _Trainer:
+    step: Optional[int] = None  # the trainer's current global step
+
+
+def _warn(what: str, e: BaseException) -> None:
+    sys.stderr.write(f"rlprof: warning: {what} ({e!r}); the rollout is not recorded\n")
+
+
+def _tool_is_rlprof(profiler_config: Any) -> bool:
+    try:
+        return (profiler_config is not None and getattr(profiler_config, "tool", None) == "rlprof"
+                and bool(getattr(profiler_config, "enable", False)))
+    except Exception:
+        return False
+
+
+def _continues_a_run(trainer: Any) -> bool:
+    """The trainer's current step is inside (not the first of) a profile_continuous_steps run
+    recorded by rlprof."""
+    try:
+        gp = trainer.config.global_profiler
+        steps = list(gp.steps or [])
+        step = int(trainer.global_steps)
+        return (gp.tool == "rlprof" and bool(gp.get("profile_continuous_steps", False)) and
+                step in steps and step - 1 in steps)
+    except Exception:
+        return False
+
+
+def patch_trainer(module: Any) -> None:
+    """verl.trainer.ppo.ray_trainer: RayPPOTrainer._start_profiling notes the step (every step
+    calls it, profiled or not)."""
+    cls = getattr(module, "RayPPOTrainer", None)
+    fn = cls.__dict__.get("_start_profiling") if cls is not None else None
+    if fn is None or getattr(fn, "_rlprof_patched", False):
+        return
+
+    @functools.wraps(fn)
+    def _start_profiling(self: Any, do_profile: Any = None, *args: Any, **kwargs: Any) -> Any:
+        _Trainer.step = getattr(self, "global_steps", None)
+        if not do_profile and _continues_a_run(self):
+            # verl starts a profile_continuous_steps run once, at its first step, and stops it
+            # after its last: the workers would never hear of the steps in between. Tell them
+            # (rlprof's backend keeps the window open across the boundary: one capture
+            # `steps<A>-<B>`, as the plan says).
+            do_profile = True
+        return fn(self, do_profile, *args, **kwargs)
+
+    _start_profiling._rlprof_patched = True  # type: ignore[attr-defined]
+    cls._start_profiling = _start_profiling
+
+
+def patch_server_manager(module: Any) -> None:
+    """verl.workers.rollout.llm_server: LLMServerManager.start_profile passes the trainer's step
+    to servers whose profiler tool is rlprof."""
+    cls = getattr(module, "LLMServerManager", None)
+    fn = cls.__dict__.get("start_profile") if cls is not None else None
+    if fn is None or getattr(fn, "_rlprof_patched", False):
+        return
+
+    @functools.wraps(fn)
+    def start_profile(self: Any, *args: Any, **kwargs: Any) -> Any:
+        rollout = getattr(self, "rollout_config", None)
+        if _tool_is_rlprof(getattr(rollout, "profiler", None)) and _Trainer.step is not None:
+            kwargs.setdefault("profile_step", int(_Trainer.step))
+        return fn(self, *args, **kwargs)
+
+    start_profile._rlprof_patched = True  # type: ignore[attr-defined]
+    cls.start_profile = start_profile
+
+
+def patch_vllm_server(module: Any) -> None:
+    """verl.workers.rollout.vllm_rollout.vllm_async_server: vLLMHttpServer drives rlprof's
+    steps in its engine's workers."""
+    cls = getattr(module, "vLLMHttpServer", None)
+    if cls is None or getattr(cls, "_rlprof_patched", False):
+        return
+    init, start, stop = cls.__init__, cls.start_profile, cls.stop_profile
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._rlprof_on = _tool_is_rlprof(getattr(getattr(self, "config", None), "profiler", None))
+        self._rlprof_calls = 0
+
+    @functools.wraps(start)
+    async def start_profile(self: Any, **kwargs: Any) -> Any:
+        step = kwargs.pop("profile_step", None)
+        out = await start(self, **kwargs)
+        if getattr(self, "_rlprof_on", False) and getattr(self, "node_rank", 0) == 0:
+            self._rlprof_calls += 1
+            if step is None:  # a trainer rlprof does not know: count verl's calls
+                step = self._rlprof_calls
+            try:
+                await self.engine.collective_rpc("rlprof_begin_step", args=(int(step),))
+            except Exception as e:  # never break generation
+                self._rlprof_on = False
+                _warn(f"rollout replica {getattr(self, 'replica_rank', '?')}: cannot start rlprof "
+                      "in the vLLM engine", e)
+        return out
+
+    @functools.wraps(stop)
+    async def stop_profile(self: Any, **kwargs: Any) -> Any:
+        if getattr(self, "_rlprof_on", False) and getattr(self, "node_rank", 0) == 0:
+            try:
+                await self.engine.collective_rpc("rlprof_end_step")
+            except Exception as e:
+                self._rlprof_on = False
+                _warn(f"rollout replica {getattr(self, 'replica_rank', '?')}: cannot stop rlprof "
+                      "in the vLLM engine", e)
+        return await stop(self, **kwargs)
+
+    cls.__init__ = __init__
+    cls.start_profile = start_profile
+    cls.stop_profile = stop_profile
+    cls._rlprof_patched = True
