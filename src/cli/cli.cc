@@ -42,6 +42,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"rlprof: profiling for distributed RL post-training", "rlprof"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  bool version_flag = false;  // handled before parsing (below); listed in --help
+  app.add_flag("-V,--version", version_flag, "Print rlprof's version (as `rlprof version`)");
 
   std::map<CLI::App*, CommandFn> commands;
   auto add = [&](Command c) { commands[c.app] = std::move(c.run); };
@@ -58,6 +60,10 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddRunCommand(app));
   add(AddTriggerCommand(app));
 
+  if (argc == 2 && (std::string(argv[1]) == "--version" || std::string(argv[1]) == "-V")) {
+    out << "rlprof " << VersionString() << "\n";  // as `rlprof version`
+    return kExitOk;
+  }
   if (argc >= 2 && std::string(argv[1]) == "run") {
     Io io{out, err};
     return RunRunCommand(std::vector<std::string>(argv + 2, argv + argc), io);

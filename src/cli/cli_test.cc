@@ -19,6 +19,19 @@ TEST(CliTest, VersionPrintsTheProjectVersion) {
   EXPECT_NE(out.find("\"version\""), std::string::npos);
 }
 
+TEST(CliTest, DashDashVersionPrintsWhatVersionPrints) {
+  std::string v, out, err;
+  ASSERT_EQ(RunArgs({"version"}, &v, &err), kExitOk);
+  for (const char* flag : {"--version", "-V"}) {
+    out.clear();
+    EXPECT_EQ(RunArgs({flag}, &out, &err), kExitOk) << flag << ": " << err;
+    EXPECT_EQ(out, v) << flag;
+  }
+  out.clear();
+  ASSERT_EQ(RunArgs({"--help"}, &out, &err), kExitOk);
+  EXPECT_NE(out.find("--version"), std::string::npos);
+}
+
 TEST(CliTest, UnknownSubcommandIsAUsageError) {
   std::string out, err;
   EXPECT_EQ(RunArgs({"frobnicate"}, &out, &err), kExitUsage);

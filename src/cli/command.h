@@ -35,6 +35,8 @@ int ExitCodeFor(const base::Status& s);
 int ReportStatus(const base::Status& s, const char* command, Io& io);
 
 Command AddVersionCommand(CLI::App& app);
+// The version `rlprof version` and `rlprof --version` print.
+const char* VersionString();
 Command AddDoctorCommand(CLI::App& app);
 Command AddPlanCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);

@@ -10,6 +10,8 @@
 
 namespace rlprof::cli {
 
+const char* VersionString() { return RLPROF_VERSION; }
+
 Command AddVersionCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("version", "Print rlprof's version");
   auto json = std::make_shared<bool>(false);

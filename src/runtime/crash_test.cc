@@ -108,6 +108,51 @@ TEST(CrashTest, SigkillMidWindowLeavesAReadablePrefix) {
   }
 }
 
+// A capture killed with its window open: the manifest says how many events its complete
+// chunks held when it was last rewritten (at most a second before), never 0 over real data.
+TEST(CrashTest, SigkilledCaptureManifestCountsTheEventsOnDisk) {
+  const std::string save = FreshDir("sigkill_counts");
+  int ready = -1;
+  const pid_t pid = Spawn(
+      [&](int fd) {
+        config::Plan plan = MakePlan(save, {1});
+        plan.flush_interval_s = 0.02;
+        auto s = SessionImpl::Create(plan, ChildOptions(false), NoEnv);
+        s->BeginStep(1);
+        bool told = false;
+        for (uint64_t i = 0;; ++i) {
+          RLPROF_RANGE("busy");
+          if ((i & 1023) == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!told && (i & 16383) == 0) {  // the manifest counts events: ready to be killed
+              const auto caps = FindCaptures(save);
+              if (!caps.empty() && ReadManifest(caps[0])["counts"]["events"].get<uint64_t>() > 0) {
+                SignalReady(fd);
+                told = true;
+              }
+            }
+          }
+        }
+      },
+      &ready);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitReady(ready));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["complete"], false);
+  EXPECT_FALSE(m["window"].contains("close_reason"));
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok()) << cap.status().message();
+  const uint64_t counted = m["counts"]["events"].get<uint64_t>();
+  EXPECT_GT(counted, 0u);
+  EXPECT_LE(counted, cap->events.size());  // chunks written after the last rewrite add to it
+  EXPECT_GT(m["files"][0]["bytes"].get<uint64_t>(), 0u);
+}
+
 TEST(CrashTest, SigtermFinalisesTheOpenCaptureThenTerminates) {
   const std::string save = FreshDir("sigterm");
   int ready = -1;

@@ -43,6 +43,8 @@ struct Writer::Capture {
   bool budget_reported = false;
   bool failed = false;
   size_t manifest_bytes = 0;  // size of the open-time manifest on disk (0: none written)
+  uint64_t manifest_events = 0;      // counts.events of the manifest on disk
+  int64_t manifest_written_ns = 0;   // when the open or progress manifest was last written
   int64_t max_end_ns = INT64_MIN;  // latest event end written
   uint64_t source_events = 0;      // emitted by sources through the sink (drops included)
   std::vector<std::string> errors;
@@ -487,6 +489,12 @@ void Writer::FlushAll(bool force) {
     if (base::Status s = cap->raw->Flush(); !s.ok()) CaptureError(*cap, s.message());
     cap->unflushed = 0;
     cap->last_flush_ns = now;
+    // What the file holds so far, in the manifest (at most once a second): a process killed
+    // with the window open leaves a manifest that says how many events its complete chunks
+    // hold, not the open-time 0.
+    if (!cap->failed && now - cap->manifest_written_ns >= kProgressManifestIntervalNs &&
+        cap->raw->events_written() != cap->manifest_events)
+      WriteManifest(*cap);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.flushes;
   }
@@ -566,8 +574,16 @@ ManifestData Writer::BaseManifest(const Capture& c) const {
 
 void Writer::WriteManifest(Capture& c) {
   // Padded with whitespace (still valid JSON) so that the final manifest can overwrite it in
-  // place when the disk is full by then (WriteFinalManifest).
-  std::string text = ManifestJson(BaseManifest(c));
+  // place when the disk is full by then (WriteFinalManifest). While the window is open it
+  // says complete: false, no close, and the events of the complete chunks written so far.
+  ManifestData m = BaseManifest(c);
+  if (c.raw) {
+    m.events = c.raw->events_written();
+    m.events_bytes = c.raw->bytes_written();
+  }
+  c.manifest_events = m.events;
+  c.manifest_written_ns = MonotonicNowNs();
+  std::string text = ManifestJson(m);
   text.append(kManifestReserveBytes, ' ');
   text += '\n';
   if (base::Status s = base::WriteFileAtomic(c.dir + "/manifest.json", text); !s.ok())

@@ -105,6 +105,8 @@ struct WriterStats {
 // Whitespace appended to the open-time manifest.json: room for the final manifest to be
 // rewritten in place on a full disk (it adds close time, reason, counts and up to 4 errors).
 inline constexpr size_t kManifestReserveBytes = 4096;
+// How often (at most) an open capture's manifest is rewritten with the events flushed so far.
+inline constexpr int64_t kProgressManifestIntervalNs = 1'000'000'000;
 
 class Writer {
  public:
