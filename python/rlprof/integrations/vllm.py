@@ -151,10 +151,10 @@ def _model_step(orig: Any, is_decode: Any) -> Any:
 
     @functools.wraps(orig)
     def step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("dummy_run"):  # the V2 runner's warm-up and memory-profiling passes
+            return orig(self, *args, **kwargs)
         p = profiler()
         if p is None:
-            return orig(self, *args, **kwargs)
-        if kwargs.get("dummy_run"):  # the V2 runner's warm-up and memory-profiling passes
             return orig(self, *args, **kwargs)
         if _State.step is None:
             # between two start_profile/stop_profile pairs, or an engine verl has not told yet
