@@ -43,6 +43,21 @@ _OPS, _SHAPES, _STACK, _MEMORY, _MODULE = 1, 2, 4, 8, 16
 _root_names: Dict[int, str] = {}  # id(module) -> the name given with name_module()
 
 
+def _framework_roots() -> List[Any]:
+    """Where torch and rlprof really are in this process (both the path Python reports and the
+    resolved one): operators' stack frames under them are recorded as framework frames."""
+    import rlprof
+    out = []
+    for label, mod in (("torch", torch), ("rlprof", rlprof)):
+        d = os.path.dirname(os.path.abspath(mod.__file__))
+        for path in dict.fromkeys((d, os.path.realpath(d))):
+            out.append((label, path))
+    return out
+
+
+_torch_ops._set_framework_roots(_framework_roots())
+
+
 def stats() -> Dict[str, Any]:
     """What the torch sources recorded so far in this process (operators, collectives, stacks,
     allocator events, module ranges) and their state."""

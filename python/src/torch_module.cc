@@ -9,6 +9,7 @@
 // Thread-safety: import and Sync run with the GIL held; the functions below may be called from
 // any Python thread.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <atomic>
 #include <map>
@@ -256,6 +257,8 @@ PYBIND11_MODULE(_torch_ops, m) {
                py::reinterpret_steal<py::object>(PyCFunction_NewEx(&kModuleExitDef, nullptr, nullptr)));
   m.def("_note", &Note, py::arg("text"));
   m.def("_stack_depth", [] { return kStackDepth; });
+  m.def("_set_framework_roots", &SetFrameworkRoots, py::arg("roots"),
+        "(label, directory) pairs: stack frames under them are recorded as \"[label] ...\"");
   // Last: from here on the runtime switches the sources (the core registers them).
   core.attr("_set_torch_ops")(py::capsule(&hooks, kTorchHooksCapsule));
 }

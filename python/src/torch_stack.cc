@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -65,11 +66,20 @@ bool Finalizing() {
 #endif
 }
 
+// Set before the first capture, with the GIL held; read with the GIL held.
+std::vector<std::pair<std::string, std::string>> g_roots;  // (label, directory ending in '/')
+
 void AppendText(std::string* out, PyCodeObject* code, int line) {
   const char* file = PyUnicode_AsUTF8(code->co_filename);
   const char* func = PyUnicode_AsUTF8(code->co_name);
   if (file == nullptr || func == nullptr) PyErr_Clear();
   if (!out->empty()) out->push_back('\n');
+  if (file != nullptr)
+    for (const auto& [label, dir] : g_roots)
+      if (std::char_traits<char>::length(file) > dir.size() && std::string_view(file).substr(0, dir.size()) == dir) {
+        out->append("[" + label + "] ");
+        break;
+      }
   out->append(file != nullptr ? file : "?");
   out->push_back(':');
   out->append(std::to_string(line));
@@ -78,6 +88,12 @@ void AppendText(std::string* out, PyCodeObject* code, int line) {
 }
 
 }  // namespace
+
+void SetFrameworkRoots(std::vector<std::pair<std::string, std::string>> roots) {
+  for (auto& [label, dir] : roots)
+    if (!dir.empty() && dir.back() != '/') dir.push_back('/');
+  g_roots = std::move(roots);
+}
 
 uint32_t CaptureStack() {
   if (!Py_IsInitialized() || Finalizing()) return 0;

@@ -11,6 +11,9 @@
 #define RLPROF_PYTHON_SRC_TORCH_STACK_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace rlprof::python {
 
@@ -18,6 +21,12 @@ inline constexpr int kStackDepth = 32;
 
 // The string id of the calling thread's Python stack in the open window; 0 when it has none.
 uint32_t CaptureStack();
+
+// Where the framework packages are (e.g. {"torch", ".../site-packages/torch/"}), recorded in
+// every stack from then on: a frame whose file lies under one is written "[torch] file:line:fn"
+// (docs/formats.md), so the analysis tells framework frames from the user's by where the
+// packages really were, not by a path's words. Set with the GIL held before any capture.
+void SetFrameworkRoots(std::vector<std::pair<std::string, std::string>> roots);
 
 }  // namespace rlprof::python
 

@@ -20,13 +20,32 @@ uint32_t FindId(const Trace& t, std::string_view s) {
 
 }  // namespace
 
+bool IsMarkedFrameworkFrame(std::string_view frame) {
+  // rlprof's stack source writes "[torch] file:line:function" for frames under a framework
+  // package's directory as it was in the process (python/src/torch_stack.h).
+  return frame.size() > 3 && frame.front() == '[' && frame.find("] ") != std::string_view::npos;
+}
+
 bool IsFrameworkFrame(std::string_view file) {
+  // Stacks without rlprof's marks (other tools' traces, captures before the marks): by where
+  // the packages usually are. An rlprof package directory is matched only where pip puts it,
+  // so a checkout or a user folder named "rlprof" is never taken for it.
   auto has = [&](std::string_view p) { return file.find(p) != std::string_view::npos; };
-  return has("/torch/") || has("/rlprof/") || has("/site-packages/torch") ||
-         file.substr(0, 7) == "<frozen" || file == "<string>" || file.empty();
+  return has("/torch/") || has("/site-packages/torch") || has("/site-packages/rlprof/") ||
+         has("/dist-packages/rlprof/") || file.substr(0, 7) == "<frozen" || file == "<string>" ||
+         file.empty();
 }
 
 std::string UserFrame(std::string_view stack) {
+  const bool marked = [&] {
+    for (size_t at = 0; at < stack.size();) {
+      if (IsMarkedFrameworkFrame(stack.substr(at))) return true;
+      const size_t nl = stack.find('\n', at);
+      if (nl == std::string_view::npos) break;
+      at = nl + 1;
+    }
+    return false;
+  }();
   while (!stack.empty()) {
     const size_t nl = stack.find('\n');
     const std::string_view frame = stack.substr(0, nl);
@@ -35,7 +54,10 @@ std::string UserFrame(std::string_view stack) {
     const size_t c1 = c2 == std::string_view::npos || c2 == 0 ? std::string_view::npos
                                                               : frame.rfind(':', c2 - 1);
     const std::string_view file = c1 == std::string_view::npos ? frame : frame.substr(0, c1);
-    if (!IsFrameworkFrame(file)) return std::string(frame);
+    const bool framework = marked ? IsMarkedFrameworkFrame(frame) || file.substr(0, 7) == "<frozen" ||
+                                        file == "<string>" || file.empty()
+                                  : IsFrameworkFrame(file);
+    if (!framework) return std::string(frame);
     if (nl == std::string_view::npos) break;
     stack.remove_prefix(nl + 1);
   }

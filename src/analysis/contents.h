@@ -70,6 +70,8 @@ std::vector<RangeRow> UserRanges(const Trace& t);
 
 // Frames of torch, rlprof and the interpreter's own (frozen importlib, <string>).
 bool IsFrameworkFrame(std::string_view file);
+// A frame rlprof's stack source marked as a framework package's ("[torch] file:line:fn").
+bool IsMarkedFrameworkFrame(std::string_view frame);
 // The first frame of `stack` ("file:line:function" lines, innermost first) outside the
 // framework; "" when every frame is the framework's.
 std::string UserFrame(std::string_view stack);

@@ -114,6 +114,25 @@ TEST(ContentsTest, OperatorsGroupByTheirUserFrame) {
   EXPECT_EQ(UserFrame("C:/torch/x.py:1:f\nC:/me/run.py:3:main"), "C:/me/run.py:3:main");
 }
 
+// rlprof's stack source marks the frames under the packages' real directories: a checkout or a
+// user folder named "rlprof" or "torch" is user code (issue: scripts/test in a clone named rlprof).
+TEST(ContentsTest, MarkedStacksDecideByWhereThePackagesWere) {
+  EXPECT_EQ(UserFrame("[torch] /v/site-packages/torch/nn/modules/linear.py:125:forward\n"
+                      "[rlprof] /v/site-packages/rlprof/profiler.py:40:wrapper\n"
+                      "/home/u/rlprof/python/tests/test_x.py:12:step\n"
+                      "/home/u/rlprof/python/tests/test_x.py:30:main"),
+            "/home/u/rlprof/python/tests/test_x.py:12:step");
+  // Marked: a user folder named torch is the user's; frozen importlib frames stay framework.
+  EXPECT_EQ(UserFrame("[torch] /v/torch/functional.py:1:f\n<frozen runpy>:2:g\n/me/torch/run.py:3:main"),
+            "/me/torch/run.py:3:main");
+  EXPECT_EQ(UserFrame("[torch] /v/torch/a.py:1:f\n[rlprof] /v/rlprof/b.py:2:g"), "");
+  // Unmarked (other tools' traces): a folder named rlprof is no longer taken for the package.
+  EXPECT_EQ(UserFrame("/home/u/rlprof/train.py:7:main"), "/home/u/rlprof/train.py:7:main");
+  EXPECT_EQ(UserFrame("/v/site-packages/rlprof/profiler.py:4:f\n/me/run.py:3:main"), "/me/run.py:3:main");
+  EXPECT_TRUE(IsMarkedFrameworkFrame("[torch] /a.py:1:f"));
+  EXPECT_FALSE(IsMarkedFrameworkFrame("/a/[x] b.py:1:f"));
+}
+
 TEST(ContentsTest, MemoryPeakPerStage) {
   const Trace t = Example();
   const TraceAnalysis a = AnalyseTrace(t, Classifier::Default(), AnalysisOptions{});

@@ -153,6 +153,25 @@ TEST(CrashTest, SigkilledCaptureManifestCountsTheEventsOnDisk) {
   EXPECT_GT(m["files"][0]["bytes"].get<uint64_t>(), 0u);
 }
 
+// A signal whose flush the handler could not wait for (a loaded machine): the window the
+// program closes after it (its step ends as KeyboardInterrupt unwinds) still closes as the
+// signal's "shutdown", whichever of the two the writer sees first.
+TEST(CrashTest, ASignalFlushGoesBeforeTheCommandsSubmittedAfterIt) {
+  const std::string save = FreshDir("signal_order");
+  auto s = SessionImpl::Create(MakePlan(save, {1}), ChildOptions(false), NoEnv);
+  s->BeginStep(1);
+  for (int i = 0; i < 100; ++i) Mark("before the signal");
+  s->FlushFromSignal(0);  // the handler gave up waiting at once
+  s->EndStep();           // the program's own close, right after
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  nlohmann::json m = ReadManifest(caps[0]);
+  EXPECT_EQ(m["complete"], true);
+  EXPECT_EQ(m["window"]["close_reason"], "shutdown");
+  EXPECT_EQ(m["counts"]["events"], 100);
+}
+
 TEST(CrashTest, SigtermFinalisesTheOpenCaptureThenTerminates) {
   const std::string save = FreshDir("sigterm");
   int ready = -1;

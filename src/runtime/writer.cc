@@ -98,7 +98,8 @@ void WakeFd(int fd) {
 void Writer::Open(const WindowOpen& w) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({Command::Type::kOpen, w, {}});
+    queue_.push_back({Command::Type::kOpen, w, {}, submitted_seq_.load(std::memory_order_relaxed) + 1});
+    submitted_seq_.fetch_add(1, std::memory_order_release);
     ++submitted_;
   }
   WakeFd(wake_fd_);
@@ -107,7 +108,8 @@ void Writer::Open(const WindowOpen& w) {
 void Writer::Close(const WindowClose& w) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({Command::Type::kClose, {}, w});
+    queue_.push_back({Command::Type::kClose, {}, w, submitted_seq_.load(std::memory_order_relaxed) + 1});
+    submitted_seq_.fetch_add(1, std::memory_order_release);
     ++submitted_;
   }
   WakeFd(wake_fd_);
@@ -135,7 +137,8 @@ void Writer::Stop() noexcept {
 }
 
 void Writer::RequestSignalFlush() {
-  signal_flush_.store(true, std::memory_order_relaxed);
+  signal_flush_at_.store(submitted_seq_.load(std::memory_order_acquire), std::memory_order_relaxed);
+  signal_flush_.store(true, std::memory_order_release);
   if (wake_fd_ >= 0) WakeFd(wake_fd_);
 }
 
@@ -193,21 +196,25 @@ void Writer::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       cmds.swap(queue_);
     }
-    for (Command& c : cmds) Guarded("processing a command", [&] { Process(c); });
+    // A signal's flush goes between the commands submitted before it and those after it.
+    const bool signalled = signal_flush_.exchange(false, std::memory_order_acquire);
+    const uint64_t flush_at = signal_flush_at_.load(std::memory_order_relaxed);
+    bool flushed = false;
+    for (Command& c : cmds) {
+      if (signalled && !flushed && c.seq > flush_at) {
+        FinishAllFromSignal();
+        flushed = true;
+      }
+      Guarded("processing a command", [&] { Process(c); });
+    }
     Guarded("writing events", [&] {
       Drain();
       FlushAll(false);
     });
-    if (stop || signal_flush_.exchange(false, std::memory_order_relaxed)) {
-      std::vector<uint32_t> gens;
-      for (auto& [gen, cap] : open_) gens.push_back(gen);
-      for (uint32_t gen : gens)
-        Guarded("finalising a capture", [&] { FinishCapture(gen, "shutdown", nullptr, 0); });
-      open_.clear();  // even one that failed half-way: nothing more is written to it
-      if (!stop) {
-        const char b = 1;
-        [[maybe_unused]] ssize_t n = write(ack_pipe_[1], &b, 1);
-      }
+    if (stop || (signalled && !flushed)) FinishAllFromSignal();
+    if (signalled && !stop) {
+      const char b = 1;
+      [[maybe_unused]] ssize_t n = write(ack_pipe_[1], &b, 1);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -476,6 +483,14 @@ void Writer::WriteBatches() {
       }
     }
   }
+}
+
+void Writer::FinishAllFromSignal() {
+  std::vector<uint32_t> gens;
+  for (auto& [gen, cap] : open_) gens.push_back(gen);
+  for (uint32_t gen : gens)
+    Guarded("finalising a capture", [&] { FinishCapture(gen, "shutdown", nullptr, 0); });
+  open_.clear();  // even one that failed half-way: nothing more is written to it
 }
 
 void Writer::FlushAll(bool force) {

@@ -143,7 +143,9 @@ class Writer {
     enum class Type { kOpen, kClose } type;
     WindowOpen open;
     WindowClose close;
+    uint64_t seq = 0;  // submission order (1, 2, ...)
   };
+  void FinishAllFromSignal();
 
   void Loop();
   void Process(Command& c);
@@ -173,6 +175,11 @@ class Writer {
   int wake_fd_ = -1;
   int ack_pipe_[2] = {-1, -1};
   std::atomic<bool> signal_flush_{false};
+  // Commands submitted so far (read by the signal handler) and, at a signal, how many had been:
+  // those are applied before the signal's flush, later ones after it, so a window the program
+  // closes after the signal (its step ends as the exception unwinds) keeps reason "shutdown".
+  std::atomic<uint64_t> submitted_seq_{0};
+  std::atomic<uint64_t> signal_flush_at_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_requested_{false};  // set by Stop() (no allocation: Stop never throws)
   bool fault_reported_ = false;              // writer thread

@@ -17,6 +17,8 @@ What it provides:
       `.to("cpu")` does not copy, so closing the buffer fails; the receiver clones on CPU.
    b. vLLM's CPU backend repacks linear weights after loading; verl's in-place reload is wrapped
       in vLLM's own layer-wise reload (restore the checkpoint layout, reload, repack).
+5. The critic (PPO with GAE): verl's value-head loader asks for flash_attention_2, which needs
+   a GPU; on a CPU the same model is loaded with PyTorch's sdpa attention.
 """
 from __future__ import annotations
 
@@ -203,7 +205,24 @@ def _reload_layerwise(module: ModuleType) -> None:
     cls.update_weights_from_ipc = update_weights_from_ipc
 
 
+def _value_head_with_sdpa(module: ModuleType) -> None:
+    load = module.load_valuehead_model
+
+    @functools.wraps(load)
+    def load_valuehead_model(local_path: str, torch_dtype: Any, model_config: Any,
+                             trust_remote_code: bool) -> Any:
+        if torch.cuda.is_available():
+            return load(local_path, torch_dtype, model_config, trust_remote_code)
+        from transformers import AutoModelForTokenClassification
+        return AutoModelForTokenClassification.from_pretrained(
+            local_path, torch_dtype=torch_dtype, config=model_config, attn_implementation="sdpa",
+            trust_remote_code=trust_remote_code)
+
+    module.load_valuehead_model = load_valuehead_model
+
+
 AFTER_IMPORT: Dict[str, Callable[[ModuleType], None]] = {
+    "verl.utils.model": _value_head_with_sdpa,
     "verl.workers.rollout.vllm_rollout.bucketed_weight_transfer": _clone_shm_weights,
     "verl.workers.rollout.vllm_rollout.utils": _reload_layerwise,
 }

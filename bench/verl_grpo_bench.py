@@ -1,0 +1,116 @@
+"""What watching costs on the real job: verl's own GRPO trainer with a vLLM rollout
+(examples/verl_grpo), one run per mode, each run its own baseline: the profiled steps (2, 3)
+against the unprofiled steps after them (4 .. STEPS) of the same run, from verl's own
+`timing_s/*` metrics.
+
+Modes (separate processes, one after another):
+  none     no profiler (the launcher is not used): the noise between steps 2-3 and 4-N
+  markers  rlprof, `global_profiler.tool=rlprof`, contents [cpu]: stages, ranges, engine steps
+  ops      rlprof, contents [cpu, ops]: every torch operator, trainer worker and vLLM engine
+  torch    verl's own `tool: torch` (torch.profiler, CPU activity) on the same steps, e2e
+           (verl drives its rollout servers' torch profiler in discrete mode only, so the
+           rollout is not profiled by it here)
+
+    .venv/bin/python bench/verl_grpo_bench.py [--modes none,markers,ops,torch] [--steps 6]
+
+Prints, per mode: the mean step and gen time of the profiled and the unprofiled steps, the
+added share, and verl's start/stop_profile time on the profiled steps (where a profiler's
+flush or export lands). Figures, not assertions: CI's machine is shared.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN_SH = os.path.join(ROOT, "examples", "verl_grpo", "run.sh")
+PROFILED = [2, 3]
+
+MODES: Dict[str, List[str]] = {
+    "none": [],
+    "markers": ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enable=True",
+                "actor_rollout_ref.actor.profiler.all_ranks=True",
+                "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu]"],
+    "ops": ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enable=True",
+            "actor_rollout_ref.actor.profiler.all_ranks=True",
+            "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"],
+    "torch": ["global_profiler.tool=torch", "actor_rollout_ref.actor.profiler.enable=True",
+              "actor_rollout_ref.actor.profiler.all_ranks=True",
+              "actor_rollout_ref.actor.profiler.tool_config.torch.contents=[cpu]"],
+}
+
+
+def run(mode: str, steps: int, work: str, cli: str, py: str) -> Dict[int, Dict[str, float]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLPROF_", "RAY_"))}
+    env.update(WORKDIR=work, STEPS=str(steps), VERL_PYTHON=py, RAY_ADDRESS="local",
+               PYTHONPATH=os.path.join(ROOT, "build", "python"))
+    args = [RUN_SH]
+    if mode != "none":
+        args += [f"global_profiler.steps={PROFILED}".replace(" ", ""),
+                 f"global_profiler.save_path={os.path.join(work, 'profile')}"] + MODES[mode]
+    if mode in ("markers", "ops"):
+        env["LAUNCHER"] = f"{cli} run --"
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
+    log = r.stdout + r.stderr
+    if r.returncode != 0:
+        sys.stderr.write(log[-4000:])
+        raise SystemExit(f"verl_grpo_bench: mode {mode} failed (rc {r.returncode})")
+    out: Dict[int, Dict[str, float]] = {}
+    for m in re.finditer(r"step:(\d+) - (.*)", log):
+        out[int(m.group(1))] = {k: float(v) for k, v in
+                                re.findall(r"timing_s/(\w+):([0-9.e+-]+)", m.group(2))}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--modes", default="none,markers,ops,torch")
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--python", default=os.path.join(ROOT, ".venv-integ", "bin", "python"))
+    args = ap.parse_args()
+    cli = os.path.join(ROOT, "build", "bin", "rlprof")
+    rows = []
+    base = tempfile.mkdtemp(prefix="verl_bench_")
+    model = os.path.join(base, "shared")
+    for mode in args.modes.split(","):
+        work = os.path.join(base, mode)
+        os.makedirs(work)
+        if os.path.isdir(os.path.join(model, "model")):  # the same model and data for every mode
+            for d in ("model", "data"):
+                shutil.copytree(os.path.join(model, d), os.path.join(work, d))
+        t0 = time.time()
+        load0 = os.getloadavg()[0]
+        timing = run(mode, args.steps, work, cli, args.python)
+        if not os.path.isdir(os.path.join(model, "model")):
+            for d in ("model", "data"):
+                shutil.copytree(os.path.join(work, d), os.path.join(model, d))
+        after = [s for s in timing if s > max(PROFILED)]
+        prof = [timing[s] for s in PROFILED]
+        rest = [timing[s] for s in after]
+
+        def mean(xs: List[Dict[str, float]], k: str) -> float:
+            return statistics.mean(x.get(k, 0.0) for x in xs)
+
+        rows.append((mode, mean(prof, "step"), mean(rest, "step"), mean(prof, "gen"),
+                     mean(rest, "gen"), mean(prof, "stop_profile") + mean(prof, "start_profile"),
+                     time.time() - t0, load0))
+    print(f"verl_grpo_bench: profiled steps {PROFILED}, baseline steps "
+          f"{PROFILED[-1] + 1}-{args.steps} of the same run; seconds")
+    print(f"{'mode':8} {'step prof':>10} {'step rest':>10} {'added':>8} {'gen prof':>9} "
+          f"{'gen rest':>9} {'added':>8} {'start+stop':>10} {'job s':>6} {'load':>5}")
+    for mode, sp, sr, gp, gr, ss, wall, load in rows:
+        print(f"{mode:8} {sp:10.3f} {sr:10.3f} {100 * (sp / sr - 1):+7.1f}% {gp:9.3f} {gr:9.3f} "
+              f"{100 * (gp / gr - 1):+7.1f}% {ss:10.3f} {wall:6.0f} {load:5.1f}")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
