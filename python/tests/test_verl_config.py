@@ -135,3 +135,26 @@ def test_verl_091_generated_config_plans(rlprof_cli):
     assert r.returncode == 0, r.stderr
     rows = {(c["worker"], c["scope"], c["ranks"]) for c in json.loads(r.stdout)["captures"]}
     assert rows == {("actor_rollout_ref", "e2e", "0-1"), ("rollout replicas", "e2e", "0-1")}
+
+
+def test_colocated_workers_share_one_profiler_with_every_role():
+    """verl colocates the workers of roles that share a resource pool (actor/rollout/ref and the
+    critic by default) in one process: its one Profiler hosts all their roles, and each worker's
+    stages keep its own role (a colocated critic's train_batch is critic_update)."""
+    code = ("from rlprof.integrations import verl as v\n"
+            "a = v.RlprofBackend(rank=0, save_file_prefix='actor_rollout_ref')\n"
+            "c = v.RlprofBackend(rank=0, save_file_prefix='value_model')\n"
+            "inner = v.RlprofBackend(rank=0, save_file_prefix='language_model')\n"
+            "print(v._Shared.labelled)\n"
+            "seen = []\n"
+            "v._annotate = lambda stage, role=None: __import__('contextlib').nullcontext(seen.append((stage, role)))\n"
+            "c.annotate(role='train_batch')(lambda: None)()\n"
+            "a.annotate(role='actor_update')(lambda: None)()\n"
+            "inner.annotate(role='train_batch')(lambda: None)()\n"
+            "print(seen)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0] == "['actor', 'rollout', 'ref', 'critic']"
+    assert out[1] == ("[('critic_update', 'critic'), ('actor_update', 'actor'), "
+                      "('train_batch', 'actor')]")

@@ -9,6 +9,7 @@
 // DIR/report.html. The pipeline is the analysis library's (src/analysis/run_pipeline.h); this
 // file parses options, shows progress, writes the report and prints. Exit codes: 1 usage, 2 bad
 // input (an unreadable input or rules file; the others are still analysed), 4 output error.
+#include <algorithm>
 #include <unistd.h>
 
 #include <iostream>
@@ -66,6 +67,10 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
   }
   // One pass: each input's CSVs and analysis.db rows are written on threads of their own while
   // later inputs are analysed; the report is made while the last ones are written.
+  // The page's device and host lanes, as `rlprof report` and `rlprof serve` analyse for them
+  // (small runs only: their memory grows with lanes x spans per input).
+  if (cfg.options.activity_spans == 0) cfg.options.activity_spans = report::kReportActivitySpansPerLane;
+  cfg.activity_max_inputs = std::min(cfg.activity_max_inputs, report::kReportDetailInputs);
   analysis::RunAnalysis run;
   const std::string title = a.paths.size() == 1 ? a.paths[0] : std::to_string(a.paths.size()) + " paths";
   // Per-kernel rows go into kernel_details and are freed once written: nothing below reads them.

@@ -219,9 +219,18 @@ TEST_F(AnalyseCommandTest, ReportWritesOneSelfContainedPageWithTheComparison) {
   EXPECT_EQ(data["inputs"]["name"].size(), 1u);
   EXPECT_TRUE(data["input_ops"].contains("0"));  // a small run keeps each input's operators
   EXPECT_EQ(data["compare"]["compare_steps"]["rows"].size(), 8u);
-  // analyse writes the same page next to summary.json.
+  // analyse writes the same page next to summary.json, device and host lanes included (it said
+  // "no device or host activity recorded" where report and serve showed them).
   ASSERT_EQ(RunArgs({"analyse", test, "-o", root_ + "/an"}, &out, &err), kExitOk) << err;
   EXPECT_TRUE(fs::exists(root_ + "/an/report.html"));
+  auto lanes = [&](const std::string& file) {
+    const std::string p = Slurp(file);
+    const size_t x = p.find(open), y = p.find("</script>", x);
+    return nlohmann::json::parse(p.substr(x + open.size(), y - x - open.size()))["activity"]["lanes"]["name"];
+  };
+  ASSERT_EQ(RunArgs({"report", test, "-o", root_ + "/r2.html"}, &out, &err), kExitOk) << err;
+  EXPECT_FALSE(lanes(root_ + "/r2.html").empty());
+  EXPECT_EQ(lanes(root_ + "/an/report.html"), lanes(root_ + "/r2.html"));
   EXPECT_EQ(RunArgs({"report", root_ + "/missing"}, &out, &err), kExitBadInput);
   EXPECT_EQ(RunArgs({"report", test, "-o", "/proc/rlprof_no/r.html"}, &out, &err), kExitOutputError);
 }

@@ -189,9 +189,12 @@ def config_from_verl(config: Any, tool_config: Any, roles: Sequence[str]) -> Dic
 
 class _Shared:
     """The process's one rlprof Profiler, shared by every DistProfiler of the process (verl's
-    engine workers hold an outer and an inner one), and the step it has open."""
+    engine workers hold an outer and an inner one; verl colocates the workers of roles that
+    share a resource pool — actor/rollout/ref and the critic, by default — in one process), and
+    the step it has open."""
     profiler: Optional[Profiler] = None
     roles: List[str] = []
+    labelled: List[str] = []  # the roles of every rlprof DistProfiler made in this process
     step: Optional[int] = None
     depth = 0
     auto_step = 0
@@ -205,7 +208,10 @@ def _shared_profiler(rank: Optional[int], config: Any, tool_config: Any,
         roles = roles_of(worker_role)
         path = os.environ.get("RLPROF_CONFIG")
         overrides = [w for w in os.environ.get("RLPROF_OVERRIDES", "").splitlines() if w.strip()]
-        if roles is None:
+        # Every role whose worker lives in this process (colocated workers), in the order they
+        # were made; else RLPROF_ROLES, else actor.
+        roles = list(dict.fromkeys(_Shared.labelled + (roles or [])))
+        if not roles:
             env_roles = [r for r in os.environ.get("RLPROF_ROLES", "").split(",") if r]
             roles = env_roles or ["actor"]
         _Shared.roles = list(roles)
@@ -237,6 +243,9 @@ class RlprofBackend:
         self.tool_config = tool_config
         self.worker_role = save_file_prefix
         self._mine = False
+        for r in roles_of(save_file_prefix) or []:
+            if r not in _Shared.labelled:
+                _Shared.labelled.append(r)
 
     @property
     def profiler(self) -> Profiler:
@@ -288,8 +297,9 @@ class RlprofBackend:
                  role: Optional[str] = None, **kwargs: Any
                  ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+            # The worker's own label first: a colocated critic's train_batch is critic_update.
             stage, owner = stage_for(role or message or fn.__name__,
-                                     _Shared.roles or roles_of(self.worker_role) or [])
+                                     roles_of(self.worker_role) or _Shared.roles)
 
             @functools.wraps(fn)
             def wrapper(*args: Any, **kw: Any) -> Any:
@@ -422,7 +432,7 @@ def patch_engine_workers(module: Any) -> None:
         if (not isinstance(impl, RlprofBackend) or _Shared.profiler is None or
                 not (prof.check_enable() and prof.check_this_step() and prof.check_this_rank())):
             return fn(self, *args, **kwargs)
-        stage, owner = stage_for("infer_batch", _Shared.roles)
+        stage, owner = stage_for("infer_batch", roles_of(impl.worker_role) or _Shared.roles)
         if stage == "infer_batch":  # an actor's or ref's inner worker: its outer stage covers it
             return fn(self, *args, **kwargs)
         with _annotate(stage, role=owner):
