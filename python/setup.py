@@ -1,7 +1,7 @@
 """Builds rlprof's extensions with CMake (the repository's own build) for pip: rlprof._rlprof
-(the runtime), rlprof._analysis (the analysis library behind rlprof.analysis; pandas is the
-user's to install) and, when libtorch is found, rlprof._torch_ops (the operator hook). Metadata is
-in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
+(the runtime), rlprof._analysis (the analysis library behind rlprof.analysis, whose numpy and
+pandas are the `analysis` extra of pyproject.toml) and, when libtorch is found,
+rlprof._torch_ops (the operator hook). Metadata is in pyproject.toml. Environment: RLPROF_CMAKE_ARGS adds CMake arguments, RLPROF_JOBS the build
 parallelism (else CMAKE_BUILD_PARALLEL_LEVEL, MAX_JOBS, the CPU count).
 
 Installed: the package with its extensions, and rlprof's C++ command as rlprof/_bin/rlprof, which
