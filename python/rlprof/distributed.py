@@ -80,13 +80,49 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {first}"[:300]
 
 
+class ClusterMismatch(RuntimeError):
+    """The Ray cluster `auto` found on this machine cannot be used by this Python's Ray."""
+
+
+def join(ray: Any, address: Optional[str]) -> str:
+    """Joins the cluster at `address` and returns what was joined. "auto" (and None) means the
+    cluster this machine belongs to, if it is one this Python's Ray can join: a cluster of
+    another Ray version (another job's, another virtual environment's) is never joined
+    silently — ClusterMismatch says which and what to do — and with no cluster at all a local
+    one is started for the analysis (said on stderr)."""
+    kw = dict(logging_level="ERROR", log_to_driver=False, configure_logging=False)
+    if address not in (None, "", "auto"):
+        ray.init(address=address, **kw)
+        return address
+    try:
+        ray.init(address="auto", **kw)
+        return "auto"
+    except ConnectionError:  # no cluster on this machine: a local one for this analysis
+        sys.stderr.write("rlprof analyse: no Ray cluster on this machine: starting a local one "
+                         "(pass --ray ADDRESS to use another)\n")
+        ray.init(address="local", **kw)
+        return "local"
+    except Exception as e:
+        text = str(e)
+        if "version mismatch" not in text.lower() and "Version mismatch" not in text:
+            raise
+        raise ClusterMismatch(
+            "the Ray cluster running on this machine was started by another Ray or Python than "
+            f"this one (ray {getattr(ray, '__version__', '?')}, {sys.executable}): "
+            f"{text.splitlines()[0][:200]}. Run with RLPROF_PYTHON set to the Python of the job "
+            "that started it (it has the same Ray and rlprof), pass that cluster's address, or "
+            "--ray local to analyse on a new local cluster of this Python") from None
+
+
 def analyse(paths: Union[PathArg, Sequence[PathArg]], address: Optional[str] = None, *,
             rules: Optional[PathArg] = None, assign: str = "clip", compat: str = "native",
             step_marker: Optional[str] = None, progress: Optional[Callable[[int, int], Any]] = None,
             timeout_s: Optional[float] = None,
             _task_hook: Optional[Callable[[bytes], Any]] = None) -> RayAnalysis:
     """Analyses the captures under `paths` on the Ray cluster at `address` ("auto": the
-    cluster this machine belongs to; None: the one ray.init() already joined, else "auto").
+    cluster this machine belongs to, never one of another Ray version, and a local one when
+    there is none: join(); "local": a new local cluster; None: the one ray.init() already
+    joined, else "auto").
     Options as rlprof.analysis.load(). `timeout_s`: inputs not back by then count as lost.
     Raises FileNotFoundError when no node holds any trace (as the local analysis does)."""
     import ray
@@ -108,8 +144,7 @@ def analyse(paths: Union[PathArg, Sequence[PathArg]], address: Optional[str] = N
     _analysis.check_options(opts["rules_yaml"], opts["rules_origin"], assign, compat, opts["step_marker"])
 
     if not ray.is_initialized():
-        ray.init(address=address or "auto", logging_level="ERROR", log_to_driver=False,
-                 configure_logging=False)
+        join(ray, address)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
 
     def pin(node_id: str) -> Any:
@@ -221,6 +256,9 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as e:
         sys.stderr.write(f"rlprof analyse: {e}\n")
         return 1
+    except ClusterMismatch as e:
+        sys.stderr.write(f"rlprof analyse: {e}\n")
+        return 3
     except Exception as e:  # cannot reach the cluster
         sys.stderr.write(f"rlprof analyse: Ray cluster {a.ray}: {_error(e)}\n")
         return 3

@@ -62,3 +62,34 @@ def test_distributed_analysis_on_a_ray_test_cluster_equals_local_and_survives_a_
     assert r["ray_node_lost"] == 1
     assert len(r["lost_errors"]) == 1 and "lost" in r["lost_errors"][0]
     assert r["survivors_equal"]
+
+
+def test_auto_never_joins_a_cluster_of_another_ray_and_starts_one_when_there_is_none(capsys):
+    """`--ray` with its default `auto` joined an unrelated cluster on the machine (another
+    job's Ray) and failed with Ray's "Version mismatch": now it says which and what to do; with
+    no cluster at all it starts a local one, and says so."""
+    from rlprof import distributed
+
+    class FakeRay:
+        __version__ = "9.9.9"
+
+        def __init__(self, fail, at=("auto",)):
+            self.fail, self.at, self.calls = fail, at, []
+
+        def init(self, address=None, **kw):
+            self.calls.append(address)
+            if address in self.at and self.fail is not None:
+                raise self.fail
+
+    mismatch = FakeRay(RuntimeError("Version mismatch: The cluster was started with:\n Ray: 2.60.0"))
+    with pytest.raises(distributed.ClusterMismatch) as e:
+        distributed.join(mismatch, None)
+    assert "RLPROF_PYTHON" in str(e.value) and "--ray local" in str(e.value)
+    assert "Version mismatch" in str(e.value) and mismatch.calls == ["auto"]
+    none = FakeRay(ConnectionError("Could not find any running Ray instance"))
+    assert distributed.join(none, "auto") == "local" and none.calls == ["auto", "local"]
+    assert "starting a local one" in capsys.readouterr().err
+    given = FakeRay(ConnectionError("unreachable"), at=("10.0.0.5:6379",))
+    with pytest.raises(ConnectionError):  # an address the user gave is never replaced
+        distributed.join(given, "10.0.0.5:6379")
+    assert given.calls == ["10.0.0.5:6379"]
