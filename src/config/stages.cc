@@ -9,24 +9,27 @@ namespace rlprof::config {
 const std::vector<StageInfo>& StageTable() {
   using K = SubStepKind;
   static const std::vector<StageInfo> v = {
-      {"rollout_generate", "rollout", {"actor_generate", "generate_sequences"},
+      // Aliases include verl's trainer timer names (timing_s/gen, old_log_prob, ref, values,
+      // update_actor, update_critic, update_weights, reward): marked_timer ranges of those names
+      // are these stages, and configs may name them either way.
+      {"rollout_generate", "rollout", {"actor_generate", "generate_sequences", "gen"},
        {"verl", "MindSpeed-RL", "rlprof"}, {K::kDecode}},
-      {"actor_compute_log_prob", "actor", {}, {"verl", "MindSpeed-RL", "rlprof"}, {K::kMicroBatch}},
-      {"ref_compute_log_prob", "ref", {"reference_compute_log_prob"},
+      {"actor_compute_log_prob", "actor", {"old_log_prob"}, {"verl", "MindSpeed-RL", "rlprof"}, {K::kMicroBatch}},
+      {"ref_compute_log_prob", "ref", {"reference_compute_log_prob", "ref"},
        {"verl", "MindSpeed-RL", "rlprof"}, {K::kMicroBatch}},
       {"actor_update", "actor", {"update_actor"}, {"verl", "MindSpeed-RL", "rlprof"},
        {K::kMiniBatch, K::kMicroBatch}},
-      {"compute_values", "critic", {"critic_compute_values"}, {"verl", "MindSpeed-RL"},
+      {"compute_values", "critic", {"critic_compute_values", "values"}, {"verl", "MindSpeed-RL"},
        {K::kMicroBatch}},
       {"critic_update", "critic", {"update_critic"}, {"verl", "MindSpeed-RL"}, {K::kMiniBatch, K::kMicroBatch}},
-      {"compute_rm_score", "reward", {}, {"verl"}, {K::kMicroBatch}},
+      {"compute_rm_score", "reward", {"reward"}, {"verl"}, {K::kMicroBatch}},
       // verl engine workers: inner stages of actor_update (nested: they open no window of their own
       // inside an open one).
       {"train_batch", "actor", {}, {"verl"}, {K::kMiniBatch, K::kMicroBatch}},
       {"forward_backward", "actor", {}, {"verl"}, {}},
       {"actor_image_embeds", "actor", {}, {"MindSpeed-RL"}, {K::kMicroBatch}},
       // Weight resharding / sync between actor and rollout: annotated by rlprof's example.
-      {"weight_sync", "rollout", {}, {"rlprof"}, {}},
+      {"weight_sync", "rollout", {"update_weights"}, {"rlprof"}, {}},
   };
   return v;
 }

@@ -19,6 +19,20 @@ TEST(StageVocabularyTest, MindSpeedAndVerlNamesOfOneStageAreTheSameStage) {
   EXPECT_EQ(StageRole("my_stage"), "");
 }
 
+// verl's trainer timers (timing_s/<name>) name the same stages.
+TEST(StageVocabularyTest, VerlTrainerTimerNamesAreTheStages) {
+  const std::pair<const char*, const char*> names[] = {
+      {"gen", "rollout_generate"},          {"old_log_prob", "actor_compute_log_prob"},
+      {"ref", "ref_compute_log_prob"},      {"values", "compute_values"},
+      {"update_actor", "actor_update"},     {"update_critic", "critic_update"},
+      {"update_weights", "weight_sync"},    {"reward", "compute_rm_score"}};
+  for (const auto& [timer, stage] : names) {
+    EXPECT_EQ(CanonicalStage(timer), stage) << timer;
+    EXPECT_EQ(StageRole(timer), StageRole(stage)) << timer;
+  }
+  EXPECT_EQ(CanonicalStage("adv"), "adv");  // the driver's own computation: no worker stage
+}
+
 TEST(StageVocabularyTest, EveryVocabularyWordIsInTheTable) {
   for (const std::string& name : {"rollout_generate", "actor_compute_log_prob",
                                   "ref_compute_log_prob", "actor_update", "compute_values",
