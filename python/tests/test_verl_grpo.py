@@ -123,11 +123,17 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
         t = e2e["timing"][step]
         got = {(r["kind"], r["stage"]): float(r["max"]) / 1e6 for r in rows if int(r["step"]) == step}
         window, gen = got[("step_window", "(step window)")], got[("stage", "rollout_generate")]
-        # The trainer worker's window runs from verl's start_profile to its stop_profile, just
-        # around the `step` timer.
-        assert abs(window - t["step"]) <= 0.01 * t["step"], (step, window, t["step"])
-        # The rollout stage: from start_profile to stop_profile in the engine, inside `gen`.
-        assert abs(gen - t["gen"]) <= 0.05 * t["gen"], (step, gen, t["gen"])
+        # The trainer worker's window opens inside verl's start_profile call and closes inside
+        # its stop_profile call, just around the `step` timer: it holds the step, and exceeds it
+        # by at most 1 % beyond the time verl's own start_profile/stop_profile timers took
+        # (quiet machine: +0.6-0.8 %, about 3 ms; the RPCs grow under load, and the slack with
+        # them, so the check holds on a loaded machine too).
+        assert window >= t["step"], (step, window, t["step"])
+        assert window <= 1.01 * t["step"] + t["start_profile"] + t["stop_profile"], (step, window, t)
+        # The rollout stage, in the engine: from verl's start_profile to its stop_profile, both
+        # inside the `gen` timer; within 5 % of it (and 50 ms of RPC slack for a loaded machine).
+        assert gen <= t["gen"], (step, gen, t["gen"])
+        assert gen >= 0.95 * t["gen"] - 0.05, (step, gen, t["gen"])
         for stage, timer in (("actor_compute_log_prob", "old_log_prob"), ("ref_compute_log_prob", "ref"),
                              ("actor_update", "update_actor")):
             assert got[("stage", stage)] <= t[timer], (step, stage, got[("stage", stage)], t[timer])
