@@ -37,14 +37,54 @@ Status WriteAllFd(int fd, const char* p, size_t n, off_t offset, const std::stri
 
 }  // namespace
 
-StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+const char* FileKindName(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+Status CheckRegularFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e == ENOENT) return NotFound(path + ": no such file");
+    return IoError(path + ": cannot open: " + Errno(e));
+  }
+  if (!S_ISREG(st.st_mode))
+    return InvalidArgument(path + ": " + FileKindName(st.st_mode) + ", not a regular file: not read");
+  return Status::Ok();
+}
+
+StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int e = errno;
     if (e == ENOENT) return NotFound(path + ": no such file");
     return IoError(path + ": cannot open: " + Errno(e));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return IoError(path + ": cannot open: " + Errno(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument(path + ": " + FileKindName(st.st_mode) + ", not a regular file: not read");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return FailedPrecondition(path + ": " + std::to_string(st.st_size) + " bytes, more than the " +
+                              std::to_string(max_bytes) + " this file may hold: not read");
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string out;
+  out.reserve(static_cast<size_t>(st.st_size));
   char buf[64 << 10];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -55,6 +95,11 @@ StatusOr<std::string> ReadFile(const std::string& path) {
       return IoError(path + ": read error: " + Errno(e));
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {  // it grew while being read
+      ::close(fd);
+      return FailedPrecondition(path + ": more than the " + std::to_string(max_bytes) +
+                                " bytes this file may hold: not read");
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);

@@ -13,7 +13,19 @@
 
 namespace rlprof::base {
 
-StatusOr<std::string> ReadFile(const std::string& path);
+// Inputs are opened as what they claim to be. A path that is not a regular file (a FIFO, a
+// device such as /dev/zero, a socket, a directory) is refused with InvalidArgument naming what
+// it is — never blocked on (a FIFO is opened O_NONBLOCK and checked with fstat) — and a file
+// larger than `max_bytes` is refused before anything is allocated (FailedPrecondition).
+inline constexpr uint64_t kMaxReadBytes = uint64_t{1} << 30;      // configs, rules: 1 GiB
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;  // manifest.json: 64 MiB
+StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes = kMaxReadBytes);
+// Ok when `path` (symbolic links followed) is a regular file; NotFound when it is absent;
+// InvalidArgument, saying what it is, for anything else. For readers that open a file
+// themselves (ifstream, gzopen, sqlite): call it first so that a FIFO never blocks them.
+Status CheckRegularFile(const std::string& path);
+// What a stat mode is, in words ("a named pipe (FIFO)", "a character device", ...).
+const char* FileKindName(unsigned mode);
 // Writes via a temporary file in the same directory and rename(): readers never see half a file.
 Status WriteFileAtomic(const std::string& path, std::string_view data);
 // Rewrites the existing file `path` in place (write at offset 0, then truncate to the new

@@ -2,6 +2,7 @@
 // the one diagnostics sink printed — problems by severity, notes apart — and in --json.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/files.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/cli_test_util.h"
@@ -165,6 +167,90 @@ TEST_F(HostileCommandTest, ACaptureWhoseEventsAreADirectoryIsPartialNotFatal) {
     EXPECT_EQ(RunArgs(args, &out, &err), kExitOk) << err;
     EXPECT_NE(out.find("[data_loss] raw_events_unreadable="), std::string::npos) << out;
   }
+}
+
+}  // namespace
+}  // namespace rlprof::cli
+
+namespace rlprof::cli {
+namespace {
+
+// Inputs that are not what their names claim (issue 35: every command hung on a FIFO, and a
+// link to /dev/zero or a sparse multi-GiB file under a capture's names was read whole until
+// std::bad_alloc aborted): each is refused with a reason, at once, and every command ends.
+class NotAFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = (fs::temp_directory_path() / ("rlprof_notafile_" + std::to_string(::getpid()))).string();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string Dir(const std::string& name) {
+    const std::string d = root_ + "/" + name;
+    fs::create_directories(d);
+    return d;
+  }
+  void Fifo(const std::string& path) { ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path; }
+  // Every command on `input`: none blocks or crashes; each exits with a result or a reason.
+  void EveryCommandEnds(const std::string& input) {
+    SCOPED_TRACE(input);
+    std::string out, err;
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"summary", input}, {"summary", input, "--view", "rl"}, {"analyse", input, "-o", root_ + "/an"},
+             {"export", input, "-o", root_ + "/x.json"}, {"report", input, "-o", root_ + "/r.html"}}) {
+      out.clear();
+      err.clear();
+      const int rc = RunArgs(args, &out, &err);
+      EXPECT_TRUE(rc == kExitOk || rc == kExitBadInput) << args[0] << " rc " << rc << ": " << err;
+    }
+  }
+  std::string root_;
+};
+
+TEST_F(NotAFileTest, FifosUnderEveryInputNameAreRefusedNotBlockedOn) {
+  Fifo(root_ + "/trace.json");
+  Fifo(root_ + "/trace.json.gz");
+  Fifo(root_ + "/ascend_pytorch_profiler_0.db");
+  for (const char* f : {"trace.json", "trace.json.gz", "ascend_pytorch_profiler_0.db"}) {
+    std::string out, err;
+    EXPECT_EQ(RunArgs({"summary", root_ + "/" + f}, &out, &err), kExitBadInput) << f << err;
+    EXPECT_NE(err.find("named pipe (FIFO)"), std::string::npos) << err;
+  }
+  const std::string cap = Dir("cap_manifest");
+  Fifo(cap + "/manifest.json");
+  EveryCommandEnds(cap);
+  const std::string cap2 = Dir("cap_events");
+  std::ofstream(cap2 + "/manifest.json") << R"({"format":"rlprof-capture","format_version":1})";
+  Fifo(cap2 + "/events.rlp");
+  EveryCommandEnds(cap2);
+  const std::string asc = Dir("rank0_ascend_pt/ASCEND_PROFILER_OUTPUT");
+  Fifo(asc + "/kernel_details.csv");
+  Fifo(asc + "/communication.json");
+  EveryCommandEnds(root_ + "/rank0_ascend_pt");
+  EveryCommandEnds(root_);  // a folder of them all
+}
+
+TEST_F(NotAFileTest, DevZeroAndSparseGiantFilesAreNotReadWhole) {
+  const std::string dev = Dir("dev");
+  fs::create_symlink("/dev/zero", dev + "/manifest.json");
+  fs::create_symlink("/dev/zero", dev + "/events.rlp");
+  EveryCommandEnds(dev);
+  const std::string sparse = Dir("sparse");
+  for (const char* f : {"manifest.json", "events.rlp"}) {  // 3 GiB each, no block allocated
+    std::ofstream(sparse + "/" + f).close();
+    fs::resize_file(sparse + "/" + f, uint64_t{3} << 30);
+  }
+  EveryCommandEnds(sparse);
+  std::string out, err;
+  EXPECT_EQ(RunArgs({"summary", sparse}, &out, &err), kExitBadInput);
+  EXPECT_NE(err.find("bad magic"), std::string::npos) << err;  // the header, not 3 GiB, was read
+  auto m = base::ReadFile(sparse + "/manifest.json", base::kMaxManifestBytes);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("more than the"), std::string::npos) << m.status().message();
+  auto z = base::ReadFile(dev + "/manifest.json");
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.status().message().find("a character device"), std::string::npos) << z.status().message();
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 // runs by their listed id and captures by their index (src/report/run_index.h): no path
 // from a request is ever opened, so nothing outside SAVE_PATH is reachable.
 // Stops on SIGINT / SIGTERM. Exit codes: 1 usage, 2 SAVE_PATH not a folder, 4 cannot bind.
+#include <cerrno>
+#include <cstring>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -30,6 +32,7 @@
 #include "src/format/export.h"
 #include "src/report/html_report.h"
 #include "src/report/run_index.h"
+#include "src/base/files.h"
 
 namespace rlprof::cli {
 namespace {
@@ -86,16 +89,19 @@ class Site {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto hit = Cached(run, name, run.newest_ns)) return *hit;
     RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCapture(run.captures[i]));
+    // Written into a private folder of its own (mkdtemp: unpredictable, 0700), never to a
+    // predictable name in /tmp that another local user could have linked to a file of ours.
     std::error_code ec;
-    const fs::path tmp = fs::temp_directory_path(ec) / ("rlprof-serve-" + std::to_string(::getpid()) + "-" + name);
+    std::string dir = (fs::temp_directory_path(ec) / "rlprof-serve-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr)
+      return base::IoError("cannot make a private temporary folder: " + std::string(std::strerror(errno)));
+    const fs::path tmp = fs::path(dir) / name;
     auto st = format::ExportCaptures(std::span<const format::Capture>(&c, 1), format::ExportFormat::kPftrace, tmp.string());
-    if (!st.ok()) return st.status();
-    std::ifstream in(tmp, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    fs::remove(tmp, ec);
-    Store(run, name, bytes.str());
-    return bytes.str();
+    auto bytes = st.ok() ? base::ReadFile(tmp.string()) : base::StatusOr<std::string>(st.status());
+    fs::remove_all(dir, ec);
+    if (!bytes.ok()) return bytes.status();
+    Store(run, name, *bytes);
+    return *bytes;
   }
 
  private:
@@ -107,10 +113,9 @@ class Site {
     if (::stat(f.c_str(), &s) != 0) return std::nullopt;
     const int64_t mtime = int64_t(s.st_mtim.tv_sec) * 1000000000 + s.st_mtim.tv_nsec;
     if (mtime < newest) return std::nullopt;
-    std::ifstream in(f, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    auto text = base::ReadFile(f.string());  // a regular file only (a FIFO never blocks serve)
+    if (!text.ok()) return std::nullopt;
+    return std::move(*text);
   }
 
   // Into the run's .rlprof-serve folder; in memory when that cannot be written (a read-only

@@ -60,7 +60,7 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
 
 // The manifest of an rlprof capture directory (nullopt for other inputs).
 std::optional<format::Manifest> ManifestOf(const std::string& input) {
-  auto text = base::ReadFile(input + "/manifest.json");
+  auto text = base::ReadFile(input + "/manifest.json", base::kMaxManifestBytes);
   if (!text.ok()) return std::nullopt;
   std::vector<std::string> diag;
   return format::ParseManifest(*text, &diag);

@@ -313,7 +313,7 @@ base::StatusOr<Capture> LoadCapture(const std::string& path) {
     if (c.has_manifest) {
       auto text = fs::is_directory(manifest_path, ec)
                       ? base::StatusOr<std::string>(base::IoError(manifest_path + ": is a directory"))
-                      : base::ReadFile(manifest_path);
+                      : base::ReadFile(manifest_path, base::kMaxManifestBytes);
       if (text.ok()) {
         std::vector<std::string> problems;
         c.manifest = ParseManifest(*text, &problems);

@@ -13,6 +13,7 @@
 
 #include <sys/stat.h>
 
+#include "src/base/files.h"
 #include "src/format/event_schema.h"
 #include "src/format/raw.h"
 #include "src/format/raw_layout.h"
@@ -283,22 +284,33 @@ StatusOr<RawCapture> ReadRawBytes(std::string_view b, const std::string& name) {
 }
 
 StatusOr<RawCapture> ReadRaw(const std::string& path) {
+  // Only a regular file: a FIFO would block the open, /dev/zero would be read forever.
+  RLPROF_RETURN_IF_ERROR(base::CheckRegularFile(path));
   // One read of the whole file (faster than stream copies for captures of hundreds of MB).
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
   if (f == nullptr) {
     if (errno == ENOENT) return base::NotFound(path + ": no such file");
     return base::IoError(path + ": cannot open: " + std::strerror(errno));
   }
-  // fopen succeeds on a directory, whose "size" is then LONG_MAX: only regular files (and
-  // pipes, read without a size hint) are read.
   struct stat st {};
   if (fstat(fileno(f.get()), &st) != 0) return base::IoError(path + ": cannot stat: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return base::IoError(path + ": is a directory, not an events file");
-  std::string bytes;
-  char buf[1 << 16];
-  if (S_ISREG(st.st_mode) && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, n);
+  if (!S_ISREG(st.st_mode)) return base::InvalidArgument(path + ": not a regular file: not read");
+  // The header first: a file that is no capture (a sparse or foreign file under this name) is
+  // not read whole just to be rejected.
+  std::string bytes(sizeof(kRawMagic), '\0');
+  const size_t head = std::fread(bytes.data(), 1, bytes.size(), f.get());
+  bytes.resize(head);
+  if (head < sizeof(kRawMagic) || std::memcmp(bytes.data(), kRawMagic, sizeof(kRawMagic)) != 0)
+    return ReadRawBytes(bytes, path);
+  try {
+    if (st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, n);
+  } catch (const std::bad_alloc&) {
+    return base::FailedPrecondition(path + ": " + std::to_string(st.st_size) +
+                                    " bytes: not enough memory to read it");
+  }
   if (std::ferror(f.get())) return base::IoError(path + ": read error");
   return ReadRawBytes(bytes, path);
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/format/capture.h"
+#include "src/base/files.h"
 
 namespace rlprof::report {
 namespace fs = std::filesystem;
@@ -35,10 +36,10 @@ bool Inside(const fs::path& child, const fs::path& root) {
 }
 
 std::string ReadSmallFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  if (in) s << in.rdbuf();
-  return s.str();
+  // Regular files only, of a manifest's size at most: a FIFO or /dev/zero under a manifest's
+  // name never blocks or exhausts `rlprof serve` (base::ReadFile).
+  auto text = base::ReadFile(p.string(), base::kMaxManifestBytes);
+  return text.ok() ? std::move(*text) : std::string();
 }
 
 void AddCapture(const std::string& dir, RunInfo* run) {

@@ -19,6 +19,7 @@
 #include "src/analysis/readers/ascend_text_reader.h"
 #include "src/analysis/readers/chrome_builder.h"
 #include "src/base/time_math.h"
+#include "src/base/files.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -471,6 +472,7 @@ bool HasSqliteMagicBytes(std::string_view bytes) {
 }
 
 bool HasSqliteMagic(const std::string& path) {
+  if (!base::CheckRegularFile(path).ok()) return false;  // a FIFO would block the open
   std::ifstream f(path, std::ios::binary);
   char buf[sizeof kSqliteMagic] = {};
   if (!f.read(buf, sizeof buf)) return false;
@@ -484,6 +486,7 @@ bool IsAscendDbName(std::string_view name) {
 
 base::Status ReadAscendDb(const std::string& path, const ReadOptions& opts, Trace* trace) {
   trace->source = path;
+  RLPROF_RETURN_IF_ERROR(base::CheckRegularFile(path));  // FIFOs, devices: refused, never opened
   sqlite3* db = nullptr;
   // Read-only, no mutex (one connection per call): the file is never written, not even a journal.
   const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);

@@ -15,6 +15,7 @@
 #include "src/analysis/readers/chrome_builder.h"
 #include "src/analysis/readers/decimal.h"
 #include "src/base/time_math.h"
+#include "src/base/files.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -333,6 +334,10 @@ void Builder::Communication(const std::string& text) {
 std::optional<std::string> Slurp(const fs::path& p, Trace* t) {
   std::error_code ec;
   if (!fs::exists(p, ec)) return std::nullopt;
+  if (base::Status regular = base::CheckRegularFile(p.string()); !regular.ok()) {
+    t->diagnostics.Note("input_unreadable_file", regular.message());  // a FIFO: never opened
+    return std::nullopt;
+  }
   std::ifstream f(p, std::ios::binary);
   std::ostringstream ss;
   if (!f || !(ss << f.rdbuf())) {

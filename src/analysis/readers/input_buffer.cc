@@ -1,4 +1,5 @@
 #include "src/analysis/readers/input_buffer.h"
+#include "src/base/files.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -154,7 +155,8 @@ bool IsGzip(std::string_view b) {
 }  // namespace
 
 base::StatusOr<InputBuffer> ReadInputFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO under a trace's name must not block the open (it is refused below).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     std::string why = std::strerror(errno);
     if (errno == ENOENT) return base::NotFound(path + ": " + why);
@@ -163,8 +165,9 @@ base::StatusOr<InputBuffer> ReadInputFile(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return base::InvalidArgument(path + ": not a regular file");
+    return base::InvalidArgument(path + ": " + base::FileKindName(st.st_mode) + ", not a regular file: not read");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   InputBuffer raw;
   size_t expect = static_cast<size_t>(st.st_size);
   // Large plain files are mapped; gzip files (1f 8b) are read and inflated.

@@ -13,6 +13,7 @@
 #include "src/analysis/readers/ascend_text_reader.h"
 #include "src/analysis/readers/capture_reader.h"
 #include "src/analysis/readers/chrome_json_reader.h"
+#include "src/base/files.h"
 #include "src/analysis/readers/input_buffer.h"
 #include "src/format/capture.h"
 #include "src/format/raw.h"
@@ -23,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 bool HasRawMagic(const std::string& path) {
+  if (!base::CheckRegularFile(path).ok()) return false;  // a FIFO would block the open
   std::ifstream f(path, std::ios::binary);
   char buf[sizeof(format::kRawMagic)] = {};
   if (!f.read(buf, sizeof buf)) return false;
@@ -36,6 +38,7 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 // A *.json(.gz) file whose head looks like a Chrome trace (an object with "traceEvents", or an
 // array of events): keeps manifests, Ascend summaries and configs out of directory expansion.
 bool LooksLikeTraceFile(const std::string& path) {
+  if (!base::CheckRegularFile(path).ok()) return false;
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return false;
   std::string head(256 << 10, '\0');
@@ -131,6 +134,7 @@ base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts
                                  "events.rlp) nor an Ascend profiler folder; expand it with "
                                  "FindTraceInputs");
   }
+  RLPROF_RETURN_IF_ERROR(base::CheckRegularFile(path));  // FIFOs, devices: refused, never opened
   if (HasRawMagic(path)) return ReadCapture(path, opts);
   if (HasSqliteMagic(path)) return ReadDb(path, opts);
   if (IsAscendDbName(fs::path(path).filename().string()))
@@ -214,6 +218,10 @@ void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics*
       diag->Note("input_events_without_manifest",
                  q.string() + ": no manifest.json beside it; identity from the events header");
       out->insert(q.string());
+      continue;
+    }
+    if (base::Status regular = base::CheckRegularFile(q.string()); !regular.ok()) {
+      diag->Note("input_unreadable_file", regular.message());  // a FIFO, a device: never opened
       continue;
     }
     if (std::ifstream probe(q, std::ios::binary); !probe) {
