@@ -202,3 +202,41 @@ def test_run_list_links_work_in_a_browser(server):
         drv.save_screenshot(os.path.join(build, "test-artifacts", "serve_runs.png"))
     finally:
         drv.quit()
+
+
+def test_links_inside_a_run_never_lead_out(rlprof_cli, tmp_path):
+    """Issue 35: a trace file linked from inside a run was analysed into its report, a capture
+    whose events.rlp is a link was analysed and served as a .pftrace download. Every path serve
+    opens is resolved and checked: links out of the save path are left out and said so."""
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    save, outside = tmp_path / "save", tmp_path / "outside"
+    subprocess.run([sys.executable, str(script), str(save), "mixed", "forward"], check=True, timeout=120)
+    subprocess.run([sys.executable, str(script), str(outside), "secret", "secret_outside_op"],
+                   check=True, timeout=120)
+    run = save / "mixed"
+    # a capture folder inside the run whose events are a link to the outside run's events
+    inside_caps = sorted(p for p in run.rglob("manifest.json"))
+    outside_caps = sorted(p for p in outside.rglob("events.rlp"))
+    fake = run / "step1" / "e2e" / "rank9-linked-1"
+    fake.mkdir(parents=True)
+    shutil.copy(inside_caps[0], fake / "manifest.json")
+    os.symlink(outside_caps[0], fake / "events.rlp")
+    # a trace file linked in from outside (a Chrome trace naming the outside op)
+    trace = tmp_path / "outside_trace.json"
+    trace.write_text('{"traceEvents": [{"ph": "X", "name": "secret_outside_op", "ts": 0, "dur": 5,'
+                     ' "pid": 1, "tid": 1, "cat": "cpu_op"}]}')
+    os.symlink(trace, run / "linked_trace.json")
+    s = Server(rlprof_cli, save)
+    try:
+        status, body, _ = s.get("/runs/mixed/report.html")
+        assert status == 200, body[:500]
+        assert b"secret_outside_op" not in body
+        assert b"input_outside_root" in body
+        status, body, _ = s.get("/runs/mixed/captures")
+        assert status == 200 and body.count(b".pftrace\"") == len(inside_caps), body[:2000]
+        for i in range(len(inside_caps) + 1):
+            st, data, _ = s.get(f"/runs/mixed/captures/{i}.pftrace")
+            assert b"secret_outside_op" not in data
+    finally:
+        s.stop()

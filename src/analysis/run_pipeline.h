@@ -52,6 +52,10 @@ struct RunConfig {
   // Past this many inputs, options.activity_spans is not applied (activity lanes are kept per
   // input: their memory grows with the run; the report shows them for small runs only).
   size_t activity_max_inputs = SIZE_MAX;
+  // When set (a canonical directory): inputs whose real path — and, for a capture, the real
+  // paths of its manifest.json and events.rlp — lie outside it are left out and counted as
+  // input_outside_root (rlprof serve: nothing outside the save path through a link).
+  std::string confine_to;
 };
 
 base::StatusOr<AssignMode> ParseAssignMode(const std::string& name);  // InvalidArgument if unknown

@@ -55,10 +55,11 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
                          const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
                          Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                         analysis::Diagnostics* found, size_t activity_max_inputs) {
+                         analysis::Diagnostics* found, size_t activity_max_inputs,
+                         const std::string& confine_to) {
   const std::string prefix = std::string("rlprof ") + command + ": " + (side.empty() ? "" : side + ": ");
   analysis::RunConfig cfg{.options = opts, .classifier = cls, .jobs = jobs, .progress = nullptr,
-                          .activity_max_inputs = activity_max_inputs};
+                          .activity_max_inputs = activity_max_inputs, .confine_to = confine_to};
   auto run = analysis::AnalyseRun({path}, cfg);
   if (!run.ok()) {
     // "no trace found under PATH" and, one per line, why (what the search passed over).
@@ -128,7 +129,8 @@ base::Status WriteTableFiles(const std::string& dir, const std::vector<const ana
 base::Status AnalyseForReport(const std::string& path, const std::string& baseline, const std::string& title,
                               const std::string& baseline_label, const std::string& current_label,
                               const char* command, const analysis::Classifier& cls,
-                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out) {
+                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out,
+                              bool confine) {
   std::vector<analysis::InputResult> results, base;
   analysis::Diagnostics found;
   // Device and host lanes for the timeline: only in runs whose page keeps per-input detail
@@ -137,9 +139,10 @@ base::Status AnalyseForReport(const std::string& path, const std::string& baseli
   base_opts.activity_spans = 0;
   if (run_opts.activity_spans == 0) run_opts.activity_spans = report::kReportActivitySpansPerLane;
   RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, run_opts, jobs, io, &results, &out->bad_inputs, &found,
-                                     report::kReportDetailInputs));
+                                     report::kReportDetailInputs, confine ? path : ""));
   if (!baseline.empty())
-    RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, base_opts, jobs, io, &base, &out->bad_inputs, &found));
+    RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, base_opts, jobs, io, &base, &out->bad_inputs,
+                                       &found, SIZE_MAX, confine ? baseline : ""));
   std::unique_ptr<analysis::Comparison> cmp;
   if (!baseline.empty()) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   out->data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,

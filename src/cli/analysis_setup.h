@@ -47,7 +47,8 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
 base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,
                          const analysis::Classifier& cls, const analysis::AnalysisOptions& opts, size_t jobs,
                          Io& io, std::vector<analysis::InputResult>* out, bool* bad_inputs,
-                         analysis::Diagnostics* found, size_t activity_max_inputs = SIZE_MAX);
+                         analysis::Diagnostics* found, size_t activity_max_inputs = SIZE_MAX,
+                         const std::string& confine_to = "");
 
 // What `rlprof report` and `rlprof serve` draw: `path` (and `baseline` when not empty) found and
 // analysed with AnalysePath, compared, and turned into the report's data (report::ReportData,
@@ -64,7 +65,8 @@ struct RunReport {
 base::Status AnalyseForReport(const std::string& path, const std::string& baseline, const std::string& title,
                               const std::string& baseline_label, const std::string& current_label,
                               const char* command, const analysis::Classifier& cls,
-                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out);
+                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out,
+                              bool confine = false);  // each side read only below itself (serve)
 
 // The Status of a command whose inputs were partly unreadable (their reasons already printed):
 // DataLoss (exit 2) when `bad_inputs`, else Ok.

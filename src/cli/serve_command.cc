@@ -77,7 +77,7 @@ class Site {
     RunReport r;
     RLPROF_RETURN_IF_ERROR(AnalyseForReport(run.path, baseline ? baseline->path : "", run.id,
                                             baseline ? baseline->id : "", run.id, "serve", cls_, opts_, args_.jobs,
-                                            io, &r));
+                                            io, &r, /*confine=*/true));
     std::string page = report::RenderHtmlReport(r.data);
     Store(run, name, page);
     return page;

@@ -45,6 +45,7 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"improper_nesting", S::kWarning, "trace", "slices on one thread that overlap without nesting"},
     {"input_empty_file", S::kDataLoss, "input", "an empty (zero-byte) trace or events file found below an input folder: skipped"},
     {"input_events_without_manifest", S::kWarning, "input", "a folder with events.rlp but no manifest.json: read as a bare events file (identity from its header)"},
+    {"input_outside_root", S::kWarning, "input", "an input below the served folder leads outside it through a link: not read (rlprof serve)"},
     {"input_unreadable_dir", S::kDataLoss, "input", "a folder below an input could not be listed (permissions, I/O error): its traces are missing"},
     {"input_unreadable_file", S::kDataLoss, "input", "a file below an input could not be opened: skipped"},
     {"inputs_without_rank", S::kWarning, "cluster", "inputs whose rank is unknown: each given its own negative pseudo-rank"},

@@ -152,7 +152,13 @@ RunIndex ListRuns(const std::string& save_path, std::string_view only_id) {
     run.path = real.string();
     format::Diagnostics d;
     for (const std::string& c : format::FindCaptureDirs(run.path, &d)) {
-      if (Inside(fs::weakly_canonical(c, e2), real)) AddCapture(c, &run);
+      // The capture and its two files, each resolved: a link out of the run is never served.
+      bool inside = Inside(fs::weakly_canonical(c, e2), real);
+      for (const char* f : {"manifest.json", "events.rlp"})
+        if (inside && fs::exists(fs::symlink_status(fs::path(c) / f, e2)))
+          inside = Inside(fs::weakly_canonical(fs::path(c) / f, e2), real);
+      if (inside) AddCapture(c, &run);
+      else idx.diagnostics.Note("input_outside_root", c + ": leads outside the save path (a link): not served");
     }
     idx.diagnostics.Merge(d);
     if (run.captures.empty()) continue;
