@@ -240,3 +240,22 @@ def test_links_inside_a_run_never_lead_out(rlprof_cli, tmp_path):
             assert b"secret_outside_op" not in data
     finally:
         s.stop()
+
+
+def test_a_host_header_of_another_name_is_refused_on_loopback(server):
+    """DNS rebinding: a page on another domain that resolves to 127.0.0.1 sends its own name as
+    Host; a loopback server answers only requests for localhost / 127.0.0.1 / [::1] and its port."""
+    port = server.base.rsplit(":", 1)[1]
+
+    def get(host):
+        req = urllib.request.Request(server.base + "/", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    assert get(f"rebind.example:{port}") == 403
+    assert get("127.0.0.1:1") == 403                   # another port: another server
+    for ok in (f"127.0.0.1:{port}", f"localhost:{port}"):
+        assert get(ok) == 200

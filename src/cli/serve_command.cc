@@ -8,6 +8,8 @@
 // runs by their listed id and captures by their index (src/report/run_index.h): no path
 // from a request is ever opened, so nothing outside SAVE_PATH is reachable.
 // Stops on SIGINT / SIGTERM. Exit codes: 1 usage, 2 SAVE_PATH not a folder, 4 cannot bind.
+#include <memory>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <pthread.h>
@@ -46,6 +48,24 @@ struct ServeArgs {
 };
 
 bool IsLoopbackName(const std::string& h) { return h == "127.0.0.1" || h == "localhost" || h == "::1"; }
+
+// A Host header that names this loopback server ("localhost:8470", "127.0.0.1:8470",
+// "[::1]:8470"): a page on another name that resolves to 127.0.0.1 (DNS rebinding) is refused.
+bool HostNamesThisServer(const std::string& host, int port) {
+  std::string name = host, p;
+  if (!name.empty() && name[0] == '[') {
+    const size_t close = name.find(']');
+    if (close == std::string::npos) return false;
+    p = name.substr(close + 1);
+    name = name.substr(1, close - 1);
+  } else if (const size_t colon = name.rfind(':'); colon != std::string::npos) {
+    p = name.substr(colon);
+    name = name.substr(0, colon);
+  }
+  if (!IsLoopbackName(name)) return false;
+  if (p.empty()) return port == 80;
+  return p == ":" + std::to_string(port);
+}
 
 std::string RandomToken() {
   std::random_device rd;
@@ -178,10 +198,20 @@ int Run(const ServeArgs& in, Io& io) {
 
   httplib::Server svr;
   const std::string token = a.token;
-  svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+  const bool loopback = IsLoopbackName(a.host);
+  auto bound_port = std::make_shared<std::atomic<int>>(-1);  // known once bound (port 0: any)
+  // Slow clients: a connection that sends nothing for 10 s is closed (httplib's per-read timeout).
+  svr.set_read_timeout(10, 0);
+  svr.set_keep_alive_timeout(5);
+  svr.set_pre_routing_handler([token, loopback, bound_port](const httplib::Request& req, httplib::Response& res) {
     res.set_header("X-Content-Type-Options", "nosniff");
     res.set_header("Referrer-Policy", "no-referrer");
     res.set_header("Cache-Control", "no-store");
+    if (loopback && !HostNamesThisServer(req.get_header_value("Host"), bound_port->load())) {
+      Fail(res, 403, "this server answers requests for localhost only (the Host header names another "
+                     "server: a page on another domain?)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.method != "GET" && req.method != "HEAD") {
       Fail(res, 405, "read-only: only GET and HEAD");
       return httplib::Server::HandlerResponse::Handled;
@@ -242,6 +272,7 @@ int Run(const ServeArgs& in, Io& io) {
     io.err << "rlprof serve: cannot listen on " << a.host << ":" << a.port << "\n";
     return kExitOutputError;
   }
+  bound_port->store(port);
   // SIGINT / SIGTERM end the server: blocked here (the server's threads inherit the mask) and
   // waited for by this thread.
   sigset_t stop_signals;
