@@ -253,5 +253,23 @@ TEST_F(NotAFileTest, DevZeroAndSparseGiantFilesAreNotReadWhole) {
   EXPECT_NE(z.status().message().find("a character device"), std::string::npos) << z.status().message();
 }
 
+TEST_F(NotAFileTest, ASymlinkLoopAndADeepManifestAreReportedNotFatal) {
+  const std::string loop = Dir("loop");
+  fs::create_symlink("manifest.json", loop + "/manifest.json");  // a link to itself
+  fs::create_symlink("b", loop + "/a");
+  fs::create_symlink("a", loop + "/b");
+  EveryCommandEnds(loop);
+  // A manifest whose config nests 100,000 levels: the manifest is refused ("nested deeper
+  // than 256 levels"), the events still read.
+  const std::string deep = Dir("deep");
+  std::string text = R"({"format":"rlprof-capture","format_version":1,"config":)";
+  text += std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::ofstream(deep + "/manifest.json") << text;
+  EveryCommandEnds(deep);
+  std::string out, err;
+  RunArgs({"summary", deep, "--json"}, &out, &err);
+  EXPECT_NE((out + err).find("nested deeper than 256"), std::string::npos) << out.substr(0, 2000) << err;
+}
+
 }  // namespace
 }  // namespace rlprof::cli

@@ -6,6 +6,7 @@
 
 #include "src/base/files.h"
 #include "src/base/time_math.h"
+#include "src/format/bounded_json.h"
 
 namespace rlprof::format {
 namespace {
@@ -116,7 +117,13 @@ class Fields {
 
 Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) {
   Manifest m;
-  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  bool too_deep = false;
+  json root = ParseJsonBounded(text, &too_deep);
+  if (too_deep) {
+    diag->push_back(std::string(kManifestName) + ": nested deeper than " + std::to_string(kMaxJsonDepth) +
+                    " levels; manifest ignored");
+    return m;
+  }
   if (root.is_discarded() || !root.is_object()) {
     diag->push_back(std::string(kManifestName) + ": not a JSON object; manifest ignored");
     return m;

@@ -13,6 +13,7 @@
 
 #include "src/format/capture.h"
 #include "src/base/files.h"
+#include "src/format/bounded_json.h"
 
 namespace rlprof::report {
 namespace fs = std::filesystem;
@@ -57,7 +58,7 @@ void AddCapture(const std::string& dir, RunInfo* run) {
   if (!m.mode.empty()) run->modes.insert(m.mode);
   for (const auto& c : m.contents) run->contents.insert(c);
   if (!m.config_json.empty()) {
-    const auto plan = nlohmann::json::parse(m.config_json, nullptr, /*allow_exceptions=*/false);
+    const auto plan = format::ParseJsonBounded(m.config_json);
     if (plan.is_object() && plan.contains("tool") && plan["tool"].is_string()) run->tools.insert(plan["tool"].get<std::string>());
   }
 }

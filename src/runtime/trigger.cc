@@ -1,5 +1,6 @@
 // Trigger requests: files in a private per-user directory (see the header).
 #include "src/runtime/trigger.h"
+#include "src/format/bounded_json.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -53,7 +54,7 @@ std::string TriggerRequestJson(const TriggerRequest& r) {
 }
 
 base::StatusOr<TriggerRequest> ParseTriggerRequest(std::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = format::ParseJsonBounded(text);  // another user's file: bounded nesting
   if (j.is_discarded() || !j.is_object()) return base::InvalidArgument("not a JSON object");
   if (j.value("rlprof_trigger", 0) != kTriggerFormat)
     return base::InvalidArgument("not an rlprof trigger request (format " + std::to_string(kTriggerFormat) + ")");

@@ -20,6 +20,7 @@
 #include "src/analysis/readers/chrome_builder.h"
 #include "src/base/time_math.h"
 #include "src/base/files.h"
+#include "src/format/bounded_json.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -234,7 +235,7 @@ class Builder {
     });
     r_.Select("META_DATA", {"name", "value"}, [&](sqlite3_stmt* st) {
       if (Text(st, 0) != "distributed_args") return;
-      nlohmann::json j = nlohmann::json::parse(Text(st, 1), nullptr, /*allow_exceptions=*/false);
+      nlohmann::json j = format::ParseJsonBounded(Text(st, 1));
       if (!j.is_object()) return;
       auto ws = j.find("world_size");
       if (ws != j.end() && ws->is_number_integer() && ws->get<int64_t>() > 0) t_->world_size = ws->get<int64_t>();
