@@ -1,4 +1,5 @@
 #include "src/analysis/contents.h"
+#include "src/base/time_math.h"
 
 #include <algorithm>
 #include <map>
@@ -104,7 +105,7 @@ std::vector<ModuleRow> ModuleView(const Trace& t) {
     if (!is_module[i]) continue;
     bool under_op = false;
     const int32_t m = nearest_module(i, &under_op);
-    if (m >= 0) child_time[m] += t.dur[i];
+    if (m >= 0) child_time[m] = base::SatAdd(child_time[m], t.dur[i]);
     std::string path, cls;
     if (is_module[i] == 1) {
       path = t.str(t.name[i]);
@@ -127,7 +128,7 @@ std::vector<ModuleRow> ModuleView(const Trace& t) {
       r.depth = depth;
     }
     ++r.calls;
-    r.total += t.dur[i];
+    r.total = base::SatAdd(r.total, t.dur[i]);
   }
   for (size_t i = 0; i < n; ++i) {
     if (t.kind[i] != SliceKind::kRange) continue;
@@ -139,7 +140,7 @@ std::vector<ModuleRow> ModuleView(const Trace& t) {
       if (m < 0 || under_op) continue;
       ModuleRow& r = rows[path_of[m]];
       ++r.ops;
-      r.op_time += t.dur[i];
+      r.op_time = base::SatAdd(r.op_time, t.dur[i]);
     }
   }
   std::vector<ModuleRow> out;
@@ -231,8 +232,8 @@ std::vector<FrameRow> OpsByFrame(const Trace& t) {
     Acc& a = acc[f->second];
     a.row.frame = f->second;
     ++a.row.ops;
-    a.row.total += t.dur[i];
-    a.by_op[t.name[i]] += t.dur[i];
+    a.row.total = base::SatAdd(a.row.total, t.dur[i]);
+    a.by_op[t.name[i]] = base::SatAdd(a.by_op[t.name[i]], t.dur[i]);
   }
   std::vector<FrameRow> out;
   for (auto& [frame, a] : acc) {
@@ -276,7 +277,7 @@ std::vector<RangeRow> UserRanges(const Trace& t) {
     r.name = key.second;
     r.count = static_cast<int64_t>(durs.size());
     std::sort(durs.begin(), durs.end());
-    for (int64_t d : durs) r.total += d;
+    for (int64_t d : durs) r.total = base::SatAdd(r.total, d);
     r.min = durs.front();
     r.max = durs.back();
     r.p50 = durs[(durs.size() - 1) / 2];

@@ -231,3 +231,26 @@ TEST(ContentsTest, UserRangesSumPerNameAndTrackLikeNvtxSum) {
 
 }  // namespace
 }  // namespace rlprof::analysis
+
+namespace rlprof::analysis {
+namespace {
+
+// Issue 35: ranges of INT64_MAX/2 each summed to a negative total (signed overflow,
+// UBSan) with "diagnostics: none"; every view's sums saturate.
+TEST(ContentsTest, RangeTotalsSaturateInsteadOfWrapping) {
+  Trace t;
+  const uint32_t th = t.AddTrack({TrackType::kThread, 1, 7, -1, -1, "main", "rank0"});
+  const uint32_t user = t.Intern("user");
+  const int64_t half = INT64_MAX / 2 + 1;
+  t.AddSlice(0, half, t.Intern("r"), user, th);
+  t.AddSlice(1, half, t.Intern("r"), user, th);
+  t.AddSlice(2, half, t.Intern("r"), user, th);
+  const auto rows = UserRanges(t);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].count, 3);
+  EXPECT_GT(rows[0].total, 0);            // never wrapped to a negative total
+  EXPECT_GE(rows[0].total, rows[0].max);  // saturated at the largest time
+}
+
+}  // namespace
+}  // namespace rlprof::analysis

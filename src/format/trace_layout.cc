@@ -60,7 +60,7 @@ class Builder {
     p.rank = c.manifest.rank;
     p.sort_index = c.manifest.rank >= 0 ? c.manifest.rank : kDeviceSortBase - 1;
     p.role_group = role_groups_[RoleKey(c)];
-    if (p.role_group > 0) p.sort_index += p.role_group * kRoleSortStride;
+    if (p.role_group > 0) p.sort_index = base::SatAdd(p.sort_index, base::SatMul(p.role_group, kRoleSortStride));
     out_->processes.push_back(std::move(p));
     return hosts_[key] = out_->processes.size() - 1;
   }
@@ -76,9 +76,10 @@ class Builder {
     p.rank = h.rank;
     p.label = "GPU " + std::to_string(device);
     p.name = (h.rank >= 0 ? "rank " + std::to_string(h.rank) + " " : h.name + " ") + p.label;
-    p.sort_index = kDeviceSortBase + std::max<int64_t>(h.rank, 0) * 64 + device;
+    // Saturating: a rank of INT64_MAX (a hostile manifest) must not overflow the sort key.
+    p.sort_index = base::SatAdd(base::SatAdd(kDeviceSortBase, base::SatMul(std::max<int64_t>(h.rank, 0), 64)), device);
     p.role_group = h.role_group;
-    if (p.role_group > 0) p.sort_index += p.role_group * kRoleSortStride;
+    if (p.role_group > 0) p.sort_index = base::SatAdd(p.sort_index, base::SatMul(p.role_group, kRoleSortStride));
     out_->processes.push_back(std::move(p));
     return devices_[key] = out_->processes.size() - 1;
   }
