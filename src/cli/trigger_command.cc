@@ -180,7 +180,8 @@ Command AddTriggerCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--expect", args->expect, "With --wait: stop at K acknowledgements; fewer is exit 2")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  cmd->add_option("--dir", args->dir, "Request directory (default: $RLPROF_TRIGGER_DIR, $XDG_RUNTIME_DIR/rlprof, /tmp/rlprof-$UID)");
+  cmd->add_option("--dir", args->dir, "Request directory (default: $RLPROF_TRIGGER_DIR, $XDG_RUNTIME_DIR/rlprof, /tmp/rlprof-$UID "
+                  "unless another user made it: then $HOME/.cache/rlprof/trigger)");
   cmd->add_flag("--json", args->json, "Print the request id, file and acknowledgements as JSON");
   return {cmd, [args](Io& io) { return Run(*args, io); }};
 }

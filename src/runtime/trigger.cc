@@ -1,6 +1,7 @@
 // Trigger requests: files in a private per-user directory (see the header).
 #include "src/runtime/trigger.h"
 #include "src/format/bounded_json.h"
+#include "src/base/files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -39,10 +40,21 @@ std::string NewId() {
 
 }  // namespace
 
+std::string ChooseTriggerDir(const char* env_dir, const char* xdg, const std::string& tmp_base,
+                             const char* home, unsigned uid) {
+  if (env_dir != nullptr && *env_dir) return env_dir;
+  if (xdg != nullptr && *xdg) return std::string(xdg) + "/rlprof";
+  const std::string tmp = tmp_base + "/rlprof-" + std::to_string(uid);
+  struct stat st {};
+  if (::lstat(tmp.c_str(), &st) != 0) return tmp;  // not there yet: made 0700 at first use
+  const bool mine = S_ISDIR(st.st_mode) && st.st_uid == uid && (st.st_mode & 077) == 0;
+  if (mine || home == nullptr || !*home) return tmp;  // (a foreign one is then refused, said why)
+  return std::string(home) + "/.cache/rlprof/trigger";
+}
+
 std::string TriggerDir() {
-  if (const char* d = std::getenv("RLPROF_TRIGGER_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x) return std::string(x) + "/rlprof";
-  return "/tmp/rlprof-" + std::to_string(::geteuid());
+  return ChooseTriggerDir(std::getenv("RLPROF_TRIGGER_DIR"), std::getenv("XDG_RUNTIME_DIR"), "/tmp",
+                          std::getenv("HOME"), ::geteuid());
 }
 
 std::string TriggerRequestJson(const TriggerRequest& r) {
@@ -102,6 +114,9 @@ base::Status CheckTriggerDir(const std::string& dir) {
 }
 
 base::StatusOr<std::string> WriteTriggerRequest(TriggerRequest* r, const std::string& dir) {
+  // The fallback under $HOME/.cache may need its parents (0700 only for the last).
+  if (const size_t slash = dir.rfind('/'); slash != std::string::npos && slash > 0)
+    (void)base::MakeDirs(dir.substr(0, slash));
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return base::IoError(dir + ": " + std::strerror(errno));
   RLPROF_RETURN_IF_ERROR(CheckTriggerDir(dir));

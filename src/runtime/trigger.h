@@ -46,8 +46,14 @@ struct TriggerRequest {
   double expires_s = 0;            // ignored after this
 };
 
-// $RLPROF_TRIGGER_DIR, else $XDG_RUNTIME_DIR/rlprof, else /tmp/rlprof-<uid>.
+// $RLPROF_TRIGGER_DIR, else $XDG_RUNTIME_DIR/rlprof, else /tmp/rlprof-<uid> — unless another
+// user made that folder first (or it is a link, or open to others): then $HOME/.cache/rlprof/
+// trigger, so that a stranger cannot stop this user's `rlprof trigger`. The job and the command
+// choose alike, each by the same check.
 std::string TriggerDir();
+// TriggerDir's choice for given values (tests): `tmp_base` is "/tmp" there; `home` may be null.
+std::string ChooseTriggerDir(const char* env_dir, const char* xdg, const std::string& tmp_base,
+                             const char* home, unsigned uid);
 
 std::string TriggerRequestJson(const TriggerRequest& r);
 // InvalidArgument naming what is wrong (not JSON, a field of the wrong type, no window asked

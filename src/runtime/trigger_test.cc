@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "src/runtime/capture_controller_test_util.h"
+#include "src/base/files.h"
 
 namespace rlprof::runtime {
 namespace {
@@ -160,6 +161,33 @@ TEST_F(TriggerDirTest, ADirectoryOthersCanWriteIsRefusedAsAWhole) {
   EXPECT_FALSE(WriteTriggerRequest(&again, dir_).ok());  // the command refuses it too
   ::chmod(dir_.c_str(), 0700);
   EXPECT_EQ(inbox.Poll(Me(), "", Now() + 2).size(), 1u);
+}
+
+// Issue 35: another user who made /tmp/rlprof-<uid> first made this user's trigger fail
+// until RLPROF_TRIGGER_DIR was set; now both sides move to $HOME/.cache/rlprof/trigger.
+TEST_F(TriggerDirTest, AFolderAnotherUserMadeFirstIsPassedOverForOneInHome) {
+  const std::string base = dir_ + "/tmpbase", home = dir_ + "/home";
+  ASSERT_TRUE(base::MakeDirs(base).ok());
+  const unsigned me = ::geteuid();
+  const std::string tmp = base + "/rlprof-" + std::to_string(me);
+  EXPECT_EQ(ChooseTriggerDir("", nullptr, base, home.c_str(), me), tmp);  // free: taken at first use
+  EXPECT_EQ(ChooseTriggerDir("/x", "/run/u", base, home.c_str(), me), "/x");
+  EXPECT_EQ(ChooseTriggerDir(nullptr, "/run/u", base, home.c_str(), me), "/run/u/rlprof");
+  ::mkdir(tmp.c_str(), 0700);
+  EXPECT_EQ(ChooseTriggerDir(nullptr, nullptr, base, home.c_str(), me), tmp);  // ours
+  ::chmod(tmp.c_str(), 0777);  // open to others (as if a stranger made it for us)
+  const std::string fallback = ChooseTriggerDir(nullptr, nullptr, base, home.c_str(), me);
+  EXPECT_EQ(fallback, home + "/.cache/rlprof/trigger");
+  ::rmdir(tmp.c_str());
+  ::symlink("/", tmp.c_str());  // a link planted there
+  EXPECT_EQ(ChooseTriggerDir(nullptr, nullptr, base, home.c_str(), me), fallback);
+  // The fallback works end to end: the request is written there and the inbox takes it.
+  TriggerRequest r = Request();
+  ASSERT_TRUE(WriteTriggerRequest(&r, fallback).ok());
+  EXPECT_TRUE(CheckTriggerDir(fallback).ok());
+  TriggerInbox inbox(fallback, r.created_s - 1, 0);
+  EXPECT_EQ(inbox.Poll(Me(), "", Now()).size(), 1u);
+  ::unlink(tmp.c_str());
 }
 
 TEST(TriggerControllerTest, ATriggerOpensWindowsAtStepsTheConfigDidNotSelect) {
