@@ -472,6 +472,22 @@ bool HasSqliteMagicBytes(std::string_view bytes) {
   return bytes.size() >= sizeof kSqliteMagic && std::memcmp(bytes.data(), kSqliteMagic, sizeof kSqliteMagic) == 0;
 }
 
+// `path` as an SQLite URI filename ("file:" + the path with %, ?, # and controls escaped).
+std::string SqliteUri(const std::string& path) {
+  std::string out = "file:";
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789ABCDEF";
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 bool HasSqliteMagic(const std::string& path) {
   if (!base::CheckRegularFile(path).ok()) return false;  // a FIFO would block the open
   std::ifstream f(path, std::ios::binary);
@@ -489,8 +505,11 @@ base::Status ReadAscendDb(const std::string& path, const ReadOptions& opts, Trac
   trace->source = path;
   RLPROF_RETURN_IF_ERROR(base::CheckRegularFile(path));  // FIFOs, devices: refused, never opened
   sqlite3* db = nullptr;
-  // Read-only, no mutex (one connection per call): the file is never written, not even a journal.
-  const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  // Read-only, no mutex (one connection per call), and immutable: the file is never written,
+  // not even a journal or the -shm file SQLite makes beside a database in WAL mode.
+  const std::string uri = SqliteUri(path) + "?immutable=1";
+  const int rc = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                                 nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);

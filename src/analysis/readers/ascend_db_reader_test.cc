@@ -259,3 +259,33 @@ TEST(AscendDbReader, ATextFolderReadsItsTraceViewWithTheFolderRank) {
 
 }  // namespace
 }  // namespace rlprof::analysis
+
+namespace rlprof::analysis {
+namespace {
+
+// Issue 35: read-only commands created a -shm file beside an input database in WAL mode. The
+// reader opens it immutable (as a URI, so a path with '?', '#' or '%' is still that path).
+TEST(AscendDbReader, AWalDatabaseIsReadWithoutAFileBesideIt) {
+  const fs::path dir = fs::temp_directory_path() / ("rlprof_wal_" + std::to_string(::getpid())) / "a?b#c%20d";
+  fs::remove_all(dir.parent_path());
+  fs::create_directories(dir);
+  const fs::path db = dir / "ascend_pytorch_profiler_0.db";
+  fs::copy_file(std::string(RLPROF_SOURCE_DIR) + "/test/data/ascend_db/steps/ascend_pytorch_profiler_0.db", db);
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "PRAGMA journal_mode=WAL;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+  }
+  for (const char* side : {"-shm", "-wal"}) fs::remove(db.string() + side);
+  const size_t before = std::distance(fs::directory_iterator(dir), fs::directory_iterator{});
+  auto t = ReadTrace(db.string(), ReadOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_GT(t->size(), 0u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), static_cast<long>(before));
+  EXPECT_FALSE(fs::exists(db.string() + "-shm"));
+  fs::remove_all(dir.parent_path());
+}
+
+}  // namespace
+}  // namespace rlprof::analysis
