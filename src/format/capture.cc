@@ -244,6 +244,15 @@ void SanitizeCaptureTimes(Capture* c) {
   if (!base::IsValidTime(m.window_open_ns) || !base::IsValidTime(m.window_close_ns)) {
     d.Add("time_out_of_range");
     m.window_open_ns = m.window_close_ns = 0;
+  } else if (m.window_close_ns == 0 && m.close_reason.empty() && m.window_open_ns > 0 && !m.complete) {
+    // Never closed (the process was killed with the window open: capture_incomplete says so):
+    // the window ends at the last event the file holds, not "before it opens".
+    int64_t last = m.window_open_ns;
+    for (const Event& e : c->raw.events)
+      if (base::IsValidTime(e.ts_ns))
+        last = std::max(last, e.kind == EventKind::kComplete ? base::SatAdd(e.ts_ns, std::max<int64_t>(e.payload, 0))
+                                                             : e.ts_ns);
+    m.window_close_ns = last;
   } else if (m.window_close_ns < m.window_open_ns) {
     d.Note("window_inverted", (c->dir.empty() ? c->events_path : c->dir) +
                                   ": window closes (" + std::to_string(m.window_close_ns) +

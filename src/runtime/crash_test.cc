@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/format/capture.h"
 #include "src/format/raw.h"
 #include "src/runtime/runtime_test_util.h"
 #include "src/runtime/session.h"
@@ -151,6 +152,14 @@ TEST(CrashTest, SigkilledCaptureManifestCountsTheEventsOnDisk) {
   EXPECT_GT(counted, 0u);
   EXPECT_LE(counted, cap->events.size());  // chunks written after the last rewrite add to it
   EXPECT_GT(m["files"][0]["bytes"].get<uint64_t>(), 0u);
+  // Read back: incomplete, said once, and no spurious "window closes before it opens" (the
+  // window runs to the last event the file holds).
+  auto loaded = format::LoadCapture(caps[0]);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  format::SanitizeCaptureTimes(&*loaded);
+  EXPECT_EQ(loaded->diagnostics.Get("window_inverted"), 0u);
+  EXPECT_GE(loaded->manifest.window_close_ns, loaded->manifest.window_open_ns);
+  EXPECT_GT(loaded->manifest.window_close_ns, 0);
 }
 
 // A signal whose flush the handler could not wait for (a loaded machine): the window the
