@@ -50,7 +50,10 @@ std::string FindBootstrap() {
     }
   }
   const char* py = std::getenv("RLPROF_PYTHON");
-  std::string cmd = std::string(py && *py ? py : "python3") +
+  std::string python = py && *py ? py : "python3", quoted = "'";
+  for (char c : python) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);  // any path
+  quoted += "'";
+  std::string cmd = quoted +
       " -c 'import os, rlprof._bootstrap as b; print(os.path.dirname(b.__file__))' "
       "2>/dev/null";
   std::string out;

@@ -104,6 +104,13 @@ std::map<format::Category, int> Categories(const std::string& dir) {
   return n;
 }
 
+// `s` single-quoted for sh (paths under a clone may hold spaces and any other character).
+std::string Q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string Shell(const std::string& cmd, int* rc) {
   std::string out;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
@@ -276,7 +283,7 @@ TEST_F(CuptiTest, SummaryShowsComputeCommunicationOverlapAndIdleFromDeviceWork) 
   Register();
   const std::string dir = RunStep("level0");
   int rc = 0;
-  const std::string out = Shell(std::string(RLPROF_CLI) + " summary --view all --json " + dir, &rc);
+  const std::string out = Shell(Q(RLPROF_CLI) + " summary --view all --json " + Q(dir), &rc);
   ASSERT_EQ(rc, 0) << out;
   const json j = json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
@@ -287,7 +294,7 @@ TEST_F(CuptiTest, SummaryShowsComputeCommunicationOverlapAndIdleFromDeviceWork) 
   const std::string want((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
   EXPECT_EQ(got, want);
   // Not a cpu-only capture, and the step has idle device time (it lasts 3 ms, the work 1.6 ms).
-  const std::string text = Shell(std::string(RLPROF_CLI) + " summary " + dir, &rc);
+  const std::string text = Shell(Q(RLPROF_CLI) + " summary " + Q(dir), &rc);
   EXPECT_EQ(text.find("cpu-only"), std::string::npos) << text;
   const json& st = j["inputs"][0]["tables"]["step_trace_time"];
   for (size_t i = 0; i < st["columns"].size(); ++i)
@@ -301,7 +308,7 @@ TEST_F(CuptiTest, ExportShowsDeviceStreamsAsPerfettoTracks) {
   const std::string dir = RunStep("level0");
   int rc = 0;
   const std::string trace = save_ + "/trace.pftrace";
-  const std::string out = Shell(std::string(RLPROF_CLI) + " export " + dir + " -o " + trace, &rc);
+  const std::string out = Shell(Q(RLPROF_CLI) + " export " + Q(dir) + " -o " + Q(trace), &rc);
   ASSERT_EQ(rc, 0) << out;
   std::ifstream in(trace, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -317,7 +324,7 @@ TEST_F(CuptiTest, ReportHasADeviceLanePerStream) {
   const std::string dir = RunStep("level0");
   int rc = 0;
   const std::string page = save_ + "/report.html";
-  const std::string out = Shell(std::string(RLPROF_CLI) + " report " + dir + " -o " + page, &rc);
+  const std::string out = Shell(Q(RLPROF_CLI) + " report " + Q(dir) + " -o " + Q(page), &rc);
   ASSERT_EQ(rc, 0) << out;
   std::ifstream in(page);
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -35,6 +35,13 @@ std::string FreshDir(const std::string& tag) {
   return d;
 }
 
+// `s` single-quoted for sh (paths under a clone may hold spaces and any other character).
+std::string Q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string Shell(const std::string& cmd, int* rc) {
   std::string out;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
@@ -59,9 +66,9 @@ std::string WriteConfig(const std::string& dir, const std::string& body) {
 // Runs the plain program under the injection library; returns its output.
 std::string RunPlain(const std::string& config, int steps, int* rc,
                      const std::string& extra_env = "") {
-  std::string env = "NVTX_INJECTION64_PATH=" RLPROF_NVTX_LIBRARY " RLPROF_ROLES=actor RLPROF_RUN_ID=nvtx ";
-  if (!config.empty()) env += "RLPROF_CONFIG=" + config + " ";
-  return Shell("env -u RLPROF_OVERRIDES " + env + extra_env + " " RLPROF_NVTX_PROGRAM " " +
+  std::string env = "NVTX_INJECTION64_PATH=" + Q(RLPROF_NVTX_LIBRARY) + " RLPROF_ROLES=actor RLPROF_RUN_ID=nvtx ";
+  if (!config.empty()) env += "RLPROF_CONFIG=" + Q(config) + " ";
+  return Shell("env -u RLPROF_OVERRIDES " + env + extra_env + " " + Q(RLPROF_NVTX_PROGRAM) + " " +
                    std::to_string(steps),
                rc);
 }
@@ -156,11 +163,11 @@ TEST(NvtxInjectionTest, APlainNvtxProgramIsCapturedInTheWindowsTheConfigSelects)
 
   // What users look at: `rlprof summary` shows the stages (--view rl) and the ranges
   // (--view ranges), the Perfetto export both.
-  const std::string stages = Shell(std::string(RLPROF_CLI) + " summary --view all " + caps[0], &rc);
+  const std::string stages = Shell(Q(RLPROF_CLI) + " summary --view all " + Q(caps[0]), &rc);
   ASSERT_EQ(rc, 0) << stages;
   EXPECT_NE(stages.find("rollout_generate"), std::string::npos) << stages;
   EXPECT_NE(stages.find("actor_update"), std::string::npos);
-  const std::string ranges = Shell(std::string(RLPROF_CLI) + " summary --view ranges --json " + caps[0], &rc);
+  const std::string ranges = Shell(Q(RLPROF_CLI) + " summary --view ranges --json " + Q(caps[0]), &rc);
   ASSERT_EQ(rc, 0) << ranges;
   const json rj = json::parse(ranges, nullptr, false);
   ASSERT_FALSE(rj.is_discarded()) << ranges;
@@ -175,7 +182,7 @@ TEST(NvtxInjectionTest, APlainNvtxProgramIsCapturedInTheWindowsTheConfigSelects)
   EXPECT_EQ(rows["weight_sync_wait"], (std::pair<std::string, int64_t>{"NVTX", 1}));
   EXPECT_EQ(rows["loss ready"].second, 1);
   const std::string trace = dir + "/trace.pftrace";
-  const std::string ex = Shell(std::string(RLPROF_CLI) + " export " + caps[0] + " -o " + trace, &rc);
+  const std::string ex = Shell(Q(RLPROF_CLI) + " export " + Q(caps[0]) + " -o " + Q(trace), &rc);
   ASSERT_EQ(rc, 0) << ex;
   std::ifstream in(trace, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
