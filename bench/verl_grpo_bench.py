@@ -59,7 +59,7 @@ def run(mode: str, steps: int, work: str, cli: str, py: str) -> Dict[int, Dict[s
         args += [f"global_profiler.steps={PROFILED}".replace(" ", ""),
                  f"global_profiler.save_path={os.path.join(work, 'profile')}"] + MODES[mode]
     if mode in ("markers", "ops"):
-        env["LAUNCHER"] = f"{cli} run --"
+        env["RLPROF_CLI"] = cli
     r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
     log = r.stdout + r.stderr
     if r.returncode != 0:

@@ -10,7 +10,8 @@
 #   WORKDIR       where the model, data and outputs go               [out/verl_grpo]
 #   RANKS         trainer ranks (FSDP world size; one vLLM replica each)   [1]
 #   STEPS         training steps                                    [3]
-#   LAUNCHER      a command put before Python, e.g. "build/bin/rlprof run --"
+#   RLPROF_CLI    the rlprof command: the job runs under `"$RLPROF_CLI" run --` (any path)
+#   LAUNCHER      else a command put before Python, split on spaces (e.g. "rlprof run --")
 # On a machine with GPUs leave out the CPU platform (CPU_PLATFORM=0) and raise the sizes.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,8 +39,13 @@ if [ "${CPU_PLATFORM:-1}" = 1 ]; then
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_DEDUP_LOGS=0 RAY_USAGE_STATS_ENABLED=0
 cd "$WORKDIR"
-# shellcheck disable=SC2086
-exec ${LAUNCHER:-} "$PY" -m verl.trainer.main_ppo \
+launcher=()
+if [ -n "${RLPROF_CLI:-}" ]; then
+  launcher=("$RLPROF_CLI" run --)
+elif [ -n "${LAUNCHER:-}" ]; then
+  read -r -a launcher <<< "$LAUNCHER"
+fi
+exec "${launcher[@]}" "$PY" -m verl.trainer.main_ppo \
   algorithm.adv_estimator=grpo algorithm.use_kl_in_reward=False \
   data.train_files="$WORKDIR/data/train.parquet" data.val_files="$WORKDIR/data/test.parquet" \
   data.train_batch_size=2 data.max_prompt_length=64 data.max_response_length=16 \

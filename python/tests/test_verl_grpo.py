@@ -43,7 +43,7 @@ PROFILE = ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enab
 def _run(cli: str, work: str, overrides: List[str]) -> Dict[str, object]:
     save = os.path.join(work, "profile")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLPROF_", "RAY_"))}
-    env.update(WORKDIR=work, STEPS="3", LAUNCHER=f"{cli} run --", PYTHONPATH=PKG,
+    env.update(WORKDIR=work, STEPS="3", RLPROF_CLI=cli, PYTHONPATH=PKG,
                VERL_PYTHON=INTEG_PY, RAY_ADDRESS="local")
     r = subprocess.run([RUN_SH, f"global_profiler.save_path={save}", *PROFILE, *overrides],
                        env=env, capture_output=True, text=True, timeout=900)
