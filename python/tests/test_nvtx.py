@@ -79,8 +79,9 @@ def test_both_launchers_point_nvtx_at_the_library_and_keep_one_already_set(rlpro
     for launcher in ([rlprof_cli, "run"], [sys.executable, "-m", "rlprof", "run"]):
         r = subprocess.run([*launcher, "--", sys.executable, "-c", code], env=env,
                            capture_output=True, text=True, check=True)
-        assert os.path.realpath(r.stdout.split()[-1]) == os.path.realpath(nvtx), (launcher, r.stdout)
+        # (the last line, whole: the library's path may hold spaces)
+        assert os.path.realpath(r.stdout.strip().splitlines()[-1]) == os.path.realpath(nvtx), (launcher, r.stdout)
         r = subprocess.run([*launcher, "--", sys.executable, "-c", code],
                            env=dict(env, NVTX_INJECTION64_PATH="/opt/nsys/libToolsInjection64.so"),
                            capture_output=True, text=True, check=True)
-        assert r.stdout.split()[-1] == "/opt/nsys/libToolsInjection64.so"
+        assert r.stdout.strip().splitlines()[-1] == "/opt/nsys/libToolsInjection64.so"
