@@ -101,28 +101,6 @@ Diagnostics RunAnalysis::AllDiagnostics() const {
 }
 
 namespace {
-// `p`'s real path is `root` or below it (`root` canonical); for a capture directory, its
-// manifest.json and events.rlp too (either may be a link of its own).
-bool InsideRoot(const std::string& p, const std::string& root) {
-  namespace fs = std::filesystem;
-  const fs::path top(root);
-  auto inside = [&](const fs::path& q) {
-    std::error_code ec;
-    const fs::path real = fs::weakly_canonical(q, ec);
-    if (ec) return false;
-    auto r = top.begin(), c = real.begin();
-    for (; r != top.end(); ++r, ++c)
-      if (c == real.end() || *r != *c) return false;
-    return true;
-  };
-  if (!inside(p)) return false;
-  std::error_code ec;
-  if (fs::is_directory(p, ec))
-    for (const char* f : {"manifest.json", "events.rlp"})
-      if (fs::exists(fs::symlink_status(fs::path(p) / f, ec)) && !inside(fs::path(p) / f)) return false;
-  return true;
-}
-
 // AnalyseRun's first half: run.paths, run.found and run.options (activity lanes left out past
 // cfg.activity_max_inputs), and the inputs found; NotFound, saying why, when there is none.
 base::Status FindRunInputs(const std::vector<std::string>& paths, const RunConfig& cfg, RunAnalysis* run,
@@ -139,7 +117,7 @@ base::Status FindRunInputs(const std::vector<std::string>& paths, const RunConfi
   if (!cfg.confine_to.empty()) {
     std::vector<std::string> kept;
     for (std::string& in : *inputs) {
-      if (InsideRoot(in, cfg.confine_to)) kept.push_back(std::move(in));
+      if (format::ResolvesInsideWithCaptureFiles(in, cfg.confine_to)) kept.push_back(std::move(in));
       else run->found.Note("input_outside_root", in + ": leads outside " + cfg.confine_to + " (a link): not read");
     }
     *inputs = std::move(kept);

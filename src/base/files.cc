@@ -59,6 +59,16 @@ Status CheckRegularFile(const std::string& path) {
   return Status::Ok();
 }
 
+bool ResolvesInside(const std::string& path, const std::string& root) {
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(path, ec), top(root);
+  if (ec) return false;
+  auto r = top.begin(), c = real.begin();
+  for (; r != top.end(); ++r, ++c)
+    if (c == real.end() || *r != *c) return false;
+  return true;
+}
+
 StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

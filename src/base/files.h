@@ -36,6 +36,9 @@ Status OverwriteFileInPlace(const std::string& path, std::string_view data);
 // mkdir -p; ok if it exists already.
 Status MakeDirs(const std::string& path);
 bool PathExists(const std::string& path);
+// Whether `path`, every link resolved (std::filesystem::weakly_canonical), is `root` or lies
+// below it; `root` must be canonical. False when it cannot be resolved.
+bool ResolvesInside(const std::string& path, const std::string& root);
 std::string AbsolutePath(const std::string& path);
 // This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.
 int64_t ResidentSetBytes();

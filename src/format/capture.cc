@@ -426,6 +426,17 @@ void WalkCaptureDirs(const fs::path& dir, std::vector<std::string>* dirs, Diagno
 
 }  // namespace
 
+bool ResolvesInsideWithCaptureFiles(const std::string& path, const std::string& root) {
+  if (!base::ResolvesInside(path, root)) return false;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return true;
+  for (const char* f : {kManifestName, kEventsName}) {
+    const fs::path file = fs::path(path) / f;
+    if (fs::exists(fs::symlink_status(file, ec)) && !base::ResolvesInside(file.string(), root)) return false;
+  }
+  return true;
+}
+
 std::vector<std::string> FindCaptureDirs(const std::string& root, Diagnostics* diag) {
   std::vector<std::string> dirs;
   std::error_code ec;

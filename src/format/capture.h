@@ -126,6 +126,10 @@ void SanitizeCaptureTimes(Capture* c);
 
 // Every directory at or below `root` that contains manifest.json or events.rlp, sorted.
 // Folders that cannot be listed are counted in `diag` (input_unreadable_dir), when given.
+// Whether `path` — and, for a capture directory, its manifest.json and events.rlp, each of
+// which may be a link of its own — resolves inside `root` (canonical): what `rlprof serve`
+// reads of a run, nothing reached through a link out of it.
+bool ResolvesInsideWithCaptureFiles(const std::string& path, const std::string& root);
 std::vector<std::string> FindCaptureDirs(const std::string& root, Diagnostics* diag = nullptr);
 
 // Loads every capture below `root`. NotFound when there is none.

@@ -154,11 +154,7 @@ RunIndex ListRuns(const std::string& save_path, std::string_view only_id) {
     format::Diagnostics d;
     for (const std::string& c : format::FindCaptureDirs(run.path, &d)) {
       // The capture and its two files, each resolved: a link out of the run is never served.
-      bool inside = Inside(fs::weakly_canonical(c, e2), real);
-      for (const char* f : {"manifest.json", "events.rlp"})
-        if (inside && fs::exists(fs::symlink_status(fs::path(c) / f, e2)))
-          inside = Inside(fs::weakly_canonical(fs::path(c) / f, e2), real);
-      if (inside) AddCapture(c, &run);
+      if (format::ResolvesInsideWithCaptureFiles(c, real.string())) AddCapture(c, &run);
       else idx.diagnostics.Note("input_outside_root", c + ": leads outside the save path (a link): not served");
     }
     idx.diagnostics.Merge(d);
