@@ -27,76 +27,31 @@ from typing import Any, Callable, Dict, List, Optional
 _Patch = Callable[[Any], None]
 
 
-def _verl_profile(module: Any) -> None:
-    from rlprof.integrations import verl
-    verl.patch_dist_profiler(module)
-
-
-def _verl_package(module: Any) -> None:
-    from rlprof.integrations import verl
-    verl.patch_markers(module)
-
-
-def _verl_performance(module: Any) -> None:
-    from rlprof.integrations import verl
-    verl.patch_markers(module)
-
-
-def _verl_engine_workers(module: Any) -> None:
-    from rlprof.integrations import verl
-    verl.patch_engine_workers(module)
-
-
-def _verl_trainer(module: Any) -> None:
-    from rlprof.integrations import verl_rollout
-    verl_rollout.patch_trainer(module)
-
-
-def _verl_server_manager(module: Any) -> None:
-    from rlprof.integrations import verl_rollout
-    verl_rollout.patch_server_manager(module)
-
-
-def _verl_vllm_server(module: Any) -> None:
-    from rlprof.integrations import verl_rollout
-    verl_rollout.patch_vllm_server(module)
-
-
-def _vllm_runner(module: Any) -> None:
-    from rlprof.integrations import vllm
-    vllm.patch_model_runner_module(module)
-
-
-def _vllm_worker(module: Any) -> None:
-    from rlprof.integrations import vllm
-    vllm.patch_worker_module(module)
-
-
-def _sglang_runner(module: Any) -> None:
-    from rlprof.integrations import vllm
-    vllm.patch_model_runner_module(module, class_names=("ModelRunner",), method="forward")
-
-
-def _ray(module: Any) -> None:
-    from rlprof.integrations import ray
-    ray.patch_ray(module)
+def _patch(integration: str, function: str, **kwargs: Any) -> _Patch:
+    """A patch that imports rlprof.integrations.<integration> only when its module is imported
+    and calls <function>(module, **kwargs)."""
+    def apply(module: Any) -> None:
+        mod = importlib.import_module("rlprof.integrations." + integration)
+        getattr(mod, function)(module, **kwargs)
+    return apply
 
 
 # module name -> patch applied right after the module has executed.
 PATCHES: Dict[str, _Patch] = {
-    "verl.utils.profiler.profile": _verl_profile,
-    "verl.utils.profiler.performance": _verl_performance,
-    "verl.utils.profiler": _verl_package,
-    "verl.workers.engine_workers": _verl_engine_workers,
-    "verl.trainer.ppo.ray_trainer": _verl_trainer,
-    "verl.workers.rollout.llm_server": _verl_server_manager,
-    "verl.workers.rollout.vllm_rollout.vllm_async_server": _verl_vllm_server,
-    "vllm.v1.worker.gpu_model_runner": _vllm_runner,
-    "vllm.v1.worker.cpu_model_runner": _vllm_runner,
-    "vllm.v1.worker.gpu.model_runner": _vllm_runner,
-    "vllm.v1.worker.gpu_worker": _vllm_worker,
-    "sglang.srt.model_executor.model_runner": _sglang_runner,
-    "ray": _ray,
+    "verl.utils.profiler.profile": _patch("verl", "patch_dist_profiler"),
+    "verl.utils.profiler.performance": _patch("verl", "patch_markers"),
+    "verl.utils.profiler": _patch("verl", "patch_markers"),
+    "verl.workers.engine_workers": _patch("verl", "patch_engine_workers"),
+    "verl.trainer.ppo.ray_trainer": _patch("verl_rollout", "patch_trainer"),
+    "verl.workers.rollout.llm_server": _patch("verl_rollout", "patch_server_manager"),
+    "verl.workers.rollout.vllm_rollout.vllm_async_server": _patch("verl_rollout", "patch_vllm_server"),
+    "vllm.v1.worker.gpu_model_runner": _patch("vllm", "patch_model_runner_module"),
+    "vllm.v1.worker.cpu_model_runner": _patch("vllm", "patch_model_runner_module"),
+    "vllm.v1.worker.gpu.model_runner": _patch("vllm", "patch_model_runner_module"),
+    "vllm.v1.worker.gpu_worker": _patch("vllm", "patch_worker_module"),
+    "sglang.srt.model_executor.model_runner": _patch("vllm", "patch_model_runner_module",
+                                                     class_names=("ModelRunner",), method="forward"),
+    "ray": _patch("ray", "patch_ray"),
 }
 
 _applied: Dict[str, bool] = {}
