@@ -392,30 +392,7 @@ py::dict ActivityTable(const PyRun& r) {
 }
 
 // The run view in long form, exact: one row per (row of the run view, rank lane) with a value.
-py::dict RunViewLong(const PyRun& r) {
-  const analysis::RunView& v = r.run->view;
-  Table t{"run_view_long",
-          {{"step", ColumnType::kInt, ""},
-           {"kind", ColumnType::kText, ""},
-           {"role", ColumnType::kText, ""},
-           {"stage", ColumnType::kText, ""},
-           {"lane", ColumnType::kText, ""},
-           {"rank", ColumnType::kInt, ""},
-           {"start_ns", ColumnType::kInt, "ns"},
-           {"value_ns", ColumnType::kInt, "ns"},
-           {"partial", ColumnType::kInt, ""}},
-          {}};
-  for (const auto& row : v.rows) {
-    for (size_t l = 0; l < row.per_lane.size() && l < v.lanes.size(); ++l) {
-      if (!row.per_lane[l]) continue;
-      t.rows.push_back({row.step, std::string(analysis::RunViewKindName(row.kind)), row.role, row.stage,
-                        v.lanes[l], l < v.lane_ranks.size() ? v.lane_ranks[l] : int64_t{-1},
-                        row.start ? Cell{*row.start} : Cell{}, *row.per_lane[l],
-                        static_cast<int64_t>(row.partial)});
-    }
-  }
-  return TableToPy(t);
-}
+py::dict RunViewLong(const PyRun& r) { return TableToPy(analysis::RunViewLongTable(r.run->view)); }
 
 // ---- analysis where the captures are (rlprof.distributed, docs/scale.md) ----
 

@@ -153,6 +153,9 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   a.source = t.source;
   a.format = t.format;
   a.rank = t.rank;
+  a.host = t.host;
+  a.role = t.role;
+  a.pid = t.pid;
   a.step_is_capture_window = t.step_is_capture_window;
   a.stage_is_capture_window = t.stage_is_capture_window;
   a.diagnostics = t.diagnostics;

@@ -132,6 +132,8 @@ struct ClassTotal {
 struct TraceAnalysis {
   std::string source, format;
   int64_t rank = -1;
+  std::string host, role;  // Trace's identity
+  int64_t pid = -1;
   bool cpu_only = false;  // no device work: the partition runs over host threads
   bool step_is_capture_window = false;   // Trace::step_is_capture_window
   bool stage_is_capture_window = false;  // Trace::stage_is_capture_window

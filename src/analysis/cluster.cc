@@ -93,6 +93,11 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
   ClusterResult out;
   Diagnostics& diag = out.diagnostics;
   std::map<int64_t, RankData> ranks;
+  // rank → step → the input whose own step markers cover it (not a window capture): a second
+  // such input claiming the same rank and step is another process with the same rank (traces
+  // of separate jobs, or a rank id that was not set), merged, and said.
+  std::map<std::pair<int64_t, std::string>, std::map<int64_t, const TraceAnalysis*>> step_owner;  // (rank, role)
+  std::set<std::pair<int64_t, std::string>> duplicate_noted;
   int64_t next_unknown = -1;
   for (size_t i = 0; i < results.size(); ++i) {
     const InputResult& r = results[i];
@@ -106,6 +111,21 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
       diag.Add("inputs_without_rank");
     }
     RankData& d = ranks[rank];
+    if (rank >= 0 && !r.analysis.step_is_capture_window && !r.analysis.stage_is_capture_window) {
+      for (const auto& s : r.analysis.steps) {
+        if (s.window.partial) continue;
+        auto [it, fresh] = step_owner[{rank, r.analysis.role}].try_emplace(s.window.step, &r.analysis);
+        const TraceAnalysis& o = *it->second;
+        // The same process (two windows of one job) is one rank; another process is not.
+        if (fresh || o.source == r.analysis.source ||
+            (o.pid > 0 && !o.host.empty() && o.pid == r.analysis.pid && o.host == r.analysis.host))
+          continue;
+        if (duplicate_noted.insert({rank, r.analysis.source}).second)
+          diag.Note("duplicate_rank_inputs", "rank " + std::to_string(rank) + ": " + r.analysis.source + " and " +
+                                                 o.source + " both hold step " + std::to_string(s.window.step) +
+                                                 " of it; merged as one rank");
+      }
+    }
     for (const auto& s : r.analysis.steps) {
       if (s.window.partial) {
         diag.Add("partial_steps_left_out");

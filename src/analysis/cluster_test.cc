@@ -99,6 +99,28 @@ TEST(ClusterTest, DixonTableAndItsEdgeCases) {
   EXPECT_DOUBLE_EQ(BusBandwidthFactor("nccl:broadcast", 8), 1.0);
 }
 
+// Issue 35: four traces all claiming rank 0 made a one-rank cluster without a word.
+TEST(ClusterTest, InputsOfOtherProcessesClaimingTheSameRankAndStepAreNamed) {
+  std::vector<InputResult> in;
+  for (int i = 0; i < 4; ++i) {
+    InputResult r = Rank(0);
+    r.analysis.source = "node" + std::to_string(i) + "/trace.json";
+    r.analysis.steps = {Step(60, 10, 30, 4)};
+    in.push_back(r);
+  }
+  ClusterResult c = AnalyseCluster(in);
+  EXPECT_EQ(c.diagnostics.Get("duplicate_rank_inputs"), 3u);
+  ASSERT_FALSE(c.diagnostics.details.empty());
+  EXPECT_NE(c.diagnostics.details[0].find("node1/trace.json and node0/trace.json both hold step 1"),
+            std::string::npos) << c.diagnostics.details[0];
+  // Two windows of one process, and other roles of the same rank (actor and rollout rank 0 of
+  // an RL run), are not duplicates.
+  for (auto& r : in) r.analysis.host = "h", r.analysis.pid = 7;
+  EXPECT_EQ(AnalyseCluster(in).diagnostics.Get("duplicate_rank_inputs"), 0u);
+  for (size_t i = 0; i < in.size(); ++i) in[i].analysis.pid = 7 + static_cast<int64_t>(i), in[i].analysis.role = "role" + std::to_string(i);
+  EXPECT_EQ(AnalyseCluster(in).diagnostics.Get("duplicate_rank_inputs"), 0u);
+}
+
 TEST(ClusterTest, UnequalCountsUnreadableInputsAndUnknownRanksAreCounted) {
   InputResult a = Rank(0), b = Rank(1), u = Rank(-1), bad;
   a.analysis.collectives = {{"allreduce", "g", 0, 10, -1}, {"allreduce", "g", 20, 30, -1}};

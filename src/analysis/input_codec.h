@@ -26,7 +26,7 @@
 
 namespace rlprof::analysis {
 
-inline constexpr int kInputCodecVersion = 1;
+inline constexpr int kInputCodecVersion = 2;  // 2: TraceAnalysis host, role, pid
 
 std::string EncodeInputResult(const InputResult& r);
 base::StatusOr<InputResult> DecodeInputResult(std::string_view bytes);

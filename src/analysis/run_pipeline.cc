@@ -166,7 +166,8 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
     }
   }
   merged.push_back(StageAcrossRanksTable(run.inputs));
-  merged.push_back(RunViewTable(run.view));
+  merged.push_back(RunViewDbTable(run.view));
+  merged.push_back(RunViewLongTable(run.view));
   return merged;
 }
 
@@ -260,10 +261,11 @@ class RunWriter {
   }
   // The run-level tables (alive until Join): analysis.db gets them after every input's rows and
   // is committed, unless an input's CSVs failed.
-  void RunLevel(const Table* across, const Table* view) {
+  void RunLevel(const Table* across, const Table* view, const Table* view_long) {
     std::lock_guard<std::mutex> lock(mu_);
     across_ = across;
     view_ = view;
+    view_long_ = view_long;
     cv_.notify_all();
   }
   // No analysis.db: stops inserting and commits nothing (the partial file is removed).
@@ -437,6 +439,7 @@ class RunWriter {
     }
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", across_}}, false}));
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", view_}}, false}));
+    RLPROF_RETURN_IF_ERROR(db_->Add({{{"", view_long_}}, false}));
     return db_->Close();
   }
 
@@ -456,6 +459,7 @@ class RunWriter {
   bool db_busy_ = false, db_failed_ = false, committed_ = false, abandon_ = false;
   const Table* across_ = nullptr;
   const Table* view_ = nullptr;
+  const Table* view_long_ = nullptr;
   // The database: used by one task at a time (db_busy_).
   std::unique_ptr<SqliteWriter> db_;
   std::vector<size_t> ids_;  // per-input table k → its handle in db_
@@ -473,7 +477,11 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   RunOutputs out;
   const Table across = StageAcrossRanksTable(run.inputs);
   const Table view = RunViewTable(run.view);
-  w->RunLevel(&across, &view);  // then analysis.db is committed to its temporary file
+  // analysis.db: the wide run view up to SQLite's column limit, every rank in long form.
+  std::optional<Table> db_view;
+  if (run.view.lanes.size() > kSqliteRunViewLaneColumns) db_view = RunViewDbTable(run.view);
+  const Table view_long = RunViewLongTable(run.view);
+  w->RunLevel(&across, db_view ? &*db_view : &view, &view_long);  // then analysis.db is committed
   out.summary = RunSummaryJson(run);
   out.summary["output"] = dir;
   // The run view, the run's one table of steps × stages × ranks (also in summary.json).

@@ -92,7 +92,8 @@ RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& o
                         std::vector<InputResult> inputs);
 
 // The run's tables, in analysis.db order: each per-input table (AllTables) of every analysed
-// input concatenated with an `input` column first, then stage_across_ranks and run_view.
+// input concatenated with an `input` column first, then stage_across_ranks, run_view (its rank
+// columns only up to kSqliteRunViewLaneColumns ranks) and run_view_long (every rank).
 std::vector<Table> RunTables(const RunAnalysis& run);
 
 // summary.json (SummaryJson over the run's inputs, options and `found`).

@@ -73,8 +73,9 @@ TEST_F(RunPipelineTest, ARunFolderOfDiscreteCapturesBecomesOneRunWithItsTables) 
   ASSERT_GE(tables.size(), 3u);
   EXPECT_EQ(tables.front().name, "step_trace_time");
   EXPECT_EQ(tables.front().columns.front().name, "input");
-  EXPECT_EQ(tables[tables.size() - 2].name, "stage_across_ranks");
-  EXPECT_EQ(tables.back().name, "run_view");
+  EXPECT_EQ(tables[tables.size() - 3].name, "stage_across_ranks");
+  EXPECT_EQ(tables[tables.size() - 2].name, "run_view");
+  EXPECT_EQ(tables.back().name, "run_view_long");
   EXPECT_EQ(RunSummaryJson(*run)["inputs"].size(), 8u);
 }
 
@@ -149,6 +150,58 @@ std::string DumpDb(const std::string& path) {
   }
   sqlite3_close(db);
   return out;
+}
+
+// Issue 35: analysis.db failed at ~1,990 ranks ("too many columns on run_view": one column per
+// rank). Beyond kSqliteRunViewLaneColumns ranks run_view keeps its summary columns and
+// run_view_long holds every rank; run_view.csv stays wide.
+TEST_F(RunPipelineTest, TwoThousandRanksWriteTheRunViewInLongForm) {
+  constexpr int kRanks = 2100;
+  std::vector<InputResult> inputs;
+  std::vector<std::string> paths;
+  for (int r = 0; r < kRanks; ++r) {
+    InputResult in;
+    in.input = in.name = "rank" + std::to_string(r);
+    in.analysis.source = in.input;
+    in.analysis.rank = r;
+    StepResult step;
+    step.window.step = 1;
+    step.window.start = 0;
+    step.window.end = 1000 + r;
+    in.analysis.steps.push_back(step);
+    StageResult st;
+    st.step = 1;
+    st.role = "actor";
+    st.name = "update";
+    st.start = 10;
+    st.end = 500 + r;
+    st.duration = st.end - st.start;
+    in.analysis.stages.push_back(st);
+    paths.push_back(in.input);
+    inputs.push_back(std::move(in));
+  }
+  RunAnalysis run = AssembleRun(paths, AnalysisOptions{}, Diagnostics{}, std::move(inputs));
+  ASSERT_EQ(run.view.lanes.size(), static_cast<size_t>(kRanks));
+  auto w = WriteRunOutputs(run, root_ + "/out");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((root_ + "/out/analysis.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto scalar = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+  };
+  EXPECT_EQ(scalar("SELECT COUNT(DISTINCT rank) FROM run_view_long WHERE kind = 'stage'"), kRanks);
+  EXPECT_EQ(scalar("SELECT value_ns FROM run_view_long WHERE kind = 'stage' AND rank = 2099"), 490 + 2099);
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM pragma_table_info('run_view') WHERE name LIKE 'rank%'"), 1);  // "ranks"
+  EXPECT_EQ(scalar("SELECT COUNT(*) FROM run_view WHERE kind = 'stage' AND critical_rank = 'rank2099'"), 1);
+  sqlite3_close(db);
+  // The CSV keeps a column per rank.
+  const std::string csv = Slurp(root_ + "/out/run_view.csv");
+  EXPECT_NE(csv.substr(0, csv.find('\n')).find("rank2099"), std::string::npos);
 }
 
 TEST_F(RunPipelineTest, TakingTheKernelRowsIntoTheTablesWritesTheSameFilesAndLeavesNoneInTheRun) {

@@ -252,4 +252,31 @@ Table RunViewTable(const RunView& v, size_t max_lane_columns) {
   return t;
 }
 
+Table RunViewLongTable(const RunView& v) {
+  Table t{"run_view_long",
+          {{"step", ColumnType::kInt, ""},
+           {"kind", ColumnType::kText, ""},
+           {"role", ColumnType::kText, ""},
+           {"stage", ColumnType::kText, ""},
+           {"lane", ColumnType::kText, ""},
+           {"rank", ColumnType::kInt, ""},
+           {"start_ns", ColumnType::kInt, "ns"},
+           {"value_ns", ColumnType::kInt, "ns"},
+           {"partial", ColumnType::kInt, ""}},
+          {}};
+  for (const RunViewRow& row : v.rows) {
+    for (size_t l = 0; l < row.per_lane.size() && l < v.lanes.size(); ++l) {
+      if (!row.per_lane[l]) continue;
+      std::vector<Cell> r{row.step, std::string(RunViewKindName(row.kind)), row.role, row.stage, v.lanes[l],
+                          l < v.lane_ranks.size() ? v.lane_ranks[l] : int64_t{-1}};
+      if (row.start) r.emplace_back(*row.start);
+      else r.emplace_back();
+      r.emplace_back(*row.per_lane[l]);
+      r.emplace_back(static_cast<int64_t>(row.partial));
+      t.rows.push_back(std::move(r));
+    }
+  }
+  return t;
+}
+
 }  // namespace rlprof::analysis

@@ -63,6 +63,18 @@ RunView BuildRunView(const std::vector<InputResult>& results);
 // critical_rank (the lane with the max, for stage and step rows), partial.
 Table RunViewTable(const RunView& v, size_t max_lane_columns = std::numeric_limits<size_t>::max());
 
+// Lanes that analysis.db's `run_view` holds as columns (SQLite allows 2000 columns a table):
+// beyond them `run_view` keeps only its summary columns; `run_view_long` always holds every rank.
+inline constexpr size_t kSqliteRunViewLaneColumns = 1024;
+inline Table RunViewDbTable(const RunView& v) {
+  return RunViewTable(v, v.lanes.size() > kSqliteRunViewLaneColumns ? 0 : v.lanes.size());
+}
+
+// The run view in long form, exact ns: `run_view_long`, one row per (row of the run view, lane
+// with a value): step, kind, role, stage, lane, rank, start_ns, value_ns, partial. Any number
+// of ranks (analysis.db, pandas' Analysis.run_view_long).
+Table RunViewLongTable(const RunView& v);
+
 }  // namespace rlprof::analysis
 
 #endif  // RLPROF_SRC_ANALYSIS_RUN_VIEW_H_

@@ -88,6 +88,7 @@ struct Trace {
   int64_t world_size = -1;
   std::string host;
   int64_t pid = -1;
+  std::string role;  // the capture's role(s), "actor" or "actor,ref" (rlprof manifests); "" unknown
   // Capture bounds (ns) when the source records them (rlprof manifest window); -1 unknown.
   // Steps whose window reaches outside them are flagged partial.
   int64_t capture_start_ns = -1;

@@ -77,7 +77,11 @@ base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
   std::stable_sort(out.begin(), out.end(), [](const format::Capture& a, const format::Capture& b) {
     return a.manifest.rank < b.manifest.rank;
   });
-  for (const auto& c : out) diag->Merge(c.diagnostics);
+  for (const auto& c : out) {
+    diag->Merge(c.diagnostics);
+    // What the capture itself lost (a full disk, a SIGKILL): said here as summary says it.
+    format::AddCaptureLossDiagnostics(c, diag);
+  }
   return out;
 }
 

@@ -93,6 +93,26 @@ TEST_F(ExportCommandTest, ABareEventsFileIsExportedWithADiagnostic) {
   EXPECT_EQ(out.find("diagnostic:"), std::string::npos) << out;  // a bare file is fine
 }
 
+// Issue 35: export said "diagnostics: none" for a capture that lost events to a full disk and
+// was never closed (SIGKILL), where summary named both.
+TEST_F(ExportCommandTest, WhatTheCaptureLostIsSaidAsSummarySaysIt) {
+  std::ofstream(capture_ + "/manifest.json", std::ios::trunc)
+      << R"({"format": "rlprof-capture", "format_version": 1, "run_id": "run1",
+             "scope": "e2e", "identity": {"rank": 0, "host": "h", "pid": 77},
+             "counts": {"events": 3, "dropped_events": 5, "dropped_write_error": 4},
+             "complete": false})";
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"export", capture_, "-o", root_ + "/lost.json", "--json"}, &out, &err), kExitOk) << err;
+  const auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["diagnostics"]["dropped_events"], 5) << out;
+  EXPECT_EQ(j["diagnostics"]["events_lost_write_error"], 4) << out;
+  EXPECT_EQ(j["diagnostics"]["capture_incomplete"], 1) << out;
+  std::string text_out;
+  ASSERT_EQ(RunArgs({"export", capture_, "-o", root_ + "/lost.pftrace"}, &text_out, &err), kExitOk) << err;
+  EXPECT_NE(text_out.find("dropped_events"), std::string::npos) << text_out;
+  EXPECT_NE(text_out.find("events_lost_write_error"), std::string::npos) << text_out;
+}
+
 TEST_F(ExportCommandTest, ExportsATreeOfCaptures) {
   std::string out, err;
   ASSERT_EQ(RunArgs({"export", root_ + "/run1", "-o", root_ + "/all.db"}, &out, &err), kExitOk)

@@ -223,7 +223,7 @@ StepSelection ParseSteps(ParseContext& ctx, const Ref& r) {
   bool ok = true;
   for (size_t i = 0; i < r.node.size(); ++i) {
     Ref e = Element(r, i);
-    auto v = ctx.rd.AsInt(e);
+    auto v = ctx.rd.AsListInt(e, INT64_MIN, "step");
     if (!v) {
       ok = false;
       continue;

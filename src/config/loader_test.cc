@@ -245,6 +245,38 @@ TEST(LoaderErrorsTest, KeysGivenTwiceAreErrorsNamingBothLines) {
       << msg;
 }
 
+// Issue 35: list elements verl would compare to ints and match nothing with were accepted
+// ([2, null] profiled nothing with a generic warning, [null] became rank 0, "1" became 1), and
+// a NUL in a path was written through. Each is an error naming file, line and key.
+TEST(LoaderErrorsTest, NullsQuotedNumbersAndNulBytesAreErrorsNamingTheKey) {
+  const std::string tail = "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0]}}}\n";
+  std::string m = MustFail("global_profiler: {tool: torch, steps: [2, null]}\n" + tail);
+  EXPECT_NE(m.find("t.yaml:1: "), std::string::npos) << m;
+  EXPECT_NE(m.find("global_profiler.steps[1]"), std::string::npos) << m;
+  EXPECT_NE(m.find("null in a list of steps"), std::string::npos) << m;
+  m = MustFail("global_profiler: {tool: torch, steps: [1]}\n"
+               "actor_rollout_ref:\n  actor:\n    profiler: {enable: true, ranks: [null]}\n");
+  EXPECT_NE(m.find("t.yaml:4: "), std::string::npos) << m;
+  EXPECT_NE(m.find("ranks[0]"), std::string::npos) << m;
+  EXPECT_NE(m.find("null in a list of ranks"), std::string::npos) << m;
+  m = MustFail("global_profiler: {tool: torch, steps: [1]}\n"
+               "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0, \"1\"]}}}\n");
+  EXPECT_NE(m.find("'1' is a quoted string, not a number"), std::string::npos) << m;
+  m = MustFail("global_profiler: {tool: torch, steps: ['2']}\n" + tail);
+  EXPECT_NE(m.find("'2' is a quoted string, not a number"), std::string::npos) << m;
+  m = MustFail("global_profiler: {tool: torch, steps: [1], save_path: \"/tmp/a\\0b\"}\n" + tail);
+  EXPECT_NE(m.find("global_profiler.save_path"), std::string::npos) << m;
+  EXPECT_NE(m.find("NUL byte"), std::string::npos) << m;
+  // The same through verl's command line (Hydra overrides).
+  m = MustFail("global_profiler: {tool: torch, steps: [1]}\n" + tail, {"global_profiler.steps=[2,null]"});
+  EXPECT_NE(m.find("null in a list of steps"), std::string::npos) << m;
+  m = MustFail("global_profiler: {tool: torch, steps: [1]}\n" + tail, {"global_profiler.steps=[2,'3']"});
+  EXPECT_NE(m.find("quoted string"), std::string::npos) << m;
+  // Plain numbers still load.
+  Plan ok = MustLoad("global_profiler: {tool: torch, steps: [2, 3]}\n" + tail);
+  EXPECT_EQ(ok.steps.list, (std::vector<int64_t>{2, 3}));
+}
+
 TEST(LoaderErrorsTest, KeysGivenTwiceAreReportedWithAnyOtherFatalError) {
   std::string msg = MustFail("a: 1\na: 2\n");
   EXPECT_NE(msg.find("t.yaml:2: key 'a' is given twice"), std::string::npos) << msg;

@@ -106,6 +106,22 @@ std::optional<int64_t> Reader::AsInt(const Ref& r, int64_t min) {
   return std::nullopt;
 }
 
+std::optional<int64_t> Reader::AsListInt(const Ref& e, int64_t min, const std::string& what) {
+  // verl and MindSpeed-RL test `x in list` with Python ints: a null or a quoted number in the
+  // list matches nothing there, so it is an error here rather than a silent conversion.
+  if (e.node.IsNull() || (e.node.IsScalar() && e.node.Scalar().empty() && e.node.Tag() != "!")) {
+    doc_.Error(e, "null in a list of " + what + "s matches no " + what +
+                      " (verl compares each to the current one); remove it or write a number");
+    return std::nullopt;
+  }
+  if (e.node.IsScalar() && e.node.Tag() == "!" && ParseInt(e.node.Scalar())) {
+    doc_.Error(e, Describe(e.node) + " is a quoted string, not a number: verl compares " + what +
+                      "s as numbers and would match nothing; write " + e.node.Scalar() + " without quotes");
+    return std::nullopt;
+  }
+  return AsInt(e, min);
+}
+
 std::optional<std::string> Reader::AsEnum(const Ref& r, const std::vector<std::string>& allowed) {
   if (r.null()) return std::nullopt;
   if (!r.node.IsScalar()) {
@@ -150,7 +166,15 @@ std::optional<double> Reader::Number(const Ref& block, const std::string& key, d
 std::optional<std::string> Reader::String(const Ref& block, const std::string& key) {
   Ref r = doc_.Child(block, key);
   if (r.null()) return std::nullopt;
-  if (r.node.IsScalar()) return r.node.Scalar();
+  if (r.node.IsScalar()) {
+    // "\0" in a double-quoted YAML string: no path, name or command can hold it (the OS
+    // would cut it there and write somewhere else).
+    if (r.node.Scalar().find('\0') != std::string::npos) {
+      doc_.Error(r, "contains a NUL byte (\\0): a path or name cannot hold one");
+      return std::nullopt;
+    }
+    return r.node.Scalar();
+  }
   doc_.Error(r, "expected a string, got " + Describe(r.node));
   return std::nullopt;
 }
@@ -175,7 +199,7 @@ std::optional<std::vector<int64_t>> Reader::IntList(const Ref& block, const std:
   bool ok = true;
   for (size_t i = 0; i < r.node.size(); ++i) {
     Ref e = Element(r, i);
-    auto v = AsInt(e, min);
+    auto v = AsListInt(e, min, "rank");
     if (!v) {
       ok = false;
       continue;

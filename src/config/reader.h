@@ -45,6 +45,9 @@ class Reader {
   // Same, on a value already in hand.
   std::optional<bool> AsBool(const Ref& r);
   std::optional<int64_t> AsInt(const Ref& r, int64_t min = INT64_MIN);
+  // An element of a list of steps or ranks (`what`: "step", "rank"): AsInt, and a null or a
+  // quoted number is an error (the frameworks compare them to ints and would match nothing).
+  std::optional<int64_t> AsListInt(const Ref& e, int64_t min, const std::string& what);
   std::optional<std::string> AsEnum(const Ref& r, const std::vector<std::string>& allowed);
 
   Doc& doc() { return doc_; }

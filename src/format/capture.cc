@@ -42,6 +42,20 @@ class Fields {
       if (!ToInt(*v, out)) Wrong(key, "an integer");
     }
   }
+  // An integer ≥ `min`; a missing key is a problem when `required`. Out of range: noted, the
+  // default kept.
+  void IntAtLeast(const char* key, int64_t min, int64_t* out, bool required = false) const {
+    const json* v = Find(key);
+    if (v == nullptr) {
+      if (required && obj_ != nullptr)
+        diag_->push_back(std::string(kManifestName) + ": " + prefix_ + key + ": missing");
+      return;
+    }
+    int64_t i;
+    if (!ToInt(*v, &i)) return Wrong(key, min == 0 ? "a non-negative integer" : "an integer");
+    if (i < min) return Wrong(key, min == 0 ? "a non-negative integer" : "an integer ≥ " + std::to_string(min));
+    *out = i;
+  }
   void Double(const char* key, double* out) const {
     if (const json* v = Find(key)) {
       if (v->is_number()) *out = v->get<double>();
@@ -76,10 +90,14 @@ class Fields {
     const json* v = Find(key);
     if (v == nullptr) return;
     if (!v->is_array()) return Wrong(key, "a list of integers");
+    bool noted = false;  // once per list, however many elements are wrong
     for (const auto& e : *v) {
       int64_t i;
       if (ToInt(e, &i)) out->push_back(i);
-      else Wrong(key, "a list of integers");
+      else if (!noted) {
+        Wrong(key, "a list of integers");
+        noted = true;
+      }
     }
   }
 
@@ -104,8 +122,12 @@ class Fields {
     }
     return false;
   }
-  void Wrong(const char* key, const char* expected) const {
-    diag_->push_back(std::string(kManifestName) + ": " + prefix_ + key + ": expected " + expected);
+  void Wrong(const char* key, const std::string& expected) const {
+    const json* v = Find(key);
+    std::string got = v == nullptr ? "" : v->dump(-1, ' ', false, json::error_handler_t::replace);
+    if (got.size() > 40) got = got.substr(0, 40) + "…";
+    diag_->push_back(std::string(kManifestName) + ": " + prefix_ + key + ": expected " + expected +
+                     (got.empty() ? "" : ", got " + got));
   }
 
   const json* obj_;
@@ -139,11 +161,11 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   f.Str("stage", &m.stage);
   f.Str("role", &m.role);
   Fields id = f.Object("identity");
-  id.Int("rank", &m.rank);
-  id.Int("local_rank", &m.local_rank);
-  id.Int("world_size", &m.world_size);
+  id.IntAtLeast("rank", -1, &m.rank);  // -1: a process outside the ranks (a controller)
+  id.IntAtLeast("local_rank", -1, &m.local_rank);
+  id.IntAtLeast("world_size", 0, &m.world_size);
   id.Str("host", &m.host);
-  id.Int("pid", &m.pid);
+  id.IntAtLeast("pid", 0, &m.pid);
   id.StrList("roles", &m.roles);
   id.OptInt("replica", &m.replica);
   Fields clock = f.Object("clock");
@@ -164,10 +186,10 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   sampling.Bool("complete", &m.sampling_complete);
   f.StrList("contents", &m.contents);
   Fields counts = f.Object("counts");
-  counts.Int("events", &m.event_count);
-  counts.Int("dropped_events", &m.dropped_events);
-  counts.Int("dropped_write_error", &m.dropped_write_error);
-  counts.Int("threads", &m.threads);
+  counts.IntAtLeast("events", 0, &m.event_count, /*required=*/true);
+  counts.IntAtLeast("dropped_events", 0, &m.dropped_events);
+  counts.IntAtLeast("dropped_write_error", 0, &m.dropped_write_error);
+  counts.IntAtLeast("threads", 0, &m.threads);
   f.Bool("complete", &m.complete);
   f.StrList("errors", &m.errors);
   if (auto it = root.find("files"); it != root.end()) {
@@ -229,6 +251,15 @@ void AddRawDiagnostics(const RawDiagnostics& d, Diagnostics* out) {
   out->Add("raw_bad_records", d.bad_records);
   out->Add("raw_skipped_bytes", d.skipped_bytes);
   out->Add("name_truncated", d.truncated_strings);
+}
+
+void AddCaptureLossDiagnostics(const Capture& c, Diagnostics* out) {
+  const Manifest& m = c.manifest;
+  if (c.raw.diagnostics.truncated_tail_bytes) out->Add("truncated_input");
+  if (c.has_manifest && !m.complete) out->Add("capture_incomplete");
+  if (m.dropped_events > 0) out->Add("dropped_events", static_cast<uint64_t>(m.dropped_events));
+  // Of those, the ones a full disk (or another write error) cost: "N events lost to a write error".
+  if (m.dropped_write_error > 0) out->Add("events_lost_write_error", static_cast<uint64_t>(m.dropped_write_error));
 }
 
 void SanitizeCaptureTimes(Capture* c) {

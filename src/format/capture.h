@@ -120,6 +120,12 @@ base::StatusOr<Capture> LoadCaptureBytes(std::string_view events_rlp, const std:
 // Adds the named raw_* counts of `raw` (and name_truncated) to `out`.
 void AddRawDiagnostics(const RawDiagnostics& raw, Diagnostics* out);
 
+// What the manifest and the events file say was lost or left open while capturing —
+// capture_incomplete, dropped_events, events_lost_write_error, truncated_input — added to
+// `out`: every command that reads a capture reports them (analysis through TraceFromCapture,
+// export directly).
+void AddCaptureLossDiagnostics(const Capture& c, Diagnostics* out);
+
 // The time checks of LoadCapture, for captures built in memory: sanitises the manifest's clock
 // fields and window and the events' times, counting into c->diagnostics.
 void SanitizeCaptureTimes(Capture* c);

@@ -77,9 +77,32 @@ TEST(CaptureTest, IllTypedManifestKeysAreDiagnosedNotFatal) {
   EXPECT_EQ(m.steps, (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(m.event_count, 1000);
   ASSERT_EQ(diag.size(), 5u);
-  EXPECT_EQ(diag[0], "manifest.json: run_id: expected a string");
-  EXPECT_EQ(diag[1], "manifest.json: steps: expected a list of integers");
-  EXPECT_EQ(diag[2], "manifest.json: identity.rank: expected an integer");
+  EXPECT_EQ(diag[0], "manifest.json: run_id: expected a string, got 7");
+  EXPECT_EQ(diag[1], "manifest.json: steps: expected a list of integers, got [1,\"x\",3]");
+  EXPECT_EQ(diag[2], "manifest.json: identity.rank: expected an integer, got \"zero\"");
+}
+
+// Issue 35: negative counts, fractional ranks and an empty counts object were accepted without
+// the manifest_problems note docs/formats.md promises.
+TEST(CaptureTest, OutOfRangeAndMissingManifestCountsAreNoted) {
+  std::vector<std::string> diag;
+  Manifest m = ParseManifest(R"({"identity": {"rank": 1.5, "world_size": -2, "pid": -7},
+      "counts": {"events": -3, "dropped_events": -1, "threads": 2}, "complete": true})",
+                             &diag);
+  EXPECT_EQ(m.rank, -1);
+  EXPECT_EQ(m.world_size, 0);
+  EXPECT_EQ(m.event_count, 0);
+  EXPECT_EQ(m.dropped_events, 0);
+  EXPECT_EQ(m.threads, 2);
+  ASSERT_EQ(diag.size(), 5u) << ::testing::PrintToString(diag);
+  EXPECT_EQ(diag[0], "manifest.json: identity.rank: expected an integer, got 1.5");
+  EXPECT_EQ(diag[1], "manifest.json: identity.world_size: expected a non-negative integer, got -2");
+  EXPECT_EQ(diag[3], "manifest.json: counts.events: expected a non-negative integer, got -3");
+  diag.clear();
+  ParseManifest(R"({"identity": {"rank": -5}, "counts": {}, "complete": true})", &diag);
+  ASSERT_EQ(diag.size(), 2u) << ::testing::PrintToString(diag);
+  EXPECT_EQ(diag[0], "manifest.json: identity.rank: expected an integer ≥ -1, got -5");
+  EXPECT_EQ(diag[1], "manifest.json: counts.events: missing");
 }
 
 // What a full disk cost (counts.dropped_write_error), from a manifest the runtime rewrote in

@@ -296,6 +296,33 @@ def ascend_text():
         out("ascend_text", "mstt_kernel_details.csv", "".join(f.readlines()[:8]))
 
 
+def hostile_classes():
+    """One seed per class of the issue-35 audit that parses in memory (the file-system classes,
+    FIFOs, device links, sparse files and link loops, are built by test/hostile/hostile_run.py)."""
+    out("kineto_json", "hostile_duplicate_trace_events.json",
+        '{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"a"}],'
+        '"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":5,"dur":1,"name":"b"}]}')
+    header = "Step Id,Name,Accelerator Core,Start Time(us),Duration(us),Input Shapes\n"
+    rows = '1,MatMul,AI_CORE,10,2,"1,2"\n1,Add,AI_VECTOR_CORE,20,3,"4"\n'
+    out("ascend_text", "hostile_cr_only.csv", (header + rows).replace("\n", "\r"))
+    out("ascend_text", "hostile_cut_mid_row.csv", header + rows + "1,Mul,AI_CORE,30,")
+    out("ascend_text", "hostile_header_only.csv", header)
+    for name, comm in (("null", "null"), ("list", "[1, {}]"), ("string", '"x"')):
+        out("ascend_text", f"hostile_communication_{name}.txt", header + rows + "\x1e\n" + comm)
+    out("manifest", "hostile_wrong_types.json",
+        '{"format":"rlprof-capture","format_version":1,"identity":{"rank":1.5,"pid":-3,"world_size":-2},'
+        '"counts":{"events":-1,"dropped_events":4,"dropped_write_error":2},"complete":false}')
+    out("manifest", "hostile_empty_counts.json", '{"identity":{"rank":-5},"counts":{},"complete":true}')
+    tail = "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0]}}}\n"
+    out("yaml_config", "hostile_steps_null.yaml", "global_profiler: {tool: torch, steps: [2, null]}\n" + tail)
+    out("yaml_config", "hostile_ranks_null.yaml", "global_profiler: {tool: torch, steps: [1]}\n"
+        "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [null]}}}\n")
+    out("yaml_config", "hostile_quoted_rank.yaml", "global_profiler: {tool: torch, steps: [1]}\n"
+        'actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0, "1"]}}}\n')
+    out("yaml_config", "hostile_nul_save_path.yaml",
+        'global_profiler: {tool: torch, steps: [1], save_path: "/tmp/a\\0b"}\n' + tail)
+
+
 def main():
     shutil.rmtree(CORPUS, ignore_errors=True)
     os.makedirs(os.path.join(CORPUS, "yaml_config"))
@@ -308,6 +335,7 @@ def main():
     manifests()
     yaml_configs()
     overrides()
+    hostile_classes()
     for d in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, d))
         size = sum(os.path.getsize(os.path.join(CORPUS, d, f)) for f in files)

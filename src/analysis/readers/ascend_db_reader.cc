@@ -54,10 +54,11 @@ class DbReader {
  public:
   DbReader(sqlite3* db, Trace* t) : db_(db), t_(t) {}
 
-  // Table → its columns; empty when the table is absent (or sqlite_master is unreadable).
+  // Table (or view: a view that fails to read is counted as ascend_db_corrupt when selected)
+  // → its columns; empty when the table is absent (or sqlite_master is unreadable).
   base::Status LoadSchema() {
     sqlite3_stmt* st = nullptr;
-    int rc = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &st, nullptr);
+    int rc = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')", -1, &st, nullptr);
     if (rc != SQLITE_OK) return base::InvalidArgument(std::string("not a readable SQLite database: ") + sqlite3_errmsg(db_));
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
       const unsigned char* n = sqlite3_column_text(st, 0);
@@ -163,6 +164,8 @@ class Builder {
     // step_trace_time does (docs/definitions.md §2).
     t_->whole_trace_is_work_span = true;
     if (!r_.Has("STRING_IDS")) t_->diagnostics.Note("ascend_db_missing_table", t_->source + ": STRING_IDS (names unknown)");
+    if (!r_.Has("TASK"))
+      t_->diagnostics.Note("ascend_db_missing_table", t_->source + ": TASK (no device tasks: kernels and their times unknown)");
     if (r_.Has("TASK") && !r_.Has("CANN_API"))
       t_->diagnostics.Note("ascend_db_missing_table", t_->source + ": CANN_API (launches unknown)");
     Identity();

@@ -240,6 +240,41 @@ TEST(AscendDbReader, OtherSqliteFilesAndDamagedImagesAreErrorsNotCrashes) {
   fs::remove_all(dir);
 }
 
+// Issue 35: a database without TASK (or with TASK a view that fails) had no device tasks and
+// said nothing.
+TEST(AscendDbReader, AMissingOrBrokenTaskTableIsNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("rlprof_ascend_task_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* how : {"DROP TABLE TASK;", "ALTER TABLE TASK RENAME TO TASK_OLD; "
+                                              "CREATE VIEW TASK AS SELECT * FROM NO_SUCH_TABLE;"}) {
+    const std::string path = (dir / "msprof_20251126094000.db").string();
+    fs::remove(path);
+    fs::copy_file(Db(kOneRank), path);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    // A view on a missing table needs legacy_alter_table off and is created unchecked.
+    sqlite3_exec(db, how, nullptr, nullptr, &err);
+    if (err != nullptr) {
+      ADD_FAILURE() << how << ": " << err;
+      sqlite3_free(err);
+    }
+    sqlite3_close(db);
+    auto t = ReadTrace(path);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    const bool dropped = std::string(how).starts_with("DROP");
+    if (dropped) {
+      EXPECT_EQ(t->diagnostics.Get("ascend_db_missing_table"), 1u) << ::testing::PrintToString(t->diagnostics.Lines());
+    } else {
+      EXPECT_GE(t->diagnostics.Get("ascend_db_corrupt"), 1u) << ::testing::PrintToString(t->diagnostics.Lines());
+    }
+    bool named = false;
+    for (const auto& d : t->diagnostics.details) named = named || d.find("TASK") != std::string::npos;
+    EXPECT_TRUE(named) << how;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(AscendDbReader, ATextFolderReadsItsTraceViewWithTheFolderRank) {
   const std::string dir = Db("folder/worker0_12345_20251126094000123_ascend_pt");
   auto f = FindAscendFolder(dir);

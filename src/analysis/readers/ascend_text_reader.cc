@@ -105,15 +105,19 @@ class Builder {
     };
     int c_start = -1, c_dur = -1, c_stream = -1, c_name = -1, c_core = -1, c_shapes = -1, c_step = -1, c_dev = -1;
     const uint32_t cat_kernel = t_->Intern("kernel");
+    size_t header_fields = 0, rows = 0;
     while (pos < text.size()) {
-      size_t nl = text.find('\n', pos);
+      // Lines end in "\n", "\r\n" or a lone "\r" (old Mac-style files, a CSV saved by some
+      // spreadsheet tools): each is one line end.
+      size_t nl = text.find_first_of("\r\n", pos);
       if (nl == std::string_view::npos) nl = text.size();
       std::string_view line = text.substr(pos, nl - pos);
       pos = nl + 1;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (nl < text.size() && text[nl] == '\r' && pos < text.size() && text[pos] == '\n') ++pos;
       if (line_no++ == 0) {
         if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);  // a BOM (Excel-saved files)
         SplitCsvLine(line, &f);
+        header_fields = f.size();
         for (size_t i = 0; i < f.size(); ++i) col.emplace(std::string(f[i]), i);
         // Older op_summary-style headers (msprof-analyze's advisor CsvTitle) name them "Task …".
         c_start = idx({"Start Time(us)", "Task Start Time(us)"});
@@ -132,9 +136,13 @@ class Builder {
         continue;
       }
       if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+      ++rows;
       const int need = std::max(c_start, c_dur);
       int64_t s, d;
-      if (!SplitCsvLine(line, &f) || static_cast<int>(f.size()) <= need || !ParseMicrosToNanos(f[c_start], &s) ||
+      // A row with fewer fields than the header was cut (a killed writer, a copy cut short):
+      // its last field may be a cut number, so the row is not trusted.
+      if (!SplitCsvLine(line, &f) || static_cast<int>(f.size()) <= need || f.size() < header_fields ||
+          !ParseMicrosToNanos(f[c_start], &s) ||
           !ParseMicrosToNanos(f[c_dur], &d) || !base::IsValidTime(s) || d > base::kMaxTimeNs ||
           d < -base::kMaxTimeNs) {
         t_->diagnostics.Note("ascend_text_bad_row",
@@ -162,6 +170,8 @@ class Builder {
                                       cat, tr);
       t_->shapes[row] = t_->Intern(Unquote(field(c_shapes)));
     }
+    if (rows == 0)
+      t_->diagnostics.Note("ascend_text_empty", t_->source + "/" + kKernelDetailsCsv + ": a header and no rows");
   }
 
   // The HCCL operators of kernel_details.csv become the communication when communication.json
@@ -243,14 +253,29 @@ class CommSax {
   };
   explicit CommSax(std::vector<Op>* ops) : ops_(ops) {}
 
-  bool null() { return Value("null"); }
-  bool boolean(bool) { return Value(""); }
-  bool number_integer(int64_t v) { return Value(std::to_string(v)); }
-  bool number_unsigned(uint64_t v) { return Value(std::to_string(v)); }
-  bool number_float(double, const std::string& s) { return Value(s); }
-  bool string(std::string&) { return Value(""); }
-  bool binary(nlohmann::json::binary_t&) { return Value(""); }
+  // What the document's top-level value is (communication.json holds an object of steps).
+  enum class Top { kNone, kObject, kArray, kNull, kScalar };
+  Top top() const { return top_; }
+  std::string TopName() const {
+    switch (top_) {
+      case Top::kNone: return "nothing";
+      case Top::kObject: return "an object";
+      case Top::kArray: return "a list";
+      case Top::kNull: return "null";
+      case Top::kScalar: return "a string, number or boolean";
+    }
+    return "?";
+  }
+
+  bool null() { return Seen(Top::kNull) && Value("null"); }
+  bool boolean(bool) { return Seen(Top::kScalar) && Value(""); }
+  bool number_integer(int64_t v) { return Seen(Top::kScalar) && Value(std::to_string(v)); }
+  bool number_unsigned(uint64_t v) { return Seen(Top::kScalar) && Value(std::to_string(v)); }
+  bool number_float(double, const std::string& s) { return Seen(Top::kScalar) && Value(s); }
+  bool string(std::string&) { return Seen(Top::kScalar) && Value(""); }
+  bool binary(nlohmann::json::binary_t&) { return Seen(Top::kScalar) && Value(""); }
   bool start_object(size_t) {
+    Seen(Top::kObject);
     path_.push_back(key_);
     key_.clear();
     if (path_.size() == 4) op_ = Op{path_[1], path_[3], "", "", {}};  // {root, step, kind, op}
@@ -263,6 +288,7 @@ class CommSax {
     return true;
   }
   bool start_array(size_t) {
+    Seen(Top::kArray);
     path_.push_back(key_);
     return path_.size() < 64;
   }
@@ -281,6 +307,10 @@ class CommSax {
   size_t error_at() const { return error_at_; }
 
  private:
+  bool Seen(Top kind) {
+    if (path_.empty() && top_ == Top::kNone) top_ = kind;
+    return true;
+  }
   bool Value(const std::string& text) {
     // {root, step, kind, op, "Communication Time Info"} . key
     if (path_.size() == 5 && path_[4] == "Communication Time Info") {
@@ -298,6 +328,7 @@ class CommSax {
   std::string key_;
   Op op_;
   size_t error_at_ = 0;
+  Top top_ = Top::kNone;
 };
 
 void Builder::Communication(const std::string& text) {
@@ -309,6 +340,12 @@ void Builder::Communication(const std::string& text) {
                                                     std::to_string(std::min(sax.error_at(), text.size())) + " of " +
                                                     std::to_string(text.size()) + "; " + std::to_string(ops.size()) +
                                                     " operators read before");
+  else if (sax.top() != CommSax::Top::kObject)
+    // null, a list, a string, a number: valid JSON, but not communication.json's {step: …}.
+    t_->diagnostics.Note("ascend_text_corrupt", where + ": " + sax.TopName() +
+                                                    " where an object of steps was expected; no communication read");
+  else if (ops.empty())
+    t_->diagnostics.Note("ascend_text_empty", where + ": no communication operators");
   for (const CommSax::Op& op : ops) {
     int64_t s, d;
     if (!ParseMicrosToNanos(op.start, &s) || !ParseMillisToNanos(op.elapse, &d) || !base::IsValidTime(s) ||

@@ -266,5 +266,45 @@ TEST(AscendTextReader, MissingColumnsFilesAndGarbageAreCountedNotFatal) {
   EXPECT_FALSE(ReadAscendText(none, "empty", {}, &c).ok());
 }
 
+// Issue 35: data lost without a word. CR-only line ends read every row; a row cut short (a
+// killed writer) is a bad row, not a kernel with a cut number; a header without rows and a
+// communication.json that is null, a list or a string are named.
+TEST(AscendTextReader, CutRowsLoneCrLineEndsAndEmptyOrNonObjectFilesAreNamed) {
+  const std::string header = "Step Id,Name,Accelerator Core,Start Time(us),Duration(us),Input Shapes\n";
+  Trace cr;
+  std::string cr_text = header + "1,MatMul,AI_CORE,10,2,\"1,2\"\n1,Add,AI_VECTOR_CORE,20,3,\"4\"\n";
+  std::replace(cr_text.begin(), cr_text.end(), '\n', '\r');
+  ASSERT_TRUE(ReadAscendTextBytes(cr_text, "cr", {}, &cr).ok());
+  EXPECT_EQ(cr.size(), 2u) << ::testing::PrintToString(cr.diagnostics.Lines());
+  Trace crlf;
+  std::string crlf_text;
+  for (char c : header + "1,MatMul,AI_CORE,10,2,\"1,2\"\n") crlf_text += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  ASSERT_TRUE(ReadAscendTextBytes(crlf_text, "crlf", {}, &crlf).ok());
+  EXPECT_EQ(crlf.size(), 1u);
+  EXPECT_EQ(crlf.diagnostics.Get("ascend_text_bad_row"), 0u) << ::testing::PrintToString(crlf.diagnostics.Lines());
+
+  Trace cut;  // the last row cut inside its duration: "2.5" became "2"
+  ASSERT_TRUE(ReadAscendTextBytes(header + "1,MatMul,AI_CORE,10,2,\"1\"\n1,Add,AI_CORE,20,2", "cut", {}, &cut).ok());
+  EXPECT_EQ(cut.size(), 1u);
+  EXPECT_EQ(cut.diagnostics.Get("ascend_text_bad_row"), 1u);
+
+  Trace only_header;
+  ASSERT_TRUE(ReadAscendTextBytes(header, "h", {}, &only_header).ok());
+  EXPECT_EQ(only_header.size(), 0u);
+  EXPECT_EQ(only_header.diagnostics.Get("ascend_text_empty"), 1u);
+
+  for (const char* comm : {"null", "[]", "[{\"a\": 1}]", "\"text\"", "42"}) {
+    Trace t;
+    ASSERT_TRUE(ReadAscendTextBytes(std::string("\n\x1e\n") + comm, "comm", {}, &t).ok()) << comm;
+    EXPECT_EQ(t.diagnostics.Get("ascend_text_corrupt"), 1u) << comm;
+    ASSERT_FALSE(t.diagnostics.details.empty());
+    EXPECT_NE(t.diagnostics.details.back().find("where an object of steps was expected"), std::string::npos)
+        << t.diagnostics.details.back();
+  }
+  Trace no_ops;
+  ASSERT_TRUE(ReadAscendTextBytes("\n\x1e\n{\"step1\": {}}", "comm", {}, &no_ops).ok());
+  EXPECT_EQ(no_ops.diagnostics.Get("ascend_text_empty"), 1u);
+}
+
 }  // namespace
 }  // namespace rlprof::analysis

@@ -35,14 +35,12 @@ Trace TraceFromCapture(const format::Capture& capture, const ReadOptions& opts) 
   t.world_size = m.world_size > 0 ? m.world_size : -1;
   t.host = m.host;
   t.pid = m.pid > 0 ? m.pid : -1;
+  t.role = m.role;
+  if (t.role.empty())
+    for (const auto& r : m.roles) t.role += (t.role.empty() ? "" : ",") + r;
   // What loading counted: raw_* (events.rlp), manifest_*, times out of range.
   t.diagnostics.Merge(c.diagnostics);
-  if (c.raw.diagnostics.truncated_tail_bytes) t.diagnostics.Add("truncated_input");
-  if (c.has_manifest && !m.complete) t.diagnostics.Add("capture_incomplete");
-  if (m.dropped_events > 0) t.diagnostics.Add("dropped_events", static_cast<uint64_t>(m.dropped_events));
-  // Of those, the ones a full disk (or another write error) cost: "N events lost to a write error".
-  if (m.dropped_write_error > 0)
-    t.diagnostics.Add("events_lost_write_error", static_cast<uint64_t>(m.dropped_write_error));
+  format::AddCaptureLossDiagnostics(c, &t.diagnostics);
 
   // Tracks: raw track id → trace track.
   std::unordered_map<uint16_t, uint32_t> track_of;

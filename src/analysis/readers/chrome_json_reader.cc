@@ -510,6 +510,13 @@ base::Status ReadChromeJson(InputBuffer& in, const ReadOptions& opts, Trace* tra
   if (layout.trailing_commas) trace->diagnostics.Add("trailing_commas", layout.trailing_commas);
   if (layout.trailing_garbage) trace->diagnostics.Add("trailing_garbage_bytes", layout.trailing_garbage);
   if (layout.too_deep) trace->diagnostics.Add("nesting_too_deep", layout.too_deep);
+  if (layout.duplicate_events_keys)
+    trace->diagnostics.Note("duplicate_trace_events",
+                            trace->source + ": \"traceEvents\" appears " +
+                                std::to_string(layout.duplicate_events_keys + 1) +
+                                " times; the last array is read, " +
+                                std::to_string(layout.duplicate_events_dropped) + " events of the others left out",
+                            std::max<uint64_t>(layout.duplicate_events_dropped, 1));
 
   ChromeTraceBuilder builder(trace, opts);
   builder.Reserve(layout.elements);

@@ -116,6 +116,17 @@ TEST(HostileInputs, NullNamesAreCounted) {
   EXPECT_EQ(t.diagnostics.Get("missing_name"), 3u);
 }
 
+// Issue 35: "traceEvents" twice. The last array is what Python, Chrome and Perfetto read; the
+// events of the first are counted as left out.
+TEST(HostileInputs, DuplicateTraceEventsKeysReadTheLastAndCountTheRest) {
+  Trace t = ReadAnalyseExport(Hostile("duplicate_trace_events.json"));
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.str(t.name[0]), "last_a");
+  EXPECT_EQ(t.diagnostics.Get("duplicate_trace_events"), 2u);
+  ASSERT_FALSE(t.diagnostics.details.empty());
+  EXPECT_NE(t.diagnostics.details[0].find("appears 2 times"), std::string::npos) << t.diagnostics.details[0];
+}
+
 // Every file of the hostile folder is covered by a test above (a new file needs one).
 TEST(HostileInputs, EveryHostileFileIsRead) {
   size_t n = 0;
@@ -124,7 +135,7 @@ TEST(HostileInputs, EveryHostileFileIsRead) {
     ReadAnalyseExport(e.path().string());
     ++n;
   }
-  EXPECT_EQ(n, 9u);
+  EXPECT_EQ(n, 10u);
 }
 
 // Capture-level hostility through the analysis readers: an events.rlp that is a directory,

@@ -220,10 +220,19 @@ JsonLayout ScanImpl(char* data, size_t n, size_t chunk_bytes) {
             break;
           }
           stack.push_back(c);
-          if (c == '[' && !l.has_events &&
-              ((stack.size() == 1 && l.form == JsonLayout::Form::kArray) ||
+          if (c == '[' && (!l.has_events || events_depth == 0) &&
+              ((stack.size() == 1 && l.form == JsonLayout::Form::kArray && !l.has_events) ||
                (stack.size() == 2 && l.form == JsonLayout::Form::kObject &&
                 KeyBefore(data, i) == "traceEvents"))) {
+            if (l.has_events) {
+              // "traceEvents" again: the last array wins (as Python's json, Chrome and Perfetto
+              // read it). The earlier one is blanked to "[ ]" so the metadata reads without it.
+              ++l.duplicate_events_keys;
+              l.duplicate_events_dropped += l.elements;
+              std::memset(data + l.events_open + 1, ' ', l.events_close - l.events_open - 1);
+              l.cuts.clear();
+              l.elements = 0;
+            }
             l.has_events = true;
             l.events_open = i;
             l.cuts.push_back(i);

@@ -39,6 +39,10 @@ struct JsonLayout {
   uint64_t trailing_commas = 0;      // removed (blanked) in place
   uint64_t trailing_garbage = 0;     // non-blank bytes after the top-level value
   uint64_t too_deep = 0;             // nesting beyond the supported depth
+  // Object form with "traceEvents" more than once: the last array is the events array; the
+  // earlier ones are blanked in place to "[ ]" and their elements counted here.
+  uint64_t duplicate_events_keys = 0;
+  uint64_t duplicate_events_dropped = 0;
 };
 
 // Replaces every byte that is not part of valid UTF-8 with '?'; returns how many.
