@@ -7,9 +7,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -53,9 +55,10 @@ def save_path(tmp_path_factory):
 
 
 class Server:
-    def __init__(self, cli, save, *args):
+    def __init__(self, cli, save, *args, env=None):
         self.proc = subprocess.Popen([cli, "serve", str(save), "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=None if env is None else {**os.environ, **env})
         deadline = time.time() + 30
         self.url = None
         while time.time() < deadline:
@@ -259,3 +262,179 @@ def test_a_host_header_of_another_name_is_refused_on_loopback(server):
     assert get("127.0.0.1:1") == 403                   # another port: another server
     for ok in (f"127.0.0.1:{port}", f"localhost:{port}"):
         assert get(ok) == 200
+
+
+# --- slow clients (issue 35, "never stuck") ---------------------------------------------------
+
+class Trickler:
+    """A client that sends a request line and then one header line every `every` seconds, never
+    finishing its headers: it notes when the server closed the connection on it."""
+
+    def __init__(self, base, every=2.0, line=b"GET / HTTP/1.1\r\n"):
+        host, port = re.match(r"http://([^:/]+):(\d+)", base).groups()
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.every, self.line = every, line
+        self.started = time.monotonic()
+        self.closed_at = None
+        self.answer = b""
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            self.sock.sendall(self.line)
+            n = 0
+            while not self._stop.is_set():
+                self.sock.settimeout(self.every)
+                try:
+                    data = self.sock.recv(4096)
+                    self.answer += data
+                    if not data:
+                        break                     # closed by the server
+                    continue
+                except socket.timeout:
+                    pass
+                n += 1
+                self.sock.sendall(b"X-Slow-%d: %d\r\n" % (n, n))
+        except OSError:
+            pass                                   # reset / broken pipe: closed by the server
+        if not self._stop.is_set():
+            self.closed_at = time.monotonic()
+
+    def close(self):
+        self._stop.set()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def timed_get(server, path="/"):
+    t0 = time.monotonic()
+    status, body, _ = server.get(path)
+    return status, body, time.monotonic() - t0
+
+
+def test_trickling_clients_do_not_starve_the_server(rlprof_cli, save_path):
+    """30 connections each sending a header line every 2 s held all 8 of httplib's workers (its
+    read timeout is per read): every connection now has a thread of its own, up to the cap, so
+    a normal request is answered at once. The header deadline is lengthened here so that it is
+    not what frees the server."""
+    s = Server(rlprof_cli, save_path, env={"RLPROF_SERVE_HEADER_DEADLINE_S": "120"})
+    clients = []
+    try:
+        clients = [Trickler(s.base) for _ in range(30)]
+        time.sleep(3)                              # all connected, each has sent a header line
+        status, body, took = timed_get(s)
+        assert status == 200 and b"run-a" in body
+        assert took < 8, took
+        assert all(c.closed_at is None for c in clients)   # still held, not simply dropped
+    finally:
+        for c in clients:
+            c.close()
+        s.stop()
+
+
+def test_a_trickling_client_is_closed_at_the_header_deadline(rlprof_cli, save_path):
+    """A request whose headers have not all arrived within the deadline is closed, however
+    often the client sends a byte (here a line every second, well within the read timeout)."""
+    s = Server(rlprof_cli, save_path, env={"RLPROF_SERVE_HEADER_DEADLINE_S": "3"})
+    try:
+        c = Trickler(s.base, every=1.0)
+        c.thread.join(timeout=30)
+        assert c.closed_at is not None, "still connected after 30 s"
+        held = c.closed_at - c.started
+        assert 2 <= held < 15, held
+        assert c.answer == b""                     # nothing answered: just closed
+        c.close()
+        assert s.get("/")[0] == 200                # and the server serves on
+    finally:
+        s.stop()
+
+
+def test_connections_beyond_the_cap_are_refused_at_once(rlprof_cli, save_path):
+    """At most 64 connections are held at once; one more is answered 503 and closed at once
+    rather than queued behind the others. Once they are gone the server serves again."""
+    s = Server(rlprof_cli, save_path, env={"RLPROF_SERVE_HEADER_DEADLINE_S": "120"})
+    clients = []
+    try:
+        clients = [Trickler(s.base) for _ in range(64)]
+        time.sleep(2)
+        assert all(c.closed_at is None for c in clients)
+        extra = [Trickler(s.base) for _ in range(6)]
+        clients += extra
+        for c in extra:
+            c.thread.join(timeout=8)
+        assert all(c.closed_at is not None for c in extra), [c.closed_at for c in extra]
+        assert all(c.answer in (b"", ) or c.answer.startswith(b"HTTP/1.1 503") for c in extra)
+        assert all(c.closed_at is None for c in clients[:64])
+        for c in clients:
+            c.close()
+        clients = []
+        deadline = time.monotonic() + 15          # the held connections notice their clients left
+        while True:
+            try:
+                status = s.get("/")[0]
+            except (urllib.error.URLError, ConnectionError):
+                status = None
+            if status == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert status == 200
+    finally:
+        for c in clients:
+            c.close()
+        s.stop()
+
+
+def test_a_wrong_token_is_refused_before_the_headers(rlprof_cli, save_path):
+    """Off loopback every request needs the token, which is in the request line: a wrong or
+    missing one is answered 403 without waiting for the headers (the client here sends none)."""
+    s = Server(rlprof_cli, save_path, "--host", "127.0.0.2")
+    try:
+        token = s.query.split("=", 1)[1]
+        host, port = re.match(r"http://([^:/]+):(\d+)", s.base).groups()
+        for target in ("/?token=wrong-token", "/", f"/runs/run-a/report.html?token={token}x"):
+            with socket.create_connection((host, int(port)), timeout=30) as c:
+                c.sendall(b"GET %s HTTP/1.1\r\n" % target.encode())
+                c.settimeout(8)
+                answer = b""
+                while True:
+                    data = c.recv(65536)
+                    if not data:
+                        break
+                    answer += data
+            assert answer.startswith(b"HTTP/1.1 403 "), (target, answer[:200])
+            assert b"needs the token" in answer and b"nosniff" in answer
+        # The right token, headers trickled in: served.
+        with socket.create_connection((host, int(port)), timeout=30) as c:
+            c.sendall(f"GET /?token={token} HTTP/1.1\r\n".encode())
+            time.sleep(0.5)
+            c.sendall(b"Host: x\r\n")
+            time.sleep(0.5)
+            c.sendall(b"Connection: close\r\n\r\n")
+            c.settimeout(30)
+            answer = b""
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    break
+                answer += data
+        assert answer.startswith(b"HTTP/1.1 200 ") and b"run-a" in answer
+    finally:
+        s.stop()
+
+
+def test_stop_does_not_wait_for_slow_clients(rlprof_cli, save_path):
+    s = Server(rlprof_cli, save_path, env={"RLPROF_SERVE_HEADER_DEADLINE_S": "120"})
+    clients = [Trickler(s.base) for _ in range(10)]
+    try:
+        time.sleep(1)
+        t0 = time.monotonic()
+        rc, out = s.stop()
+        assert rc == 0 and "stopped" in out
+        assert time.monotonic() - t0 < 8
+    finally:
+        for c in clients:
+            c.close()

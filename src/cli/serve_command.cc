@@ -7,10 +7,15 @@
 // it requires a token (--token, or a random one it prints) on every request. Requests name
 // runs by their listed id and captures by their index (src/report/run_index.h): no path
 // from a request is ever opened, so nothing outside SAVE_PATH is reachable.
+// Slow clients cannot hold it (src/cli/guarded_http_server.h): a request's line and headers
+// must all arrive within kHeaderDeadline, at most kMaxConnections connections are held at once
+// (each on a thread of its own; more are answered 503 and closed at once), and with a token a
+// request line without the right one is answered 403 before any header is read.
 // Stops on SIGINT / SIGTERM. Exit codes: 1 usage, 2 SAVE_PATH not a folder, 4 cannot bind.
 #include <memory>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 #include <signal.h>
@@ -31,6 +36,7 @@
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"
+#include "src/cli/guarded_http_server.h"
 #include "src/format/export.h"
 #include "src/report/html_report.h"
 #include "src/report/run_index.h"
@@ -46,6 +52,26 @@ struct ServeArgs {
   size_t jobs = 2;
   AnalysisArgs analysis;
 };
+
+// A connection must have sent all of a request's line and headers within this time of the
+// server starting to wait for the request (the connection accepted, or the previous response
+// sent on it); past it the connection is closed, however slowly it trickles bytes. Tests
+// shorten it with RLPROF_SERVE_HEADER_DEADLINE_S (seconds; read by serve only).
+constexpr std::chrono::seconds kHeaderDeadline{10};
+// Connections held at once, each on a thread of its own (idle, sending headers, or being
+// answered); one more is answered 503 and closed at once instead of waiting for a free one.
+constexpr size_t kMaxConnections = 64;
+// The request line, headers and any body of one request (serve takes GET and HEAD only).
+constexpr size_t kMaxRequestBytes = 64 * 1024;
+
+std::chrono::milliseconds HeaderDeadline() {
+  if (const char* env = std::getenv("RLPROF_SERVE_HEADER_DEADLINE_S"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const double s = std::strtod(env, &end);
+    if (end != env && *end == '\0' && s > 0 && s <= 3600) return std::chrono::milliseconds(int64_t(s * 1000 + 0.5));
+  }
+  return kHeaderDeadline;
+}
 
 bool IsLoopbackName(const std::string& h) { return h == "127.0.0.1" || h == "localhost" || h == "::1"; }
 
@@ -182,6 +208,14 @@ void Fail(httplib::Response& res, int status, const std::string& why) {
   Html(res, report::ErrorPage(status, why));
 }
 
+void CommonHeaders(httplib::Response& res) {
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("Cache-Control", "no-store");
+}
+
+constexpr const char* kNeedToken = "this server needs the token it printed when it started (?token=…)";
+
 int Run(const ServeArgs& in, Io& io) {
   ServeArgs a = in;
   analysis::AnalysisOptions opts;
@@ -196,17 +230,29 @@ int Run(const ServeArgs& in, Io& io) {
   if (!IsLoopbackName(a.host) && a.token.empty()) a.token = RandomToken();
   Site site(a, opts, cls);
 
-  httplib::Server svr;
   const std::string token = a.token;
+  HttpGuardOptions guard;
+  guard.header_deadline = HeaderDeadline();
+  guard.max_connections = kMaxConnections;
+  guard.max_request_bytes = kMaxRequestBytes;
+  if (!token.empty()) {
+    // The token is in the request line: a wrong or missing one is answered before any header
+    // is read (the pre-routing handler below checks it again, the same way).
+    guard.refuse_before_headers = [token](const httplib::Request& line) {
+      return line.get_param_value("token") != token;
+    };
+    CommonHeaders(guard.refusal);
+    Fail(guard.refusal, 403, kNeedToken);
+  }
+  GuardedServer svr(std::move(guard));
   const bool loopback = IsLoopbackName(a.host);
   auto bound_port = std::make_shared<std::atomic<int>>(-1);  // known once bound (port 0: any)
-  // Slow clients: a connection that sends nothing for 10 s is closed (httplib's per-read timeout).
+  // Besides the header deadline: a connection that sends nothing for 10 s mid-request, or
+  // nothing for 5 s between requests, is closed.
   svr.set_read_timeout(10, 0);
   svr.set_keep_alive_timeout(5);
   svr.set_pre_routing_handler([token, loopback, bound_port](const httplib::Request& req, httplib::Response& res) {
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "no-referrer");
-    res.set_header("Cache-Control", "no-store");
+    CommonHeaders(res);
     if (loopback && !HostNamesThisServer(req.get_header_value("Host"), bound_port->load())) {
       Fail(res, 403, "this server answers requests for localhost only (the Host header names another "
                      "server: a page on another domain?)");
@@ -217,7 +263,7 @@ int Run(const ServeArgs& in, Io& io) {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!token.empty() && req.get_param_value("token") != token) {
-      Fail(res, 403, "this server needs the token it printed when it started (?token=…)");
+      Fail(res, 403, kNeedToken);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
