@@ -8,8 +8,10 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -438,3 +440,88 @@ def test_stop_does_not_wait_for_slow_clients(rlprof_cli, save_path):
     finally:
         for c in clients:
             c.close()
+
+
+def _as_other_user(fn):
+    """Runs fn() in a forked child as uid/gid 65534 (nobody); returns its exit code."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            fn()
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - report anything, exit in the child
+            sys.stderr.write(f"as nobody: {e!r}\n")
+        os._exit(code)
+    return os.waitpid(pid, 0)[1] >> 8
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user (CI runs as root)")
+def test_another_user_cannot_plant_links_in_a_shared_run_folder(rlprof_cli):
+    """Issue 35: serve cached pages and .pftrace downloads under the run's .rlprof-serve through
+    predictable names, following links: another user who can write the run folder (a shared
+    save path) pointed them at a file of the server's user, which one GET overwrote, or at a
+    secret, which the server then read back to any client. Now the cache folder must be the
+    server user's own (0700), files are created O_EXCL (mkstemp) and read only if they are
+    regular files of that user; otherwise pages are kept in memory."""
+    base = tempfile.mkdtemp(prefix="rlprof-serve-users-", dir="/tmp")
+    try:
+        os.chmod(base, 0o755)
+        script = os.path.join(base, "rank.py")
+        with open(script, "w") as f:
+            f.write(RANK)
+        save = os.path.join(base, "save")
+        subprocess.run([sys.executable, script, save, "shared", "forward"], check=True, timeout=120)
+        run = os.path.join(save, "shared")
+        for d, _, _ in os.walk(save):
+            os.chmod(d, 0o755)
+        os.chmod(run, 0o777)  # a run folder every user may write to
+        victim = os.path.join(base, "victim.txt")
+        with open(victim, "w") as f:
+            f.write("precious")
+        os.chmod(victim, 0o644)
+        secret = os.path.join(base, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("TOPSECRET")
+        os.chmod(secret, 0o600)
+
+        def plant():
+            cache = os.path.join(run, ".rlprof-serve")
+            os.mkdir(cache)
+            os.chmod(cache, 0o777)
+            os.symlink(secret, os.path.join(cache, "report.html"))
+            for name in ("capture-0.pftrace", "capture-0.pftrace.tmp", "report.html.tmp"):
+                if not os.path.lexists(os.path.join(cache, name)):
+                    os.symlink(victim, os.path.join(cache, name))
+
+        assert _as_other_user(plant) == 0
+        os.utime(secret)  # newer than every capture: the old code took it for a fresh page
+        s = Server(rlprof_cli, save)
+        try:
+            status, body, _ = s.get("/runs/shared/report.html")
+            assert status == 200 and b"TOPSECRET" not in body and b"<html" in body.lower()
+            status, data, _ = s.get("/runs/shared/captures/0.pftrace")
+            assert status == 200 and data[:1] == b"\x0a" and b"TOPSECRET" not in data
+            status, body, _ = s.get("/runs/shared/report.html")  # served again, from memory
+            assert status == 200 and b"TOPSECRET" not in body
+        finally:
+            s.stop()
+        with open(victim) as f:
+            assert f.read() == "precious"
+        with open(secret) as f:
+            assert f.read() == "TOPSECRET"
+        # The server's own cache folder, where it may make one, is private.
+        os.chmod(run, 0o755)
+        shutil.rmtree(os.path.join(run, ".rlprof-serve"))
+        s = Server(rlprof_cli, save)
+        try:
+            assert s.get("/runs/shared/report.html")[0] == 200
+        finally:
+            s.stop()
+        st = os.lstat(os.path.join(run, ".rlprof-serve"))
+        assert stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077 == 0 and st.st_uid == os.geteuid()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -18,7 +18,8 @@
 //     alone (serve: a wrong or missing ?token=).
 // Every wait polls in short slices and ends when the server stops, so stop() never waits for a
 // slow client.
-#pragma once
+#ifndef RLPROF_SRC_CLI_GUARDED_HTTP_SERVER_H_
+#define RLPROF_SRC_CLI_GUARDED_HTTP_SERVER_H_
 
 #include <chrono>
 #include <cstddef>
@@ -53,3 +54,5 @@ class GuardedServer : public httplib::Server {
 };
 
 }  // namespace rlprof::cli
+
+#endif  // RLPROF_SRC_CLI_GUARDED_HTTP_SERVER_H_

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -151,36 +152,58 @@ class Site {
   }
 
  private:
+  // The run's .rlprof-serve folder, when it is a real folder of this user's (made 0700 when
+  // absent). A save path others can write to may hold a .rlprof-serve that is a link, or a
+  // folder of theirs with links in it (to a file of ours to overwrite, or one to read back
+  // through the server): then nothing is cached on disk for that run, only in memory.
+  std::optional<fs::path> CacheDir(const report::RunInfo& run) {
+    const fs::path dir = fs::path(run.path) / ".rlprof-serve";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return std::nullopt;
+    struct stat s{};
+    if (::lstat(dir.c_str(), &s) != 0 || !S_ISDIR(s.st_mode) || s.st_uid != ::geteuid()) return std::nullopt;
+    return dir;
+  }
+
   std::optional<std::string> Cached(const report::RunInfo& run, const std::string& name, int64_t newest) {
     const std::string key = run.path + "/" + name;
     if (auto it = memory_.find(key); it != memory_.end() && it->second.first >= newest) return it->second.second;
-    const fs::path f = fs::path(run.path) / ".rlprof-serve" / name;
+    const auto dir = CacheDir(run);
+    if (!dir) return std::nullopt;
+    const fs::path f = *dir / name;
     struct stat s{};
-    if (::stat(f.c_str(), &s) != 0) return std::nullopt;
+    // A regular file of this user's, not a link (and not a FIFO: serve never blocks on one).
+    if (::lstat(f.c_str(), &s) != 0 || !S_ISREG(s.st_mode) || s.st_uid != ::geteuid()) return std::nullopt;
     const int64_t mtime = int64_t(s.st_mtim.tv_sec) * 1000000000 + s.st_mtim.tv_nsec;
     if (mtime < newest) return std::nullopt;
-    auto text = base::ReadFile(f.string());  // a regular file only (a FIFO never blocks serve)
+    auto text = base::ReadFile(f.string());
     if (!text.ok()) return std::nullopt;
     return std::move(*text);
   }
 
-  // Into the run's .rlprof-serve folder; in memory when that cannot be written (a read-only
-  // save path is served all the same).
+  // Into the run's .rlprof-serve folder through a fresh temporary file (mkstemp: O_EXCL, never
+  // a file someone placed there) renamed over the name; in memory when that cannot be written
+  // (a read-only save path, a folder not this user's) — the run is served all the same.
   void Store(const report::RunInfo& run, const std::string& name, const std::string& bytes) {
-    const fs::path dir = fs::path(run.path) / ".rlprof-serve";
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    const fs::path tmp = dir / (name + ".tmp");
     bool written = false;
-    if (!ec) {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      out.close();
-      if (out) {
-        fs::rename(tmp, dir / name, ec);
-        written = !ec;
+    if (const auto dir = CacheDir(run)) {
+      std::string tmp = (*dir / (name + ".XXXXXX")).string();
+      const int fd = ::mkstemp(tmp.data());
+      if (fd >= 0) {
+        size_t done = 0;
+        while (done < bytes.size()) {
+          const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) break;
+          done += static_cast<size_t>(n);
+        }
+        const bool ok = ::close(fd) == 0 && done == bytes.size();
+        std::error_code ec;
+        if (ok) {
+          fs::rename(tmp, *dir / name, ec);
+          written = !ec;
+        }
+        if (!written) fs::remove(tmp, ec);
       }
-      if (!written) fs::remove(tmp, ec);
     }
     if (!written) {
       const auto now = std::chrono::system_clock::now().time_since_epoch();
