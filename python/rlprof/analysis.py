@@ -40,7 +40,7 @@ __all__ = ["load", "compare", "cluster", "Analysis", "Comparison", "Cluster", "V
 # summary --view NAME → the tables it shows (`rl` is the run view, as in the CLI).
 VIEWS: Dict[str, List[str]] = {
     "msprof": ["step_trace_time"],
-    "hta": ["hta_temporal_breakdown", "hta_idle_breakdown"],
+    "hta": ["hta_temporal_breakdown", "hta_idle_breakdown", "hta_kernel_type_breakdown"],
     "tracelens": ["gpu_timeline"],
     "rl": ["run_view"],
     "ops": ["op_statistic"],
@@ -51,7 +51,7 @@ VIEWS: Dict[str, List[str]] = {
     "memory": ["memory_peak"],
     "stack": ["ops_by_frame"],
     "all": ["step_trace_time", "step_atoms", "stage_time", "comm_by_group", "hta_temporal_breakdown",
-            "hta_idle_breakdown", "gpu_timeline", "classes", "module_view", "memory_peak", "ops_by_frame"],
+            "hta_idle_breakdown", "hta_kernel_type_breakdown", "gpu_timeline", "classes", "module_view", "memory_peak", "ops_by_frame"],
 }
 
 

@@ -228,7 +228,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--export", action="append", default=[])
     p.add_argument("--rules")
     p.add_argument("--assign", default="clip", choices=["clip", "by_start", "by_launch"])
-    p.add_argument("--compat", default="native", choices=["native", "hta"])
+    p.add_argument("--compat", default="native", choices=["native", "hta", "tracelens"])
     p.add_argument("--step-marker")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, help="seconds; inputs not back by then count as lost")

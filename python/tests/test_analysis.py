@@ -148,7 +148,7 @@ def test_options_mirror_the_cli(tmp_path, rlprof_cli):
     a = ra.load(KINETO_NCCL, assign="by_start", compat="hta", jobs=1)
     assert a.options == {"assign": "by_start", "compat": "hta", "step_marker": ""}
     check_run_against_cli(a, out)
-    assert set(a.view("hta")) == {"hta_temporal_breakdown", "hta_idle_breakdown"}
+    assert set(a.view("hta")) == {"hta_temporal_breakdown", "hta_idle_breakdown", "hta_kernel_type_breakdown"}
     assert list(a.view("rl")) == ["run_view"]
     # --step-marker: user ranges become the steps.
     legacy = os.path.join(GOLDEN, "torch113_legacy_gloo_ddp_rank0.json.gz")
@@ -260,7 +260,7 @@ def test_usage_errors_raise():
     with pytest.raises(ValueError):
         ra.load(KINETO_CPU, assign="nearest")
     with pytest.raises(ValueError):
-        ra.load(KINETO_CPU, compat="tracelens")
+        ra.load(KINETO_CPU, compat="nsight")
     with pytest.raises(ValueError):
         ra.load(KINETO_CPU, step_marker="(unclosed")
     with pytest.raises(ValueError):

@@ -135,3 +135,17 @@ def test_idle_time_breakdown_equals_hta_per_stream(pair):
                 for r in _rows(rl["tables"]["hta_idle_breakdown"])}
     for key, ratio in ratios.items():
         assert rl_ratio[key] == ratio, (name, key)
+
+
+def test_kernel_type_breakdown_equals_hta(pair):
+    """get_gpu_kernel_breakdown's kernel-type table (its default include_memory_kernels): µs per
+    set of kernel types running at once, and HTA's one-decimal percentages. Rows of 0 µs are left
+    out of the comparison: HTA's unstable sort makes or omits them at equal times."""
+    name, hta, rl = pair
+    if "kernel_types_error" in hta or "temporal_error" in hta:
+        assert rl["cpu_only"] or "temporal_error" in hta, name
+        return
+    want = {k: (s, p) for k, s, p in hta["kernel_types"] if s != 0}
+    got = {r["kernel_type"]: (r["sum"], r["percentage"]) for r in _rows(rl["tables"]["hta_kernel_type_breakdown"])
+           if r["sum"] != 0}
+    assert got == want, name

@@ -338,7 +338,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   // HTA fails on traces without device work; those keep the host-based rows (§4.1).
   if (opts.compat == CompatMode::kHta && !a.cpu_only) internal::ComputeHtaCompat(t, c, launch, opts, &a);
   else internal::ComputeHtaViews(t, work, tl, launch, opts, &a);
-  internal::ComputeTraceLens(t, work, tl, launch, &a);
+  internal::ComputeTraceLens(t, work, tl, launch, opts, &a);
   internal::ComputeOpStats(t, c, &a);
   a.modules = ModuleView(t);
   a.user_ranges = UserRanges(t);

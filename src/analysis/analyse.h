@@ -27,7 +27,9 @@
 namespace rlprof::analysis {
 
 enum class AssignMode { kClip, kByStart, kByLaunch };
-enum class CompatMode { kNative, kHta };
+// kTraceLens: the TraceLens gpu_timeline as TraceLens computes it — device work linked to its
+// launch only through an "ac2g" flow pair, no GPU-side step windows (docs/definitions.md §5.3).
+enum class CompatMode { kNative, kHta, kTraceLens };
 
 struct AnalysisOptions {
   AssignMode assign = AssignMode::kClip;
@@ -90,6 +92,14 @@ struct HtaBreakdown {
   int64_t comm = 0, overlap = 0;  // for comp_comm_overlap_pctg (NaN when comm == 0)
 };
 
+// HTA's get_gpu_kernel_breakdown, its kernel-type part: device time by the set of kernel types
+// running at once — "COMPUTATION", "COMMUNICATION", "MEMORY" and their overlaps, e.g.
+// "COMPUTATION overlapping COMMUNICATION" (docs/definitions.md §4.4).
+struct KernelTypeRow {
+  std::string kernel_type;
+  int64_t time = 0;  // ns
+};
+
 struct IdleBreakdownRow {
   std::string stream;
   int64_t host_wait = 0, kernel_wait = 0, other = 0;
@@ -142,6 +152,7 @@ struct TraceAnalysis {
   std::vector<GroupComm> comm_by_group;  // by step, then group name
   std::vector<CollectiveRow> collectives;  // in start order
   HtaBreakdown hta;
+  std::vector<KernelTypeRow> kernel_types;  // by time, longest first
   std::vector<IdleBreakdownRow> idle_breakdown;
   TraceLensTimeline tracelens;
   std::vector<OpStat> host_ops, host_ops_by_shape, kernels;

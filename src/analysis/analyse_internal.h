@@ -2,6 +2,7 @@
 #ifndef RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
 #define RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
 
+#include <array>
 #include <vector>
 
 #include "src/analysis/analyse.h"
@@ -17,11 +18,14 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
 // rounding, last-step rule, name-based kernel types and interval merges (hta_compat.cc).
 void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector<int64_t>& launch,
                       const AnalysisOptions& opts, TraceAnalysis* out);
+// HTA's kernel-type breakdown from time per set of kernel types (bit 1 COMPUTATION,
+// 2 COMMUNICATION, 4 MEMORY): rows named as HTA names them, longest first.
+std::vector<KernelTypeRow> KernelTypeRows(const std::array<int64_t, 8>& time_by_types);
 // TraceLens gpu_timeline (§4.5): memset counts as computation, unclassified is not read.
 // Over device work linked to a launch (TraceLens's default), inside Kineto's GPU-side
 // ProfilerStep annotations when the trace has them.
 void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const Timeline& tl,
-                      const std::vector<int64_t>& launch, TraceAnalysis* out);
+                      const std::vector<int64_t>& launch, const AnalysisOptions& opts, TraceAnalysis* out);
 // Operator statistics: host operators and device kernels, by name (and name + shapes).
 // For each device slice, the host operator that launched it (external correlation, else the
 // innermost counted host operator enclosing its correlated launch); -1 otherwise.

@@ -44,17 +44,23 @@ std::array<double, kColumns> Columns(const StepResult& s) {
 }  // namespace
 
 double DixonCritical(size_t n) {
-  // Reference §4.3.1 (msprof-analyze dixon_table.py, 99.5 %).
-  static const std::map<size_t, double> kTable = {
-      {3, 0.994}, {4, 0.920}, {5, 0.823}, {6, 0.744}, {7, 0.680}, {8, 0.723}, {9, 0.676},
-      {10, 0.638}, {11, 0.707}, {12, 0.675}, {13, 0.649}, {14, 0.672}, {15, 0.649}, {16, 0.629},
-      {20, 0.568}, {30, 0.484}, {50, 0.409}, {100, 0.341}};
+  // One-sided Dixon critical values at 99.5 % for n = 3 … 100, every n (the standard table of
+  // GB/T 4883-2008, as msprof-analyze's slow_rank recipe tabulates it in dixon_table.py; issue
+  // 29: interpolating between n = 16, 20, 30, 50, 100 under-flagged slow ranks at 17–99).
+  static constexpr double kTable[98] = {
+      0.994, 0.920, 0.823, 0.744, 0.680, 0.723, 0.676, 0.638, 0.707, 0.675,
+      0.649, 0.672, 0.649, 0.629, 0.611, 0.595, 0.580, 0.568, 0.556, 0.545,
+      0.536, 0.526, 0.519, 0.510, 0.503, 0.496, 0.489, 0.484, 0.478, 0.473,
+      0.468, 0.463, 0.458, 0.454, 0.450, 0.446, 0.442, 0.439, 0.435, 0.432,
+      0.429, 0.425, 0.423, 0.420, 0.417, 0.414, 0.412, 0.409, 0.407, 0.405,
+      0.402, 0.400, 0.398, 0.396, 0.394, 0.392, 0.391, 0.388, 0.387, 0.385,
+      0.383, 0.382, 0.380, 0.379, 0.377, 0.376, 0.374, 0.372, 0.371, 0.370,
+      0.368, 0.368, 0.366, 0.365, 0.364, 0.363, 0.361, 0.360, 0.359, 0.358,
+      0.356, 0.356, 0.355, 0.353, 0.352, 0.352, 0.351, 0.350, 0.349, 0.348,
+      0.347, 0.346, 0.345, 0.344, 0.344, 0.343, 0.341, 0.341,
+  };
   if (n < 3 || n > 100) return 0;
-  auto hi = kTable.lower_bound(n);
-  if (hi->first == n) return hi->second;
-  auto lo = std::prev(hi);
-  const double f = static_cast<double>(n - lo->first) / static_cast<double>(hi->first - lo->first);
-  return lo->second + f * (hi->second - lo->second);
+  return kTable[n - 3];
 }
 
 bool DixonLowOutlier(std::vector<double> x) {
@@ -217,21 +223,29 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
         bytes = std::max(bytes, c.bytes);
       }
       // The slow rank is the one with the shortest collective: the others waited for it.
-      bool flagged = false;
+      // ≤ 100 ranks: Dixon's test flags the shortest. More: the three-sigma rule flags every
+      // rank below mean − 3σ, and the shortest too when one is above mean + 3σ (msprof-analyze's
+      // judge_norm; population σ).
+      std::vector<int64_t> slow;
       if (n <= 100) {
-        flagged = DixonLowOutlier(durs);
+        if (DixonLowOutlier(durs)) slow.push_back(min_rank);
       } else {
         double mean = 0, var = 0;
         for (double x : durs) mean += x;
         mean /= static_cast<double>(n);
         for (double x : durs) var += (x - mean) * (x - mean);
         const double sd = std::sqrt(var / static_cast<double>(n));
-        flagged = static_cast<double>(min_d) < mean - 3 * sd ||
-                  static_cast<double>(max_d) > mean + 3 * sd;
+        size_t k = 0;
+        for (const auto& [rank, v] : by_rank) {
+          if (durs[k++] < mean - 3 * sd) slow.push_back(rank);
+        }
+        if (static_cast<double>(max_d) > mean + 3 * sd &&
+            std::find(slow.begin(), slow.end(), min_rank) == slow.end())
+          slow.push_back(min_rank);
       }
-      if (flagged) {
-        ++slow_count[min_rank];
-        slow_ops[min_rank].insert(key.second);
+      for (int64_t r : slow) {
+        ++slow_count[r];
+        slow_ops[r].insert(key.second);
       }
       Cell algbw{}, busbw{};
       if (bytes > 0 && min_d > 0) {
@@ -244,7 +258,7 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
                                       Us(static_cast<double>(max_d)), Us(static_cast<double>(max_d - min_d)),
                                       earliest, Us(static_cast<double>(max_s - min_s)),
                                       Us(static_cast<double>(max_e - min_e)), latest,
-                                      flagged ? Cell{min_rank} : Cell{}, bytes >= 0 ? Cell{bytes} : Cell{},
+                                      slow.empty() ? Cell{} : Cell{min_rank}, bytes >= 0 ? Cell{bytes} : Cell{},
                                       algbw, busbw});
     }
   }

@@ -90,7 +90,26 @@ TEST(ClusterTest, ExampleGLatencySkewAndBandwidth) {
 TEST(ClusterTest, DixonTableAndItsEdgeCases) {
   EXPECT_DOUBLE_EQ(DixonCritical(8), 0.723);
   EXPECT_DOUBLE_EQ(DixonCritical(100), 0.341);
-  EXPECT_NEAR(DixonCritical(25), (0.568 + 0.484) / 2, 1e-12);  // interpolated
+  // Every n tabulated (issue 29: 17–99 were interpolated between 16, 20, 30, 50 and 100).
+  EXPECT_DOUBLE_EQ(DixonCritical(17), 0.611);
+  EXPECT_DOUBLE_EQ(DixonCritical(25), 0.519);  // interpolation gave 0.526
+  EXPECT_DOUBLE_EQ(DixonCritical(64), 0.382);
+  EXPECT_DOUBLE_EQ(DixonCritical(99), 0.341);
+  EXPECT_EQ(DixonCritical(101), 0);
+  {
+    // 25 ranks, r22 = (x[2] − x[0]) / (x[22] − x[0]) = 5.22 / 10 = 0.522: above the table's
+    // 0.519, below the interpolated 0.526 — a slow rank msprof-analyze flags.
+    std::vector<double> x(25);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 100 + static_cast<double>(i) * 0.01;
+    x[0] = 90;
+    x[1] = 92;
+    x[2] = 95.22;
+    for (size_t i = 3; i < 23; ++i) x[i] = 96 + static_cast<double>(i) * 0.1;
+    x[22] = 100;
+    x[23] = 100.5;
+    x[24] = 101;
+    EXPECT_TRUE(DixonLowOutlier(x));
+  }
   EXPECT_EQ(DixonCritical(2), 0);
   EXPECT_FALSE(DixonLowOutlier({1, 5, 5, 5}));        // ≤ 3 distinct values: skipped
   EXPECT_TRUE(DixonLowOutlier({1, 9, 9.5, 10, 10.5}));  // r10 = 8 / 9.5 = 0.84 > 0.823

@@ -16,6 +16,7 @@
 //  5. the idle breakdown per stream over kernel / memcpy / memset events sorted by start, each
 //     gap measured from the previous event's end (not the running maximum).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -97,8 +98,10 @@ void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector
     const std::string& n = t.str(t.name[i]);
     if (n.find("ProfilerStep") == std::string::npos) continue;
     step_names.push_back(t.name[i]);
-    const bool gpu_kernel =
-        t.tracks[t.track[i]].type == TrackType::kDeviceStream && t.correlation[i] >= 0;
+    // HTA's GPU kernel: args.stream ≥ 0 and args.correlation ≥ 0. A GPU-side ProfilerStep
+    // annotation whose only id is its "External id" (ROCm) is a CPU event to HTA: it counts.
+    const bool gpu_kernel = t.tracks[t.track[i]].type == TrackType::kDeviceStream && t.correlation[i] >= 0 &&
+                            !(t.flags[i] & (kSliceNoStreamArg | kSliceCorrelationFromExternalId));
     if (!gpu_kernel) last = std::max(last, StartUs(t.ts[i]));
   }
   std::sort(step_names.begin(), step_names.end());
@@ -114,9 +117,12 @@ void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector
     const Track& tr = t.tracks[t.track[i]];
     if (tr.type != TrackType::kDeviceStream || t.kind[i] != SliceKind::kRange) continue;
     if (c.of[i] == WorkClass::kMarker) continue;  // GPU annotations: no stream in HTA
+    // Device events without args.stream (MTIA's dma_request): stream -1 to HTA, never a kernel.
+    if (t.flags[i] & kSliceNoStreamArg) continue;
+    const bool correlated = t.correlation[i] >= 0 && !(t.flags[i] & kSliceCorrelationFromExternalId);
     const int64_t ts = StartUs(t.ts[i]);
     if (filter) {
-      if (t.correlation[i] >= 0) {
+      if (correlated) {
         if (launch[i] < 0 || StartUs(launch[i]) >= last) continue;
       } else if (ts >= last) {
         continue;
@@ -156,6 +162,29 @@ void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector
     out->hta.non_compute = (kernel_time - compute - idle) * 1000;
     out->hta.comm = RunTime(mm) * 1000;
     out->hta.overlap = overlap * 1000;
+  }
+
+  // get_gpu_kernel_breakdown's kernel types (include_memory_kernels, its default): each type's
+  // intervals merged, then one sweep with COMPUTATION ±1, COMMUNICATION ±2, MEMORY ±4; the
+  // time from each event to the next goes to the set of types the running sum holds.
+  {
+    std::vector<Iv> by_kind[3];
+    for (const Row& r : rows) {
+      const HtaKind k = KindOf(t.str(t.name[r.slice]));
+      const int b = k == HtaKind::kCompute ? 0 : k == HtaKind::kComm ? 1 : k == HtaKind::kMemory ? 2 : -1;
+      if (b >= 0) by_kind[b].push_back({r.ts, r.end});
+    }
+    std::vector<std::pair<int64_t, int>> ev;
+    for (int b = 0; b < 3; ++b)
+      for (const auto& [s, e] : HtaMerge(std::move(by_kind[b]))) ev.insert(ev.end(), {{s, 1 << b}, {e, -(1 << b)}});
+    std::stable_sort(ev.begin(), ev.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::array<int64_t, 8> by_types{};
+    int running = 0;
+    for (size_t k = 0; k + 1 < ev.size(); ++k) {
+      running += ev[k].second;
+      if (running > 0) by_types[running & 7] += (ev[k + 1].first - ev[k].first) * 1000;
+    }
+    out->kernel_types = KernelTypeRows(by_types);
   }
 
   // 5. Idle breakdown per stream (HTA keys streams by number alone).

@@ -65,7 +65,8 @@ base::StatusOr<AssignMode> ParseAssignMode(const std::string& name) {
 base::StatusOr<CompatMode> ParseCompatMode(const std::string& name) {
   if (name == "native") return CompatMode::kNative;
   if (name == "hta") return CompatMode::kHta;
-  return base::InvalidArgument("compat '" + name + "' is not one of native, hta");
+  if (name == "tracelens") return CompatMode::kTraceLens;
+  return base::InvalidArgument("compat '" + name + "' is not one of native, hta, tracelens");
 }
 
 base::StatusOr<RunConfig> MakeRunConfig(const RunSettings& s, size_t jobs) {

@@ -55,7 +55,7 @@ TEST(RunConfigTest, OptionsAreParsedAndBadOnesAreInvalidArguments) {
   EXPECT_EQ(cfg->options.step_marker, "^step (\\d+)$");
   EXPECT_EQ(cfg->jobs, 3u);
   EXPECT_EQ(MakeRunConfig(Settings("nearest")).status().code(), base::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MakeRunConfig(Settings("clip", "tracelens")).status().code(), base::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeRunConfig(Settings("clip", "nsight")).status().code(), base::StatusCode::kInvalidArgument);
   EXPECT_EQ(MakeRunConfig(Settings("clip", "native", "(unclosed")).status().code(), base::StatusCode::kInvalidArgument);
   EXPECT_EQ(MakeRunConfig({}, 0).status().code(), base::StatusCode::kInvalidArgument);
   EXPECT_FALSE(MakeRunConfig(Settings("clip", "native", "", "/nonexistent/rules.yaml")).ok());

@@ -205,6 +205,18 @@ Table HtaTemporalTable(const TraceAnalysis& a) {
   return t;
 }
 
+Table HtaKernelTypeTable(const TraceAnalysis& a) {
+  Table t{"hta_kernel_type_breakdown", {Int("rank"), Text("kernel_type"), Real("sum", "us"), Real("percentage", "%")}, {}};
+  int64_t total = 0;
+  for (const auto& r : a.kernel_types) total += r.time;
+  for (const auto& r : a.kernel_types) {
+    // HTA rounds to one decimal with numpy (half to even).
+    const double pct = total > 0 ? std::nearbyint(1000.0 * static_cast<double>(r.time) / static_cast<double>(total)) / 10.0 : 0.0;
+    t.rows.push_back({a.rank, r.kernel_type, Us(r.time), pct});
+  }
+  return t;
+}
+
 Table HtaIdleTable(const TraceAnalysis& a) {
   Table t{"hta_idle_breakdown",
           {Int("rank"), Text("stream"), Text("idle_category"), Real("idle_time", "us"),
@@ -253,7 +265,7 @@ namespace {
 std::vector<Table> AllTablesOf(const TraceAnalysis& a, std::vector<KernelRow>* take) {
   // Moved in one by one: a braced list would copy every table (every row, every string).
   std::vector<Table> out;
-  out.reserve(14);
+  out.reserve(15);
   out.push_back(StepTraceTimeTable(a));
   out.push_back(StepAtomsTable(a));
   out.push_back(StageTimeTable(a));
@@ -267,6 +279,7 @@ std::vector<Table> AllTablesOf(const TraceAnalysis& a, std::vector<KernelRow>* t
   }
   out.push_back(HtaTemporalTable(a));
   out.push_back(HtaIdleTable(a));
+  out.push_back(HtaKernelTypeTable(a));
   out.push_back(GpuTimelineTable(a));
   out.push_back(ClassTable(a));
   out.push_back(ModuleViewTable(a));

@@ -56,6 +56,7 @@ Table OpStatisticTable(const TraceAnalysis& a);    // op_statistic: host ops and
 Table KernelDetailsTable(const TraceAnalysis& a);  // kernel_details: device work, µs
 Table HtaTemporalTable(const TraceAnalysis& a);    // hta_temporal_breakdown, µs and %
 Table HtaIdleTable(const TraceAnalysis& a);        // hta_idle_breakdown
+Table HtaKernelTypeTable(const TraceAnalysis& a);  // hta_kernel_type_breakdown, µs and %
 Table GpuTimelineTable(const TraceAnalysis& a);    // gpu_timeline: TraceLens rows, ms and %
 Table ClassTable(const TraceAnalysis& a);          // classes: count and Σ duration per class
 Table ModuleViewTable(const TraceAnalysis& a);     // module_view: time per nn.Module path, µs

@@ -75,6 +75,7 @@ size_t Trace::AddSlice(int64_t ts_ns, int64_t dur_ns, uint32_t name_id, uint32_t
   collective.push_back(0);
   detail.push_back(0);
   external.push_back(-1);
+  flags.push_back(0);
   parent.push_back(-1);
   return ts.size() - 1;
 }
@@ -85,7 +86,7 @@ namespace {
 template <typename F>
 void ForEachSliceColumn(Trace& t, F&& f) {
   f(t.ts), f(t.dur), f(t.name), f(t.category), f(t.track), f(t.kind), f(t.correlation), f(t.shapes),
-      f(t.bytes), f(t.group), f(t.collective), f(t.detail), f(t.external);
+      f(t.bytes), f(t.group), f(t.collective), f(t.detail), f(t.external), f(t.flags);
 }
 }  // namespace
 

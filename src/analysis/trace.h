@@ -41,6 +41,11 @@ struct Track {
   std::string process_name;  // process label
 };
 
+// Trace::flags bits.
+inline constexpr uint8_t kSliceNoStreamArg = 1;                 // a JSON event without args.stream
+inline constexpr uint8_t kSliceCorrelationFromExternalId = 2;   // correlation is its "External id"
+inline constexpr uint8_t kSliceFlowPairLinked = 4;  // the end of an "ac2g" flow pair (TraceLens's link)
+
 // What a slice is, as far as the reader can tell (the classifier refines it).
 enum class SliceKind : uint8_t {
   kRange = 0,    // a complete range (dur ≥ 0)
@@ -125,6 +130,10 @@ struct Trace {
   // own id, and on a device launch (runtime API call) and the device work it launched the id
   // of the operator that launched it; -1 if none. LaunchingOperators() (classify.h) joins them.
   std::vector<int64_t> external;
+  // What the reader saw of a device event's args that the correlation and track columns merge
+  // away (kSlice* bits; 0 when unknown): HTA keys kernels by `args.stream` and `args.correlation`
+  // alone (hta_compat.cc).
+  std::vector<uint8_t> flags;
   std::vector<int32_t> parent;        // enclosing slice on the same track, -1 (Finalize)
 
   std::vector<Marker> steps;          // step markers

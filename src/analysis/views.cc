@@ -1,7 +1,9 @@
 // HTA and TraceLens views (docs/definitions.md §4.4, §4.5), computed from the partition.
 // `--compat hta` replays HTA's own pipeline instead: hta_compat.cc.
 #include <algorithm>
+#include <array>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "src/analysis/analyse_internal.h"
@@ -21,6 +23,15 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
     out->hta.non_compute = out->hta.kernel_time - a.compute() - a.idle;
     out->hta.comm = a.comm();
     out->hta.overlap = a.overlap;
+    // Kernel types: each class mask's time to the set of HTA kernel types it holds (memcpy and
+    // memset are MEMORY; "other" device work is none of them, as HTA's OTHER is not analysed).
+    std::array<int64_t, 8> by_types{};
+    for (int m = 1; m < kMaskCount; ++m) {
+      const int types = ((m & kBitCompute) ? 1 : 0) | ((m & kBitComm) ? 2 : 0) |
+                        ((m & (kBitMemcpy | kBitMemset)) ? 4 : 0);
+      by_types[types] += h.time[m];
+    }
+    out->kernel_types = KernelTypeRows(by_types);
   }
   // Idle breakdown per stream: gaps between consecutive device work of one stream.
   std::map<uint32_t, std::vector<const WorkInterval*>> per_stream;
@@ -48,6 +59,20 @@ void ComputeHtaViews(const Trace& t, std::span<const WorkInterval> work, const T
   }
 }
 
+std::vector<KernelTypeRow> KernelTypeRows(const std::array<int64_t, 8>& time_by_types) {
+  static const char* const kNames[] = {"COMPUTATION", "COMMUNICATION", "MEMORY"};
+  std::vector<KernelTypeRow> rows;
+  for (int types = 1; types < 8; ++types) {
+    if (time_by_types[types] == 0) continue;
+    std::string name;
+    for (int b = 0; b < 3; ++b)
+      if (types & (1 << b)) name += (name.empty() ? "" : " overlapping ") + std::string(kNames[b]);
+    rows.push_back({std::move(name), time_by_types[types]});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const KernelTypeRow& a, const KernelTypeRow& b) { return a.time > b.time; });
+  return rows;
+}
+
 namespace {
 
 // Kineto's GPU-side step annotations: device-track ranges named ProfilerStep#N, merged.
@@ -65,21 +90,56 @@ std::vector<std::pair<int64_t, int64_t>> GpuStepWindows(const Trace& t) {
 }  // namespace
 
 void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const Timeline& all,
-                      const std::vector<int64_t>& launch, TraceAnalysis* out) {
+                      const std::vector<int64_t>& launch, const AnalysisOptions& opts, TraceAnalysis* out) {
+  const bool compat = opts.compat == CompatMode::kTraceLens;
   // TraceLens reads the device work linked to a launch in the trace (its TreePerfAnalyzer's
   // include_unlinked_kernels=False): work launched before the profiler started is not counted.
   // Only for Kineto traces (what TraceLens reads); one without any linked work keeps all of it.
+  // `--compat tracelens`: linked as TraceLens links, through a pair of "ac2g" flow points (a
+  // launch whose flow has no end — ROCm's hipMemset* — leaves its work out), never all of it.
   std::vector<WorkInterval> linked;
   if (t.format == "kineto")
     for (const auto& x : work)
-      if (x.slice >= 0 && launch[x.slice] >= 0) linked.push_back(x);
-  const bool by_link = !linked.empty() && linked.size() < work.size();
-  if (by_link) out->diagnostics.Add("tracelens_unlinked_work", work.size() - linked.size());
+      if (x.slice >= 0 && launch[x.slice] >= 0 && (!compat || (t.flags[x.slice] & kSliceFlowPairLinked)))
+        linked.push_back(x);
+  const bool by_link = (compat && t.format == "kineto") || (!linked.empty() && linked.size() < work.size());
+  if (by_link && linked.size() < work.size())
+    out->diagnostics.Add("tracelens_unlinked_work", work.size() - linked.size());
   std::span<const WorkInterval> read = by_link ? std::span<const WorkInterval>(linked) : work;
   // Kineto's GPU-side step annotations (`gpu_user_annotation` ProfilerStep#N) bound the device
   // time of the profiled steps: the timeline is computed over the work inside them (clipped),
   // so warm-up and trailing work outside the steps is not counted (docs/definitions.md §5.3).
-  const auto windows = GpuStepWindows(t);
+  // Only when they bracket the work: where the annotations hold less than half of the device
+  // time between the first one's start and the last one's end (ROCm writes them a few µs long,
+  // beside the work), the whole trace is read and that is said. TraceLens has no step rule.
+  auto windows = compat ? std::vector<std::pair<int64_t, int64_t>>() : GpuStepWindows(t);
+  if (!windows.empty()) {
+    const int64_t lo = windows.front().first, hi = windows.back().second;
+    std::vector<WorkInterval> span_work;
+    for (const auto& x : read)
+      if (x.end > lo && x.start < hi && (x.bit & ~kBitOther)) {
+        WorkInterval c = x;
+        c.start = std::max(c.start, lo);
+        c.end = std::min(c.end, hi);
+        span_work.push_back(c);
+      }
+    int64_t in_span = 0, in_windows = 0;
+    const Timeline span_tl = Timeline::Build(span_work);  // kept: runs() refers into it
+    for (const Run& r : span_tl.runs()) {
+      in_span += r.end - r.start;
+      auto it = std::upper_bound(windows.begin(), windows.end(), r.start,
+                                 [](int64_t v, const auto& w) { return v < w.second; });
+      for (; it != windows.end() && it->first < r.end; ++it)
+        in_windows += std::min(r.end, it->second) - std::max(r.start, it->first);
+    }
+    if (in_span > 0 && 2 * in_windows < in_span) {
+      out->diagnostics.Note("tracelens_gpu_steps_not_bracketing",
+                            t.source + ": the GPU-side ProfilerStep annotations hold " +
+                                std::to_string(in_windows / 1000) + " µs of the " + std::to_string(in_span / 1000) +
+                                " µs of device work between them: the TraceLens timeline is over the whole trace");
+      windows.clear();
+    }
+  }
   std::vector<WorkInterval> clipped;
   for (const auto& x : windows.empty() ? std::span<const WorkInterval>() : read) {
     auto it = std::upper_bound(windows.begin(), windows.end(), x.start,

@@ -22,8 +22,9 @@ void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args) {
       ->check(CLI::IsMember({"clip", "by_start", "by_launch"}));
   cmd->add_option("--step-marker", args->step_marker,
                   "Regex: host ranges whose name matches are the steps (number from group 1 or the name)");
-  cmd->add_option("--compat", args->compat, "native (default) | hta (µs rounding, last-step rule)")
-      ->check(CLI::IsMember({"native", "hta"}));
+  cmd->add_option("--compat", args->compat,
+                  "native (default) | hta (µs rounding, last-step rule) | tracelens (flow-pair links, no GPU steps)")
+      ->check(CLI::IsMember({"native", "hta", "tracelens"}));
 }
 
 int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
@@ -32,7 +33,9 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
   opts->assign = args.assign == "by_start"    ? analysis::AssignMode::kByStart
                  : args.assign == "by_launch" ? analysis::AssignMode::kByLaunch
                                               : analysis::AssignMode::kClip;
-  opts->compat = args.compat == "hta" ? analysis::CompatMode::kHta : analysis::CompatMode::kNative;
+  opts->compat = args.compat == "hta"         ? analysis::CompatMode::kHta
+                 : args.compat == "tracelens" ? analysis::CompatMode::kTraceLens
+                                              : analysis::CompatMode::kNative;
   if (!args.step_marker.empty()) {
     auto re = analysis::CompileStepMarker(args.step_marker);
     if (!re.ok()) {

@@ -37,7 +37,7 @@ constexpr size_t kRunViewLaneColumns = 8;
 std::vector<analysis::Table> ViewTables(const std::string& view, const analysis::TraceAnalysis& a) {
   using namespace analysis;
   if (view == "msprof") return {StepTraceTimeTable(a)};
-  if (view == "hta") return {HtaTemporalTable(a), HtaIdleTable(a)};
+  if (view == "hta") return {HtaTemporalTable(a), HtaIdleTable(a), HtaKernelTypeTable(a)};
   if (view == "tracelens") return {GpuTimelineTable(a)};
   if (view == "rl") return {StageTimeTable(a)};
   if (view == "ops") return {OpStatisticTable(a)};
@@ -49,7 +49,7 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
   if (view == "stack") return {OpsByFrameTable(a)};
   if (view == "ranges") return {UserRangeTable(a)};
   std::vector<Table> all{StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a),
-                         HtaTemporalTable(a), HtaIdleTable(a), GpuTimelineTable(a), ClassTable(a)};
+                         HtaTemporalTable(a), HtaIdleTable(a), HtaKernelTypeTable(a), GpuTimelineTable(a), ClassTable(a)};
   // The framework-content views, where the capture has those contents.
   if (!a.modules.empty()) all.push_back(ModuleViewTable(a));
   if (!a.memory_peaks.empty()) all.push_back(MemoryPeakTable(a));

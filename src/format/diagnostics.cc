@@ -101,6 +101,7 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"string_ts", S::kInfo, "json", "timestamps written as strings (Ascend style), parsed exactly"},
     {"time_clamped", S::kWarning, "trace", "a slice time outside ±2^62 ns reached the trace model: clamped to the bound"},
     {"time_out_of_range", S::kDataLoss, "trace", "an event, marker or counter sample whose time is outside ±2^62 ns (after clock alignment): dropped"},
+    {"tracelens_gpu_steps_not_bracketing", S::kWarning, "analysis", "the trace's GPU-side ProfilerStep annotations hold less than half of the device work between them (ROCm writes them a few µs long): the TraceLens timeline is computed over the whole trace, not inside them"},
     {"tracelens_inside_gpu_steps", S::kInfo, "analysis", "the TraceLens timeline is computed inside the trace's GPU-side ProfilerStep annotations (count: GPU steps)"},
     {"tracelens_unlinked_work", S::kInfo, "analysis", "device work without a launch in the trace (launched before the profiler started), left out of the TraceLens timeline as TraceLens does"},
     {"trailing_commas", S::kInfo, "json", "trailing commas in the events array, tolerated"},

@@ -7,7 +7,9 @@ Run with the peers test environment's Python (.venv-peers), not the project's:
 HTA reads a folder of rank files and takes each file's rank from `distributedInfo.rank`
 (rank 0 when absent): the trace is linked into a fresh temporary folder. Prints
 {"rank", "temporal": {column: value}, "idle": [[stream, category, idle_time, ratio]],
- "overlap": comp_comm_overlap_pctg or null} with HTA's own numbers, untouched.
+ "overlap": comp_comm_overlap_pctg or null,
+ "kernel_types": [[kernel_type, sum_us, percentage]] of get_gpu_kernel_breakdown} with HTA's own
+numbers, untouched.
 """
 import json
 import logging
@@ -43,6 +45,11 @@ def main() -> None:
                            for r in idle.itertuples()]
         except Exception as e:  # HTA fails on traces without device work
             out["idle_error"] = f"{type(e).__name__}: {e}"
+        try:
+            kt, _ = ta.get_gpu_kernel_breakdown(visualize=False)
+            out["kernel_types"] = [[r.kernel_type, int(r.sum), float(r.percentage)] for r in kt.itertuples()]
+        except Exception as e:
+            out["kernel_types_error"] = f"{type(e).__name__}: {e}"
         try:
             ov = ta.get_comm_comp_overlap(visualize=False)
             v = float(ov.iloc[0]["comp_comm_overlap_pctg"])

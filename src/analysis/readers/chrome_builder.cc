@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <unordered_set>
 
 #include "src/analysis/readers/decimal.h"
 #include "src/config/schemas.h"
@@ -239,6 +240,8 @@ void ChromeTraceBuilder::AddRange(const JsonEvent& e, int64_t ts, int64_t dur, u
                                   int64_t bytes, uint32_t shapes, uint32_t group) {
   size_t row = t_->AddSlice(ts, dur, name, cat, track, kind);
   t_->correlation[row] = corr;
+  t_->flags[row] = static_cast<uint8_t>((e.stream < 0 ? kSliceNoStreamArg : 0) |
+                                        (e.correlation < 0 && e.external_id >= 0 ? kSliceCorrelationFromExternalId : 0));
   t_->bytes[row] = bytes;
   t_->shapes[row] = shapes;
   t_->group[row] = group;
@@ -413,7 +416,7 @@ void ChromeTraceBuilder::Add(const JsonEvent& e) {
         id = it->second;
       }
       int64_t tid = ResolveId(e.tid, false, pid);
-      flows_.push_back({pid, tid, e.ts, id, ph != 'f' || e.bind_enclosing});
+      flows_.push_back({pid, tid, e.ts, id, ph != 'f' || e.bind_enclosing, ph, c == "ac2g"});
       break;
     }
   }
@@ -431,9 +434,15 @@ void ChromeTraceBuilder::BindFlows() {
     int64_t ts;
     int64_t id;
     bool enclosing;
+    bool ac2g_end;  // an "ac2g" flow end whose id also has an "ac2g" flow start
   };
   std::vector<Resolved> flows;
   flows.reserve(flows_.size());
+  // TraceLens links device work to its launch only through a pair of "ac2g" flow points (start
+  // and end with one id): the ids that have a start.
+  std::unordered_set<int64_t> ac2g_starts;
+  for (const FlowPoint& fp : flows_)
+    if (fp.ac2g && fp.ph == 's') ac2g_starts.insert(fp.id);
   int64_t last_pid = INT64_MIN, last_tid = INT64_MIN;
   int64_t last_track = -1;
   for (const FlowPoint& fp : flows_) {
@@ -453,7 +462,8 @@ void ChromeTraceBuilder::BindFlows() {
       t_->diagnostics.Add("flow_unbound");
       continue;
     }
-    flows.push_back({static_cast<uint32_t>(last_track), fp.ts, fp.id, fp.enclosing});
+    flows.push_back({static_cast<uint32_t>(last_track), fp.ts, fp.id, fp.enclosing,
+                     fp.ac2g && fp.ph == 'f' && ac2g_starts.count(fp.id) > 0});
   }
   flows_.clear();
   flows_.shrink_to_fit();
@@ -500,6 +510,7 @@ void ChromeTraceBuilder::BindFlows() {
       continue;
     }
     if (t_->correlation[row] < 0) t_->correlation[row] = f.id;
+    if (f.ac2g_end && t_->correlation[row] == f.id) t_->flags[row] |= kSliceFlowPairLinked;
   }
 }
 

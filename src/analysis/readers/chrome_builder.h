@@ -91,6 +91,8 @@ class ChromeTraceBuilder {
     int64_t ts;
     int64_t id;
     bool enclosing;
+    char ph = 0;        // 's', 't' or 'f'
+    bool ac2g = false;  // category "ac2g" (Kineto's launch → device link)
   };
   int64_t ResolveId(const JsonId& id, bool is_pid, int64_t pid_for_tid);
   uint32_t TrackFor(const JsonEvent& e, uint32_t cat_id, int64_t* pid_out);

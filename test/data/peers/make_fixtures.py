@@ -117,6 +117,100 @@ def multistream():
     t.write("multistream.json", "GPU 0")
 
 
+def streamless_device_events():
+    """MTIA-style device work with DMA requests that carry no `args.stream` (Kineto writes MTIA's
+    `dma_request` events so): HTA gives them stream -1 and leaves them out of every breakdown;
+    rlprof's native view counts them as device work on their own lane."""
+    t = Trace(rank=0)
+    for step, t0 in ((1, 0.0), (2, 1000.0), (3, 2000.0)):
+        t.host(f"ProfilerStep#{step}", t0, 1000, cat="user_annotation")
+        t.launch("runFunction", t0 + 20, 8, "mtia_runtime", "mtia_ccp_events", "matmul_kernel", t0 + 40.5,
+                 300.25, 1)
+        t.launch("runFunction", t0 + 30, 8, "mtia_runtime", "mtia_ccp_events", "allreduce_kernel", t0 + 250.5,
+                 200, 2)
+        # A DMA request on the device, no stream: it fills the idle gap after the kernels.
+        t.corr += 1
+        t.host("runFunction", t0 + 40, 8, cat="mtia_runtime", correlation=t.corr)
+        t.events.append({"ph": "X", "cat": "mtia_ccp_events", "name": "dma_request", "pid": 0, "tid": 9,
+                         "ts": BASE + t0 + 500.0, "dur": 300.5, "args": {"device": 0, "correlation": t.corr}})
+    t.write("streamless_device_events.json", "MTIA 0")
+
+
+def rocm_gpu_step_annotations():
+    """ROCm-style trace: the GPU-side `ProfilerStep#N` annotations carry only an `External id`
+    (no `correlation`), and the last one starts well after the last host ProfilerStep. HTA sees
+    them as annotations (CPU events to its filters), so its last-step cut-off is the later GPU
+    annotation start and a kernel launched between the two starts stays in; taking the External
+    id for a correlation made rlprof treat them as kernels and cut that kernel off."""
+    t = Trace(rank=0)
+    L = ("hipLaunchKernel", "cuda_runtime", "kernel")
+    ext = 100
+    for step, t0 in ((1, 0.0), (2, 1000.0), (3, 2000.0)):
+        ext += 1
+        t.host(f"ProfilerStep#{step}", t0, 1000, cat="user_annotation", **{"External id": ext})
+        t.launch(L[0], t0 + 10, 5, L[1], L[2], "Cijk_gemm_kernel", t0 + 60.5, 400.25, 0)
+        t.launch(L[0], t0 + 20, 5, L[1], L[2], "ncclDevKernel_AllReduce_Sum_bf16", t0 + 300.5, 500, 1)
+        t.launch("hipMemsetAsync", t0 + 25, 5, L[1], "gpu_memset", "Memset (Device)", t0 + 900.5, 20.2, 0)
+        gpu_start = t0 + 60.5 + (600.0 if step == 3 else 0.0)
+        t.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{step}", "pid": 0,
+                         "tid": 0, "ts": BASE + gpu_start, "dur": 300.0,
+                         "args": {"External id": ext, "device": 0}})
+    # Launched after the last host ProfilerStep started, before its GPU annotation did.
+    t.launch(L[0], 2300, 5, L[1], L[2], "late_gemm_kernel", 2320.5, 100, 0)
+    t.write("rocm_gpu_step_annotations.json", "GPU 0 (AMD Instinct MI300X)")
+
+
+def with_flows(t, flow_ends_only=()):
+    """Adds Kineto's "ac2g" flow points (launch → device work) for every correlated launch of
+    `t`: a start on the launch and an end on the device event, as torch.profiler writes them;
+    for the device events named in `flow_ends_only`, only the end (ROCm's hipMemset* launches)."""
+    launches = {e["args"]["correlation"]: e for e in t.events
+                if e["pid"] == HOST_PID and "correlation" in e.get("args", {})}
+    flows = []
+    for e in t.events:
+        c = e.get("args", {}).get("correlation")
+        if e["pid"] == HOST_PID or c is None or c not in launches:
+            continue
+        base = {"cat": "ac2g", "name": "ac2g", "id": c}
+        if e["name"] not in flow_ends_only:
+            la = launches[c]
+            flows.append(dict(base, ph="s", pid=la["pid"], tid=la["tid"], ts=la["ts"]))
+        flows.append(dict(base, ph="f", bp="e", pid=e["pid"], tid=e["tid"], ts=e["ts"]))
+    t.events.extend(flows)
+
+
+def rocm_rccl_tiny_gpu_steps():
+    """ROCm with RCCL: GPU-side `ProfilerStep#N` annotations only a few µs long at each step's
+    start, bracketing none of its work (a 4.7 ms all-reduce among it). Clipping the TraceLens
+    timeline to them made its communication 0; rlprof now reads the whole trace and says so."""
+    t = Trace(rank=0)
+    L = ("hipLaunchKernel", "cuda_runtime", "kernel")
+    for step, t0 in ((1, 0.0), (2, 10000.0), (3, 20000.0)):
+        t.host(f"ProfilerStep#{step}", t0, 10000, cat="user_annotation")
+        t.launch(L[0], t0 + 10, 5, L[1], L[2], "Cijk_Ailk_Bljk_gemm", t0 + 50.25, 3000.5, 0)
+        t.launch(L[0], t0 + 20, 5, L[1], L[2], "ncclDevKernel_Generic_4", t0 + 3100.75, 4700.125, 1)
+        t.gpu_annotation(f"ProfilerStep#{step}", t0 + 40.0, 3.5, 0)
+    with_flows(t)
+    t.write("rocm_rccl_tiny_gpu_steps.json", "GPU 0 (AMD Instinct MI300X)")
+
+
+def rocm_memset_flow_end_only():
+    """ROCm hipMemsetAsync launches whose "ac2g" flow has only its end: TraceLens links device
+    work through flow pairs and leaves those memsets out; rlprof's native view links by the
+    correlation id and counts them (`--compat tracelens` leaves them out as TraceLens does)."""
+    t = Trace(rank=0)
+    L = ("hipLaunchKernel", "cuda_runtime", "kernel")
+    for step, t0 in ((1, 0.0), (2, 1000.0)):
+        t.host(f"ProfilerStep#{step}", t0, 1000, cat="user_annotation")
+        t.launch(L[0], t0 + 10, 5, L[1], L[2], "Cijk_gemm_kernel", t0 + 30.5, 300.25, 0)
+        t.launch("hipMemsetAsync", t0 + 20, 5, L[1], "gpu_memset", "hipMemsetAsync_kernel", t0 + 340.75, 150.5, 0)
+        t.launch("hipMemcpyAsync", t0 + 30, 5, L[1], "gpu_memcpy", "Memcpy DtoD (Device -> Device)", t0 + 500.25,
+                 80.5, 2)
+        t.launch(L[0], t0 + 40, 5, L[1], L[2], "ncclDevKernel_Generic_1", t0 + 520.5, 200.125, 1)
+    with_flows(t, flow_ends_only=("hipMemsetAsync_kernel",))
+    t.write("rocm_memset_flow_end_only.json", "GPU 0 (AMD Instinct MI300X)")
+
+
 def epoch_ns():
     """Timestamps since the Unix epoch with ns decimals (1.7e15 µs: no float64 holds them
     exactly), as Kineto writes when its clock is the realtime one: the `--json` outputs must
@@ -149,3 +243,7 @@ if __name__ == "__main__":
     accelerator("privateuse1_accelerator.json", "privateuse1_runtime", "kernel", "launchKernel",
                 "PrivateUse1 0")
     multistream()
+    streamless_device_events()
+    rocm_gpu_step_annotations()
+    rocm_rccl_tiny_gpu_steps()
+    rocm_memset_flow_end_only()
