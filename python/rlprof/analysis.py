@@ -50,8 +50,10 @@ VIEWS: Dict[str, List[str]] = {
     "module": ["module_view"],
     "memory": ["memory_peak"],
     "stack": ["ops_by_frame"],
+    "tb": ["tb_step_time"],
     "all": ["step_trace_time", "step_atoms", "stage_time", "comm_by_group", "hta_temporal_breakdown",
-            "hta_idle_breakdown", "hta_kernel_type_breakdown", "gpu_timeline", "classes", "module_view", "memory_peak", "ops_by_frame"],
+            "hta_idle_breakdown", "hta_kernel_type_breakdown", "gpu_timeline", "tb_step_time", "classes",
+            "module_view", "memory_peak", "ops_by_frame"],
 }
 
 
@@ -238,6 +240,12 @@ class Analysis:
     def gpu_timeline(self) -> pd.DataFrame:
         """TraceLens' gpu_timeline rows (ms and %)."""
         return self.table("gpu_timeline")
+
+    @property
+    def tb_step_time(self) -> pd.DataFrame:
+        """torch-tb-profiler's step time breakdown per input × step (µs): kernel, memcpy, memset,
+        communication, runtime, dataloader, cpu_exec, other, total."""
+        return self.table("tb_step_time")
 
     @property
     def diagnostics(self) -> pd.DataFrame:

@@ -21,6 +21,7 @@
 #include "src/analysis/classify.h"
 #include "src/analysis/contents.h"
 #include "src/analysis/partition.h"
+#include "src/analysis/tb_steps.h"
 #include "src/analysis/trace.h"
 #include "src/analysis/windows.h"
 
@@ -163,6 +164,8 @@ struct TraceAnalysis {
   std::vector<RangeRow> user_ranges;  // --view ranges
   std::vector<MemoryPeakRow> memory_peaks;
   std::vector<FrameRow> ops_by_frame;
+  // torch-tb-profiler 0.4.3's step time breakdown (tb_steps.h; --view tb).
+  std::vector<TbStepRow> tb_steps;
   // Device and host activity lanes (AnalysisOptions::activity_spans > 0; activity.h).
   std::vector<ActivityLane> activity;
   int64_t activity_lanes_left_out = 0;  // streams and threads beyond the busiest kept

@@ -37,10 +37,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryPeakRow, step, role, stage, series, at_
                                    allocations, allocated)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FrameRow, frame, ops, total, top_op, top_op_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelTypeRow, kernel_type, time)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TbStepRow, step, kernel, memcpy, memset, communication, runtime, dataloader,
+                                   cpu_exec, other, total)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, step_is_capture_window,
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
-                                   kernel_rows, classes, modules, memory_peaks, ops_by_frame, diagnostics)
+                                   kernel_rows, classes, modules, memory_peaks, ops_by_frame, tb_steps, diagnostics)
 
 namespace {
 

@@ -254,6 +254,18 @@ Table ClassTable(const TraceAnalysis& a) {
   return t;
 }
 
+Table TbStepTimeTable(const TraceAnalysis& a) {
+  Table t{"tb_step_time",
+          {Int("step"), Real("kernel", "us"), Real("memcpy", "us"), Real("memset", "us"),
+           Real("communication", "us"), Real("runtime", "us"), Real("dataloader", "us"),
+           Real("cpu_exec", "us"), Real("other", "us"), Real("total", "us")},
+          {}};
+  for (const auto& r : a.tb_steps)
+    t.rows.push_back({r.step, Us(r.kernel), Us(r.memcpy), Us(r.memset), Us(r.communication), Us(r.runtime),
+                      Us(r.dataloader), Us(r.cpu_exec), Us(r.other), Us(r.total)});
+  return t;
+}
+
 Table DiagnosticsTable(const Diagnostics& d) {
   Table t{"diagnostics", {Text("name"), Int("count")}, {}};
   for (const auto& [k, v] : d.counts) t.rows.push_back({k, static_cast<int64_t>(v)});
@@ -285,6 +297,7 @@ std::vector<Table> AllTablesOf(const TraceAnalysis& a, std::vector<KernelRow>* t
   out.push_back(ModuleViewTable(a));
   out.push_back(MemoryPeakTable(a));
   out.push_back(OpsByFrameTable(a));
+  out.push_back(TbStepTimeTable(a));
   out.push_back(DiagnosticsTable(a.diagnostics));
   return out;
 }

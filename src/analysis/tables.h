@@ -63,6 +63,7 @@ Table ModuleViewTable(const TraceAnalysis& a);     // module_view: time per nn.M
 Table MemoryPeakTable(const TraceAnalysis& a);     // memory_peak: per stage × memory series, bytes
 Table OpsByFrameTable(const TraceAnalysis& a);
 Table UserRangeTable(const TraceAnalysis& a);      // user_ranges: named ranges / marks (NVTX, mstx), µs     // ops_by_frame: operators by user frame, µs
+Table TbStepTimeTable(const TraceAnalysis& a);      // tb_step_time: torch-tb-profiler per step, µs
 Table DiagnosticsTable(const Diagnostics& d);      // diagnostics: name, count
 
 // All per-input tables, in file order.

@@ -284,6 +284,31 @@ TEST_F(AnalyseCommandTest, MissingInputAndBadRulesAreBadInput) {
   EXPECT_NE(err.find("rules[0].class"), std::string::npos) << err;
 }
 
+// --view tb: torch-tb-profiler 0.4.3's step time (src/analysis/tb_steps_test.cc has its figures),
+// in --view all and in the files of `rlprof analyse`.
+TEST_F(AnalyseCommandTest, ViewTbPrintsTheTensorBoardPluginsStepTime) {
+  const std::string trace = std::string(RLPROF_SOURCE_DIR) + "/test/data/tb_plugin/tb_legacy.json";
+  std::string out, err;
+  ASSERT_EQ(RunArgs({"summary", trace, "--view", "tb"}, &out, &err), kExitOk) << err;
+  EXPECT_NE(out.find("-- tb_step_time (us)"), std::string::npos) << out;
+  EXPECT_NE(out.find("   3  274.750   0.000   5.000          0.000   10.000      69.875    15.000  15.500  390.125"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(RunArgs({"summary", trace, "--view", "all", "--json"}, &out, &err), kExitOk) << err;
+  const auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["inputs"][0]["tables"]["tb_step_time"]["rows"].size(), 3u);
+  ASSERT_EQ(RunArgs({"analyse", trace, "-o", root_ + "/tb"}, &out, &err), kExitOk) << err;
+  std::ifstream f(root_ + "/tb/tb_legacy.json/tb_step_time.csv");
+  ASSERT_TRUE(f.good());
+  std::stringstream csv;
+  csv << f.rdbuf();
+  EXPECT_EQ(csv.str(),
+            "step,kernel,memcpy,memset,communication,runtime,dataloader,cpu_exec,other,total\n"
+            "3,274.75,0,5,0,10,69.875,15,15.5,390.125\n"
+            "4,110,50.5,0,169.75,9.5,0,10,30,379.75\n"
+            "5,410.75,0,0,0,7,49.5,22.25,10.5,500\n");
+}
+
 TEST_F(AnalyseCommandTest, UnwritableOutputIsAnOutputError) {
   std::ofstream(root_ + "/file") << "x";
   std::string out, err;

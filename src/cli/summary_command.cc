@@ -1,4 +1,4 @@
-// `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|comm|atoms|module|memory|stack|ranges|all] [--json]
+// `rlprof summary PATH [--view msprof|hta|tracelens|rl|ops|kernels|comm|atoms|module|memory|stack|ranges|tb|all] [--json]
 //                  [--per-capture] [--rules FILE] [--assign clip|by_start|by_launch]
 //                  [--step-marker REGEX] [--compat native|hta]`
 // Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
@@ -48,8 +48,10 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
   if (view == "memory") return {MemoryPeakTable(a)};
   if (view == "stack") return {OpsByFrameTable(a)};
   if (view == "ranges") return {UserRangeTable(a)};
+  if (view == "tb") return {TbStepTimeTable(a)};
   std::vector<Table> all{StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a),
-                         HtaTemporalTable(a), HtaIdleTable(a), HtaKernelTypeTable(a), GpuTimelineTable(a), ClassTable(a)};
+                         HtaTemporalTable(a), HtaIdleTable(a), HtaKernelTypeTable(a), GpuTimelineTable(a),
+                         TbStepTimeTable(a), ClassTable(a)};
   // The framework-content views, where the capture has those contents.
   if (!a.modules.empty()) all.push_back(ModuleViewTable(a));
   if (!a.memory_peaks.empty()) all.push_back(MemoryPeakTable(a));
@@ -211,8 +213,8 @@ Command AddSummaryCommand(CLI::App& app) {
   auto args = std::make_shared<SummaryArgs>();
   auto* cmd = app.add_subcommand("summary", "Print a breakdown view of traces in the terminal");
   cmd->add_option("path", args->path, "Capture directory, trace file, or a folder of them")->required();
-  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | rl | ops | kernels | comm | atoms | module | memory | stack | ranges | all")
-      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "module", "memory", "stack", "ranges", "all"}));
+  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | tb | rl | ops | kernels | comm | atoms | module | memory | stack | ranges | all")
+      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "module", "memory", "stack", "ranges", "tb", "all"}));
   AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print the tables as JSON");
   cmd->add_flag("--per-capture", args->per_capture,
