@@ -277,7 +277,7 @@ namespace {
 std::vector<Table> AllTablesOf(const TraceAnalysis& a, std::vector<KernelRow>* take) {
   // Moved in one by one: a braced list would copy every table (every row, every string).
   std::vector<Table> out;
-  out.reserve(15);
+  out.reserve(16);
   out.push_back(StepTraceTimeTable(a));
   out.push_back(StepAtomsTable(a));
   out.push_back(StageTimeTable(a));
