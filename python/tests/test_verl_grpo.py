@@ -45,8 +45,16 @@ def _run(cli: str, work: str, overrides: List[str]) -> Dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RLPROF_", "RAY_"))}
     env.update(WORKDIR=work, STEPS="3", RLPROF_CLI=cli, PYTHONPATH=PKG,
                VERL_PYTHON=INTEG_PY, RAY_ADDRESS="local")
-    r = subprocess.run([RUN_SH, f"global_profiler.save_path={save}", *PROFILE, *overrides],
-                       env=env, capture_output=True, text=True, timeout=900)
+    try:
+        r = subprocess.run([RUN_SH, f"global_profiler.save_path={save}", *PROFILE, *overrides],
+                           env=env, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired as e:  # keep what the job printed: where it was
+        def text(b):
+            return b.decode("utf-8", "replace") if isinstance(b, bytes) else (b or "")
+        log = text(e.stdout) + text(e.stderr)
+        with open(os.path.join(work, "job.log"), "w") as f:
+            f.write(log)
+        pytest.fail(f"the verl job ran past {e.timeout:.0f} s; its last output:\n{log[-6000:]}")
     log = r.stdout + r.stderr
     with open(os.path.join(work, "job.log"), "w") as f:  # for a look after a failure
         f.write(log)
