@@ -35,6 +35,21 @@ def _setup_path() -> str:
 
 
 BUILD = _setup_path()
+
+
+def peers_python(probe_import: str = "") -> str:
+    """The peers test environment's Python (.venv-peers, or RLPROF_PEERS_PYTHON), "" when it is
+    absent, RLPROF_SKIP_PEERS=1, or `probe_import` (a module) does not import there."""
+    if os.environ.get("RLPROF_SKIP_PEERS") == "1":
+        return ""
+    p = os.environ.get("RLPROF_PEERS_PYTHON") or os.path.join(ROOT, ".venv-peers", "bin", "python")
+    if not os.access(p, os.X_OK):
+        return ""
+    if probe_import:
+        ok = subprocess.run([p, "-c", "import " + probe_import], capture_output=True, timeout=120)
+        if ok.returncode != 0:
+            return ""
+    return p
 if EXAMPLE not in sys.path:
     sys.path.insert(0, EXAMPLE)
 

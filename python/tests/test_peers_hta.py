@@ -20,7 +20,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, peers_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KINETO = sorted(glob.glob(os.path.join(ROOT, "test", "data", "fixtures", "kineto", "*.json.gz")) +
@@ -28,14 +28,7 @@ KINETO = sorted(glob.glob(os.path.join(ROOT, "test", "data", "fixtures", "kineto
                 glob.glob(os.path.join(ROOT, "test", "data", "peers", "*.json")))
 
 
-def _peers_python() -> str:
-    if os.environ.get("RLPROF_SKIP_PEERS") == "1":
-        return ""
-    p = os.environ.get("RLPROF_PEERS_PYTHON") or os.path.join(ROOT, ".venv-peers", "bin", "python")
-    return p if os.access(p, os.X_OK) else ""
-
-
-PEERS = _peers_python()
+PEERS = peers_python()
 pytestmark = pytest.mark.skipif(not PEERS, reason="the peers test environment (.venv-peers) is absent")
 
 

@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, peers_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = sorted(glob.glob(os.path.join(ROOT, "test", "data", "tb_plugin", "*.json")))
@@ -35,17 +35,7 @@ KINETO = sorted(glob.glob(os.path.join(ROOT, "test", "data", "fixtures", "kineto
 COLUMNS = ["kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other", "total"]
 
 
-def _peers_python() -> str:
-    if os.environ.get("RLPROF_SKIP_PEERS") == "1":
-        return ""
-    p = os.environ.get("RLPROF_PEERS_PYTHON") or os.path.join(ROOT, ".venv-peers", "bin", "python")
-    if not os.access(p, os.X_OK):
-        return ""
-    ok = subprocess.run([p, "-c", "import torch_tb_profiler.profiler.data"], capture_output=True, timeout=120)
-    return p if ok.returncode == 0 else ""
-
-
-PEERS = _peers_python()
+PEERS = peers_python("torch_tb_profiler.profiler.data")
 pytestmark = pytest.mark.skipif(not PEERS, reason="torch-tb-profiler is not installed in the peers environment")
 
 
