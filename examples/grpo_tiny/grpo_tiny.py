@@ -29,7 +29,7 @@ import os
 import socket
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -206,11 +206,13 @@ def sft_warmup(policy: TinyGPT, cfg: GrpoConfig) -> torch.optim.Optimizer:
 
 def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] = None,
           overrides: Sequence[str] = (), mode: str = "rlprof", trace_dir: str = "",
-          torch_steps: Sequence[int] = (2, 3), verbose: bool = True) -> Dict[str, Any]:
+          torch_steps: Sequence[int] = (2, 3), verbose: bool = True,
+          around_step: Optional[Callable[[int], Any]] = None) -> Dict[str, Any]:
     """Runs cfg.steps GRPO steps. mode: rlprof (profiled by `config`), off (no profiler),
     torch (torch.profiler.profile on `torch_steps`, traces under trace_dir) or rlprof+torch
     (both: torch.profiler opens before rlprof's step window, to check how they share CUPTI).
-    Returns rewards, step times and this rank's capture directories."""
+    around_step(step), when given, is a context manager entered around each step's window
+    (bench/cost.py). Returns rewards, step times and this rank's capture directories."""
     device = rank_device(cfg, rank)
     torch.manual_seed(cfg.seed)
     policy = TinyGPT(max_len=PROMPT_LEN + cfg.max_new_tokens).to(device)
@@ -231,8 +233,11 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
     step_times: List[float] = []  # wall time of each step, profiler work included
     cpu_times: List[float] = []   # CPU time of the process (all threads) in each step
     body_times: List[float] = []  # the same without torch.profiler's exit / export
+    thread_times: List[float] = []  # CPU time of the training thread in each step
     for step in range(1, cfg.steps + 1):
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, h0 = time.perf_counter(), time.process_time(), time.thread_time()
+        around = around_step(step) if around_step is not None else contextlib.nullcontext()
+        around.__enter__()
         tprof = None
         if mode in ("torch", "rlprof+torch") and step in torch_steps:
             activities = [torch.profiler.ProfilerActivity.CPU]
@@ -260,8 +265,10 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
             tprof.__exit__(None, None, None)  # torch collects and post-processes here
             if trace_dir:
                 tprof.export_chrome_trace(os.path.join(trace_dir, f"torch_step{step}_rank{rank}.json"))
+        around.__exit__(None, None, None)
         step_times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
+        thread_times.append(time.thread_time() - h0)
         mean = rewards.mean()
         if world > 1:
             dist.all_reduce(mean)
@@ -272,7 +279,8 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
                   f"loss {stats['loss']:+.4f}  ({step_times[-1] * 1000:.0f} ms)", flush=True)
     captures: List[str] = []
     result: Dict[str, Any] = {"rewards": rewards_per_step, "step_times": step_times,
-                              "cpu_times": cpu_times, "body_times": body_times}
+                              "cpu_times": cpu_times, "body_times": body_times,
+                              "thread_times": thread_times}
     if prof is not None:
         captures = prof.shutdown()
         result.update(run_dir=prof.run_dir, run_id=prof.run_id, clock_offset_ns=prof.clock_offset_ns)

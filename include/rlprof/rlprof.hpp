@@ -231,7 +231,8 @@ class Session {
   bool StartCapture(const std::string& scope = "manual");
   void StopCapture();
 
-  // Blocks until every closed window is on disk (bounded by `timeout_s`); false on timeout.
+  // Blocks until every closed window, and what the open one holds so far, is on disk (bounded
+  // by `timeout_s`); false on timeout.
   bool Flush(double timeout_s = 30.0);
   // Absolute directories of the captures finalised so far.
   std::vector<std::string> Captures() const;

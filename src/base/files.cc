@@ -129,6 +129,15 @@ Status WriteFileAtomic(const std::string& path, std::string_view data) {
   return s;
 }
 
+Status WriteNewFile(const std::string& path, std::string_view data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path + ": cannot write: " + Errno(errno));
+  Status s = WriteAllFd(fd, data.data(), data.size(), -1, path);
+  if (::close(fd) != 0 && s.ok()) s = IoError(path + ": write failed: " + Errno(errno));
+  if (!s.ok()) ::unlink(path.c_str());
+  return s;
+}
+
 Status OverwriteFileInPlace(const std::string& path, std::string_view data) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // never creates
   if (fd < 0) return IoError(path + ": cannot open for writing: " + Errno(errno));

@@ -28,6 +28,10 @@ Status CheckRegularFile(const std::string& path);
 const char* FileKindName(unsigned mode);
 // Writes via a temporary file in the same directory and rename(): readers never see half a file.
 Status WriteFileAtomic(const std::string& path, std::string_view data);
+// Creates `path`, which must not exist (O_EXCL), and writes `data` with one write(): for the
+// first file of a directory made a moment ago, where no reader can be waiting for it, without
+// WriteFileAtomic's temporary file and rename. A failed write removes the file.
+Status WriteNewFile(const std::string& path, std::string_view data);
 // Rewrites the existing file `path` in place (write at offset 0, then truncate to the new
 // size) without creating any file: where WriteFileAtomic cannot create its temporary file (a
 // full disk, a directory that became read-only), a file that already holds at least

@@ -21,17 +21,47 @@ using base::StatusOr;
 constexpr size_t kMaxHostBytes = 1024;
 constexpr size_t kMaxStringBytes = 16u << 20;  // longer strings are truncated
 
+// What a writer needs in memory besides its file: the zstd context (its workspace is
+// allocated at the first compression) and the chunk buffers, about 2 MiB. Made afresh for
+// every capture they cost more than a small capture's whole write (fresh pages from the
+// kernel: mmap, page faults, munmap), so each thread keeps the last writer's and the next
+// writer on that thread takes them over. A thread with several writers open at once gives
+// the cache to the first; the others make their own.
+struct Scratch {
+  ZSTD_CCtx* cctx = nullptr;
+  std::vector<Event> events;
+  std::vector<char> out;
+  ~Scratch() { ZSTD_freeCCtx(cctx); }
+};
+thread_local Scratch t_scratch;
+thread_local bool t_scratch_lent = false;
+
 class RawWriterImpl final : public RawWriter {
  public:
   RawWriterImpl(std::string path, int fd, size_t chunk_bytes, int level)
       : path_(std::move(path)), fd_(fd), chunk_bytes_(chunk_bytes), level_(level) {
     chunk_events_ = std::max<size_t>(1, chunk_bytes_ / sizeof(Event));
+    if (!t_scratch_lent) {
+      t_scratch_lent = borrowed_ = true;
+      std::swap(cctx_, t_scratch.cctx);
+      events_.swap(t_scratch.events);
+      out_.swap(t_scratch.out);
+      events_.clear();
+    }
     events_.reserve(chunk_events_);
-    cctx_ = ZSTD_createCCtx();
+    if (cctx_ == nullptr) cctx_ = ZSTD_createCCtx();
   }
   ~RawWriterImpl() override {
     if (fd_ >= 0) (void)Close();
-    ZSTD_freeCCtx(cctx_);
+    // Only a buffer of a sensible size goes back (one chunk), so that a writer made with a
+    // huge chunk size does not keep its memory for the life of the thread.
+    if (borrowed_ && events_.capacity() <= (1u << 20) / sizeof(Event) * 2) {
+      std::swap(cctx_, t_scratch.cctx);
+      events_.swap(t_scratch.events);
+      out_.swap(t_scratch.out);
+    }
+    if (borrowed_) t_scratch_lent = false;
+    ZSTD_freeCCtx(cctx_);  // ours, or the cache's previous one after a swap (null: no-op)
   }
 
   Status WriteHeader(const RawHeaderInfo& info) {
@@ -185,6 +215,7 @@ class RawWriterImpl final : public RawWriter {
   size_t chunk_events_ = 1;
   int level_;
   ZSTD_CCtx* cctx_ = nullptr;
+  bool borrowed_ = false;  // cctx_, events_ and out_ come from (and go back to) t_scratch
   std::string strings_;
   std::string tracks_;
   std::vector<Event> events_;

@@ -61,13 +61,35 @@ std::string ManifestJson(const ManifestData& m) {
   j["files"] = json::array({{{"name", "events.rlp"}, {"bytes", m.events_bytes}}});
   j["complete"] = m.complete;
   j["errors"] = m.errors;
-  if (!m.config_json.empty()) {
-    json cfg = json::parse(m.config_json, nullptr, /*allow_exceptions=*/false);
-    if (!cfg.is_discarded()) j["config"] = std::move(cfg);
-  }
   // Names come from users (stages, roles, hosts, C API strings) and need not be UTF-8: replace
   // bad bytes rather than throw (this runs on the writer thread of a training process).
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string text = j.dump(2, ' ', false, json::error_handler_t::replace);
+  if (!m.config_text.empty() && text.size() >= 2) {
+    // The last key, spliced in before the closing "\n}": the same text as dumping it with the
+    // rest, without parsing and formatting the plan again for every manifest (it was most of
+    // the writer's fixed cost per window).
+    text.resize(text.size() - 2);
+    text += ",\n  \"config\": ";
+    text += m.config_text;
+    text += "\n}";
+  }
+  text += '\n';
+  return text;
+}
+
+std::string FormatManifestConfig(const std::string& config_json) {
+  using json = nlohmann::ordered_json;
+  if (config_json.empty()) return std::string();
+  const json cfg = json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (cfg.is_discarded()) return std::string();
+  const std::string flat = cfg.dump(2, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(flat.size() + flat.size() / 8);
+  for (char c : flat) {  // one level deeper: the manifest's own indent
+    out += c;
+    if (c == '\n') out += "  ";
+  }
+  return out;
 }
 
 }  // namespace rlprof::runtime

@@ -44,10 +44,16 @@ struct ManifestData {
   std::vector<std::string> errors;
   std::string sources_json;  // sources.<name> objects (source.h), JSON text; "" = no sources
   uint64_t source_events = 0;  // events the sources handed over through the writer
-  std::string config_json;  // the resolved plan, serialised JSON ("" = omitted)
+  // The resolved plan as FormatManifestConfig() returns it ("" = omitted): a session's
+  // manifests all carry the same plan, so it is formatted once and spliced in as text.
+  std::string config_text;
 };
 
 std::string ManifestJson(const ManifestData& m);
+
+// The plan's JSON text (`config_json`) formatted as ManifestJson writes the value of "config"
+// (indented for its place in the manifest); "" when it is empty or not JSON.
+std::string FormatManifestConfig(const std::string& config_json);
 
 }  // namespace rlprof::runtime
 

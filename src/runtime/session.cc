@@ -404,7 +404,9 @@ void SessionImpl::StopCapture() try {
 RLPROF_SESSION_GUARD("StopCapture", )
 
 bool SessionImpl::Flush(double timeout_s) try {
-  return writer_ && !forked() ? writer_->WaitIdle(timeout_s) : true;
+  if (!writer_ || forked()) return true;
+  writer_->Flush();  // an open window's events so far too
+  return writer_->WaitIdle(timeout_s);
 }
 RLPROF_SESSION_GUARD("Flush", false)
 

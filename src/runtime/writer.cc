@@ -43,6 +43,8 @@ struct Writer::Capture {
   bool budget_reported = false;
   bool failed = false;
   size_t manifest_bytes = 0;  // size of the open-time manifest on disk (0: none written)
+  bool created = false;    // CreateOnDisk was run (dir, raw and maybe the manifest exist)
+  bool finishing = false;  // FinishCapture is draining it: create it now, without an open manifest
   uint64_t manifest_events = 0;      // counts.events of the manifest on disk
   int64_t manifest_written_ns = 0;   // when the open or progress manifest was last written
   int64_t max_end_ns = INT64_MIN;  // latest event end written
@@ -50,7 +52,8 @@ struct Writer::Capture {
   std::vector<std::string> errors;
 };
 
-Writer::Writer(WriterOptions options) : opt_(std::move(options)) {}
+Writer::Writer(WriterOptions options)
+    : opt_(std::move(options)), config_text_(FormatManifestConfig(opt_.config_json)) {}
 
 Writer::~Writer() {
   Stop();
@@ -109,6 +112,16 @@ void Writer::Close(const WindowClose& w) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back({Command::Type::kClose, {}, w, submitted_seq_.load(std::memory_order_relaxed) + 1});
+    submitted_seq_.fetch_add(1, std::memory_order_release);
+    ++submitted_;
+  }
+  WakeFd(wake_fd_);
+}
+
+void Writer::Flush() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({Command::Type::kFlush, {}, {}, submitted_seq_.load(std::memory_order_relaxed) + 1});
     submitted_seq_.fetch_add(1, std::memory_order_release);
     ++submitted_;
   }
@@ -248,6 +261,11 @@ void Writer::Process(Command& c) {
     if (open_.count(c.close.gen))
       FinishCapture(c.close.gen, c.close.reason, &c.close.steps, c.close.close_ticks,
                     c.close.sampling_json);
+  } else if (c.type == Command::Type::kFlush) {
+    for (auto& [gen, cap] : open_)
+      if (!cap->created && !cap->failed) CreateOnDisk(*cap);
+    Drain();
+    FlushAll(/*force=*/true);
   }
 }
 
@@ -259,15 +277,39 @@ void Writer::OpenCapture(const WindowOpen& w) {
     Recorder::Get().CloseWindow(w.gen);
     return;
   }
+  // Nothing reaches the disk yet: the directory, events.rlp and the open-time manifest are made
+  // when the capture has something to flush (flush_interval_s after it opened, or flush_bytes
+  // of events) or when it closes, whichever comes first (CreateOnDisk). A window shorter than
+  // the flush interval (most step and stage windows) then costs two files and no rename: the
+  // directory's files are what the window's fixed cost on the writer thread is made of.
+  auto cap = std::make_unique<Capture>();
+  cap->batch.swap(spare_batch_);  // the last capture's memory (no fresh pages to fault in)
+  cap->batch.clear();
+  cap->info = w;
+  cap->anchor = SampleClock(opt_.clock.converter.source);
+  cap->conv = Refine(opt_.clock, cap->anchor);
+  cap->open_ns = cap->conv.ToNs(w.open_ticks);
+  cap->last_flush_ns = cap->anchor.monotonic_ns;
+  open_[w.gen] = std::move(cap);
+}
+
+bool Writer::CreateOnDisk(Capture& cap) {
+  const WindowOpen& w = cap.info;
   const Identity& id = opt_.identity;
   const std::string parent = opt_.run_dir + "/step" + std::to_string(w.first_step) + "/" +
                              base::SanitizeForPath(w.scope);
   const std::string leaf = "rank" + std::to_string(id.rank) + "-" + base::SanitizeForPath(id.host) +
                            "-" + std::to_string(id.pid);
   auto fatal = [&](const std::string& msg) {
+    // Nothing of this window can be written: stop recording into it, and drop what it holds.
+    cap.failed = true;
+    cap.lost_on_error += cap.batch.size();
+    cap.batch.clear();
     Recorder::Get().CloseWindow(w.gen);
     ReportFault(msg);
+    return false;
   };
+  cap.created = true;  // tried once: a failure is not retried at every flush
   if (base::Status s = base::MakeDirs(parent); !s.ok()) return fatal(s.message());
   std::string dir;
   for (int k = 0; k < 10000; ++k) {
@@ -279,19 +321,12 @@ void Writer::OpenCapture(const WindowOpen& w) {
     if (errno != EEXIST) return fatal(cand + ": " + std::strerror(errno));
   }
   if (dir.empty()) return fatal(parent + ": too many captures with the same name");
-  auto cap = std::make_unique<Capture>();
-  cap->info = w;
-  cap->dir = dir;
-  cap->anchor = SampleClock(opt_.clock.converter.source);
-  cap->conv = Refine(opt_.clock, cap->anchor);
-  cap->open_ns = cap->conv.ToNs(w.open_ticks);
-  cap->last_flush_ns = cap->anchor.monotonic_ns;
+  cap.dir = dir;
   auto raw = format::RawWriter::Create(
       dir + "/events.rlp", {.rank = id.rank, .pid = static_cast<uint32_t>(id.pid), .host = id.host});
   if (!raw.ok()) return fatal(raw.status().message());
-  cap->raw = std::move(raw).value();
-  WriteManifest(*cap);
-  open_[w.gen] = std::move(cap);
+  cap.raw = std::move(raw).value();
+  return true;
 }
 
 void Writer::DrainChunk(Chunk* c) {
@@ -438,8 +473,17 @@ void Writer::CaptureError(Capture& c, const std::string& what) {
 
 void Writer::WriteBatches() {
   Recorder& rec = Recorder::Get();
+  const int64_t now = MonotonicNowNs();
+  const auto interval = static_cast<int64_t>(opt_.flush_interval_s * 1e9);
   for (auto& [gen, cap_ptr] : open_) {
     Capture& cap = *cap_ptr;
+    if (!cap.created && !cap.failed) {
+      // On disk at its close, or once it has something to flush (OpenCapture); FlushAll then
+      // writes the open-time manifest (complete: false) for a process that may be killed.
+      const bool due = cap.finishing || now - cap.last_flush_ns >= interval ||
+                       cap.batch.size() * sizeof(format::Event) >= opt_.flush_bytes;
+      if (!due || !CreateOnDisk(cap)) continue;
+    }
     if (cap.batch.empty()) continue;
     if (cap.failed) {
       cap.lost_on_error += cap.batch.size();
@@ -497,21 +541,26 @@ void Writer::FlushAll(bool force) {
   const int64_t now = MonotonicNowNs();
   const auto interval = static_cast<int64_t>(opt_.flush_interval_s * 1e9);
   for (auto& [gen, cap] : open_) {
-    if (cap->failed || cap->unflushed == 0) continue;
-    if (!force && now - cap->last_flush_ns < interval &&
-        cap->unflushed * sizeof(format::Event) < opt_.flush_bytes)
-      continue;
-    if (base::Status s = cap->raw->Flush(); !s.ok()) CaptureError(*cap, s.message());
-    cap->unflushed = 0;
-    cap->last_flush_ns = now;
-    // What the file holds so far, in the manifest (at most once a second): a process killed
-    // with the window open leaves a manifest that says how many events its complete chunks
-    // hold, not the open-time 0.
-    if (!cap->failed && now - cap->manifest_written_ns >= kProgressManifestIntervalNs &&
-        cap->raw->events_written() != cap->manifest_events)
+    if (cap->failed || !cap->created) continue;
+    const bool due = cap->unflushed != 0 &&
+                     (force || now - cap->last_flush_ns >= interval ||
+                      cap->unflushed * sizeof(format::Event) >= opt_.flush_bytes);
+    if (due) {
+      if (base::Status s = cap->raw->Flush(); !s.ok()) CaptureError(*cap, s.message());
+      cap->unflushed = 0;
+      cap->last_flush_ns = now;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.flushes;
+    }
+    // The open-time manifest (complete: false), written right after the capture's first flush
+    // so that it already counts the events on disk; then, at most once a second, what the
+    // file holds so far: a process killed with the window open leaves a manifest that says
+    // how many events its complete chunks hold.
+    if (!cap->failed &&
+        (cap->manifest_bytes == 0 ||
+         (due && now - cap->manifest_written_ns >= kProgressManifestIntervalNs &&
+          cap->raw->events_written() != cap->manifest_events)))
       WriteManifest(*cap);
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.flushes;
   }
 }
 
@@ -519,17 +568,27 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
                            const std::vector<int64_t>* steps, uint64_t close_ticks,
                            const std::string& sampling_json) {
   Recorder::Get().CloseWindow(gen);
-  Drain(gen);
+  if (auto f = open_.find(gen); f != open_.end()) f->second->finishing = true;
+  Drain(gen);  // creates it on disk (WriteBatches) if it is not yet
   auto it = open_.find(gen);
   if (it == open_.end()) return;
   std::unique_ptr<Capture> cap = std::move(it->second);
   open_.erase(it);
-  if (!cap->failed)
+  if (!cap->failed && cap->raw)
     if (base::Status s = cap->raw->Close(); !s.ok()) CaptureError(*cap, s.message());
+  if (cap->dir.empty()) {  // never made on disk (it failed): nothing to finalise or list
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.captures_failed;
+    return;
+  }
   // Every event drained for this capture is either in a complete chunk on disk or lost to
   // the write error (also events the RawWriter had buffered when the disk filled up).
   const uint64_t on_disk = cap->raw ? cap->raw->events_written() : 0;
   const uint64_t drained = cap->events + cap->lost_on_error;
+  if (cap->batch.capacity() > spare_batch_.capacity()) {
+    cap->batch.clear();
+    spare_batch_.swap(cap->batch);
+  }
   ManifestData m = BaseManifest(*cap);
   if (steps != nullptr && !steps->empty()) m.steps = *steps;
   m.close_ns = close_ticks != 0 ? cap->conv.ToNs(close_ticks) : MonotonicNowNs();
@@ -583,7 +642,7 @@ ManifestData Writer::BaseManifest(const Capture& c) const {
   m.open_ns = c.open_ns;
   m.contents = opt_.contents;
   m.complete = false;
-  m.config_json = opt_.config_json;
+  m.config_text = config_text_;
   return m;
 }
 
@@ -601,7 +660,12 @@ void Writer::WriteManifest(Capture& c) {
   std::string text = ManifestJson(m);
   text.append(kManifestReserveBytes, ' ');
   text += '\n';
-  if (base::Status s = base::WriteFileAtomic(c.dir + "/manifest.json", text); !s.ok())
+  // The first one goes into the directory made a moment ago: created directly (no temporary
+  // file and rename); later ones replace it atomically (readers may be looking).
+  const std::string path = c.dir + "/manifest.json";
+  if (base::Status s = c.manifest_bytes == 0 ? base::WriteNewFile(path, text)
+                                              : base::WriteFileAtomic(path, text);
+      !s.ok())
     CaptureError(c, s.message());
   else
     c.manifest_bytes = text.size();
@@ -610,7 +674,10 @@ void Writer::WriteManifest(Capture& c) {
 bool Writer::WriteFinalManifest(Capture& c, const ManifestData& m) {
   const std::string path = c.dir + "/manifest.json";
   std::string text = ManifestJson(m);
-  base::Status s = base::WriteFileAtomic(path, text);
+  // No open-time manifest (a window that closed before its first flush): the directory's
+  // first and only manifest, made directly; otherwise it replaces the open-time one atomically.
+  base::Status s = c.manifest_bytes == 0 ? base::WriteNewFile(path, text)
+                                          : base::WriteFileAtomic(path, text);
   if (s.ok()) return true;
   // No new file could be made (ENOSPC, EDQUOT, a directory that became read-only): rewrite the
   // open-time manifest's blocks instead, which needs no new space when the text fits in them.
@@ -618,7 +685,7 @@ bool Writer::WriteFinalManifest(Capture& c, const ManifestData& m) {
   if (c.manifest_bytes != 0) {
     if (text.size() > c.manifest_bytes) {
       ManifestData slim = m;
-      slim.config_json.clear();
+      slim.config_text.clear();
       text = ManifestJson(slim);
     }
     if (text.size() <= c.manifest_bytes && base::OverwriteFileInPlace(path, text).ok()) return true;

@@ -9,9 +9,13 @@
 //   w.Close({.gen = gen, .reason = "step_end", .steps = {2}});   // events reach the disk
 //   w.WaitIdle(30);  w.Stop();
 //
-// Crash safety: the capture directory and a manifest with complete: false are written when
-// the window opens, and events are flushed as complete chunks at least every flush interval
-// (or flush_bytes), so a SIGKILL leaves a readable prefix. RequestSignalFlush() (async-signal-
+// Crash safety: events are flushed as complete chunks at least every flush interval (or
+// flush_bytes), and the capture directory with a manifest saying complete: false is written at
+// the first of those flushes, so a SIGKILL leaves a readable prefix and a manifest that says
+// what the file holds. A window that closes before its first flush is written once, at its
+// close (directory, events.rlp, the final manifest): what it holds never reached the disk
+// before, so a SIGKILL inside it loses it either way, and short windows cost two files and no
+// rename. RequestSignalFlush() (async-signal-
 // safe) makes the thread close and finalise every open capture; WaitSignalFlush() waits for it.
 //
 // Faults: nothing here throws into the caller or lets an exception end the writer thread.
@@ -97,6 +101,7 @@ struct WriterOptions {
 struct WriterStats {
   uint64_t captures = 0;
   uint64_t late_events = 0;  // published after their window was finalised (discarded)
+  uint64_t captures_failed = 0;  // windows whose capture could not be made on disk
   uint64_t flushes = 0;
   uint64_t source_events = 0;       // events sources emitted through the sink
   uint64_t source_events_late = 0;  // … for a window whose capture was not open (discarded)
@@ -119,6 +124,8 @@ class Writer {
   base::Status Start();
   void Open(const WindowOpen& w);
   void Close(const WindowClose& w);
+  // Puts what the open captures hold on disk now (creating them there if they are not yet).
+  void Flush();
   // Waits until every command so far has been carried out; false on timeout.
   bool WaitIdle(double timeout_s);
   // Finalises every open capture (reason shutdown) and joins the thread.
@@ -140,7 +147,7 @@ class Writer {
   class Sink;
   friend class Sink;
   struct Command {
-    enum class Type { kOpen, kClose } type;
+    enum class Type { kOpen, kClose, kFlush } type;
     WindowOpen open;
     WindowClose close;
     uint64_t seq = 0;  // submission order (1, 2, ...)
@@ -150,6 +157,10 @@ class Writer {
   void Loop();
   void Process(Command& c);
   void OpenCapture(const WindowOpen& w);
+  // Makes the capture's directory and events.rlp (FlushAll then writes the open-time manifest,
+  // FinishCapture the final one); false after reporting the fault (the capture is then failed
+  // and its window closed).
+  bool CreateOnDisk(Capture& cap);
   void FinishCapture(uint32_t gen, const std::string& reason, const std::vector<int64_t>* steps,
                      uint64_t close_ticks, const std::string& sampling_json = std::string());
   void Drain(uint32_t final_gen = 0);
@@ -171,6 +182,7 @@ class Writer {
   void FlushAll(bool force);
 
   WriterOptions opt_;
+  const std::string config_text_;  // FormatManifestConfig(opt_.config_json), made once
   std::thread thread_;
   int wake_fd_ = -1;
   int ack_pipe_[2] = {-1, -1};
@@ -197,6 +209,7 @@ class Writer {
   std::map<uint32_t, std::unique_ptr<Capture>> open_;
   std::unordered_map<uint32_t, uint16_t> counter_tracks_;  // name id → counter track
   uint32_t known_gen_ = 0;  // newest window whose Open was processed
+  std::vector<format::Event> spare_batch_;  // a finished capture's batch, for the next one
 };
 
 }  // namespace rlprof::runtime

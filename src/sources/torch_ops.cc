@@ -327,6 +327,15 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
   g_link.emit(ctx->gen, e);
 }
 
+// SetFloorCallback's: torch's machinery around a callback, with nothing done in it.
+std::unique_ptr<at::ObserverContext> FloorEnter(const at::RecordFunction&) { return nullptr; }
+void FloorExit(const at::RecordFunction&, at::ObserverContext*) {}
+
+at::RecordFunctionCallback WithOurScopes(at::RecordFunctionCallback cb) {
+  return cb.scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                    at::RecordScope::TORCHSCRIPT_FUNCTION, at::RecordScope::USER_SCOPE});
+}
+
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 }  // namespace
@@ -393,12 +402,8 @@ void TorchOps::Configure(bool want, const TorchOpsOptions& options) {
     // No needsIds: the callbacks use the sequence number (always set) but not torch's
     // per-RecordFunction handle, which costs a global atomic increment per op. Inputs only
     // for shapes: asking for them makes the dispatcher box every op's arguments.
-    handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&OnEnter, &OnExit)
-                                        .needsInputs(options.shapes && options.record)
-                                        .scopes({at::RecordScope::FUNCTION,
-                                                 at::RecordScope::BACKWARD_FUNCTION,
-                                                 at::RecordScope::TORCHSCRIPT_FUNCTION,
-                                                 at::RecordScope::USER_SCOPE}));
+    handle_ = at::addGlobalCallback(WithOurScopes(
+        at::RecordFunctionCallback(&OnEnter, &OnExit).needsInputs(options.shapes && options.record)));
     enabled_ = true;
     return;
   }
@@ -425,6 +430,16 @@ void TorchOps::Uninstall() {
   if (handle_ != 0) at::removeCallback(handle_);
   handle_ = 0;
   enabled_ = false;
+}
+
+void TorchOps::SetFloorCallback(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (on && floor_handle_ == 0) {
+    floor_handle_ = at::addGlobalCallback(WithOurScopes(at::RecordFunctionCallback(&FloorEnter, &FloorExit)));
+  } else if (!on && floor_handle_ != 0) {
+    at::removeCallback(floor_handle_);
+    floor_handle_ = 0;
+  }
 }
 
 TorchOpsStats TorchOps::stats() const {

@@ -106,6 +106,11 @@ class TorchOps {
   bool WaitForAsync(int64_t timeout_us);
   // Removes the callback from torch (e.g. at shutdown).
   void Uninstall();
+  // Benchmarks only (bench/cost.py): registers (on) or removes (off) a second global callback
+  // with the same scopes and options as the operator callback whose enter and exit do nothing,
+  // so that torch's own RecordFunction cost with any callback — the floor an operator capture
+  // cannot go below — is measured in the same run. Independent of Configure.
+  void SetFloorCallback(bool on);
   TorchOpsStats stats() const;
 
   // Counters bumped by the callbacks.
@@ -122,6 +127,7 @@ class TorchOps {
   TorchOps() = default;
   mutable std::mutex mu_;
   uint64_t handle_ = 0;  // at::CallbackHandle; 0 = not registered
+  uint64_t floor_handle_ = 0;  // SetFloorCallback's
   bool enabled_ = false;
   TorchOpsOptions opt_;
   bool bound_ = false;

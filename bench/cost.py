@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""The cost of watching (issue 31): every figure against a baseline measured in the same run.
+
+    PYTHONPATH=build/python .venv/bin/python bench/cost.py            # full (≈ 10 min, 2 cores)
+    PYTHONPATH=build/python .venv/bin/python bench/cost.py --short    # CI: figures printed, not asserted
+    ... bench/cost.py --only grpo,annotate --json out.json
+
+Figures (each printed with its same-run baseline, the goal, and the load average):
+
+grpo      The GRPO example (examples/grpo_tiny, one rank, torch.set_num_threads(1)), each mode in
+          a process of its own, modes alternated rep by rep. In every process odd steps from 3
+          are profiled and even steps are not, so each run is its own baseline: added CPU of a
+          profiled step = (training-thread CPU of profiled − unprofiled steps) + CPU of the
+          other threads (rlprof's writer) during the steps / profiled steps, net of the same
+          odd/even difference of the runs without any profiler. Modes: off; floor (a global
+          RecordFunction callback that does nothing, with rlprof's scopes: torch's own cost of
+          any operator capture); markers (`contents: [cpu]`); ops (`[cpu, ops]`); torch
+          (torch.profiler CPU on the same steps, its exit included; `torch+export` adds
+          export_chrome_trace).
+bytes     Bytes on disk per event of the ops runs' captures (events.rlp / counts.events).
+ops       Per recorded operator, a loop of torch.neg: no profiler, the floor callback, rlprof
+          `[ops]`; interleaved, best of N, thread CPU.
+annotate  `with rlprof.annotate("x"): pass` in a window against an empty Python context
+          manager, in the same batch.
+range     build/bench/runtime_bench: RLPROF_RANGE with a window open against a naive range
+          (two rdtsc + one 32-byte store) and two rdtsc reads, same run.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+GOALS = {
+    "grpo_ops_added_pct": ("operators on, added step CPU", 5.0, "%"),
+    "grpo_ops_us_per_op_over_floor": ("per operator over torch's RecordFunction floor", 1.0, "us"),
+    "grpo_markers_added_pct": ("markers only, added step CPU", 1.0, "%"),
+    "grpo_writer_ms_per_window_markers": ("writer CPU per window, markers", 0.2, "ms"),
+    "bytes_per_event": ("bytes per event on disk (operator captures)", 4.0, "B"),
+    "range_x_naive": ("C++ range in a window / naive range", 1.1, "x"),
+    "annotate_x_empty": ("rlprof.annotate in a window / empty context manager", 0.8, "x"),
+}
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+# ---------------------------------------------------------------------------------------------
+# The GRPO child: one process, one mode.
+
+def grpo_child(mode: str, steps: int, save: str, out: str) -> None:
+    sys.path.insert(0, os.path.join(ROOT, "examples", "grpo_tiny"))
+    import torch
+    import grpo_tiny
+    import rlprof
+    torch.set_num_threads(1)
+    rt_ops = None
+    if mode in ("floor", "ops"):
+        import rlprof.torch  # noqa: F401
+        from rlprof import _torch_ops as rt_ops
+    profiled = [s for s in range(3, steps + 1) if s % 2 == 1]
+    contents = {"markers": ["cpu"], "ops": ["cpu", "ops"]}.get(mode)
+    config = None
+    if contents:
+        config = {"rlprof": {"steps": profiled, "save_path": save,
+                             "roles": {r: {"ranks": [0], "contents": contents}
+                                       for r in ("actor", "rollout", "ref")}}}
+    marks: dict = {}
+    ops_in_step: dict = {}
+
+    @contextlib.contextmanager
+    def around(n: int):
+        on = n in profiled
+        if n == 2:  # from here: setup (and its other threads' work) is over
+            marks["p0"], marks["t0"] = time.process_time(), time.thread_time()
+        if mode == "floor" and on:
+            rt_ops._floor_callback(True)
+        o0 = rt_ops.stats()["ops"] if rt_ops is not None else 0
+        yield
+        if rt_ops is not None:
+            ops_in_step[n] = rt_ops.stats()["ops"] - o0
+        if mode == "floor" and on:
+            rt_ops._floor_callback(False)
+        if n == steps:
+            marks["p1"], marks["t1"] = time.process_time(), time.thread_time()
+
+    cfg = grpo_tiny.GrpoConfig(steps=steps)
+    kwargs = dict(config=config, verbose=False, around_step=around,
+                  mode="rlprof" if config else ("torch" if mode.startswith("torch") else "off"),
+                  torch_steps=tuple(profiled))
+    with tempfile.TemporaryDirectory() as tdir:
+        if mode == "torch+export":
+            kwargs["trace_dir"] = tdir
+        res = grpo_tiny.train(cfg, **kwargs)
+    # Steps 2.. only; step 1 warms up. Thread CPU per step of the training thread; for
+    # torch.profiler the step includes its exit (and export), like rlprof's window close.
+    th = res["thread_times"]
+    prof = [th[s - 1] for s in profiled]
+    unprof = [th[s - 1] for s in range(4, steps + 1, 2)]
+    other = (marks["p1"] - marks["p0"]) - (marks["t1"] - marks["t0"])
+    result = {"mode": mode, "profiled": prof, "unprofiled": unprof, "other_s": other,
+              "windows": len(profiled),
+              "ops_per_step": statistics.median([ops_in_step[s] for s in profiled])
+              if ops_in_step else 0,
+              "captures": res.get("captures", [])}
+    with open(out, "w") as f:
+        json.dump(result, f)
+
+
+def run_grpo(reps: int, steps: int, modes, tmp: str) -> dict:
+    runs = {m: [] for m in modes}
+    env = dict(os.environ)
+    for rep in range(reps):
+        for m in modes:  # alternated: a noisy stretch of the machine hits every mode alike
+            out = os.path.join(tmp, f"grpo_{m}_{rep}.json")
+            save = os.path.join(tmp, f"save_{m}_{rep}")
+            r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", m,
+                                "--steps", str(steps), "--save", save, "--out", out],
+                               env=env, capture_output=True, text=True, timeout=900)
+            if r.returncode != 0:
+                raise SystemExit(f"grpo child {m} failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
+            with open(out) as f:
+                runs[m].append(json.load(f))
+    return runs
+
+
+def summarise_grpo(runs: dict) -> dict:
+    med = statistics.median
+
+    def per_run(r):
+        p, u = med(r["profiled"]), med(r["unprofiled"])
+        return p, u, r["other_s"] / r["windows"]
+
+    # The odd/even difference of the runs without a profiler: what a step's parity alone does.
+    null = med([per_run(r)[0] - per_run(r)[1] for r in runs.get("off", [])]) if runs.get("off") else 0.0
+    out = {"null_ms": null * 1e3}
+    for m, rs in runs.items():
+        added = []   # s per profiled step, net of parity, writer included
+        thread = []  # training thread only
+        writer = []
+        base = []
+        for r in rs:
+            p, u, w = per_run(r)
+            thread.append(p - u - null)
+            writer.append(w)
+            added.append(p - u - null + w)
+            base.append(u)
+        out[m] = {"added_ms": med(added) * 1e3, "thread_ms": med(thread) * 1e3,
+                  "writer_ms_per_window": med(writer) * 1e3, "step_ms": med(base) * 1e3,
+                  "added_pct": med(added) / med(base) * 100,
+                  "spread_ms": (max(added) - min(added)) * 1e3,
+                  "ops_per_step": med([r["ops_per_step"] for r in rs])}
+    return out
+
+
+def bytes_per_event(runs: dict) -> dict:
+    events = size = 0
+    for r in runs.get("ops", []):
+        for cap in r.get("captures", []):
+            try:
+                with open(os.path.join(cap, "manifest.json")) as f:
+                    m = json.load(f)
+                events += int(m["counts"]["events"])
+                size += os.path.getsize(os.path.join(cap, "events.rlp"))
+            except (OSError, ValueError, KeyError):
+                continue
+    return {"events": events, "bytes": size, "bytes_per_event": size / events if events else 0.0}
+
+
+# ---------------------------------------------------------------------------------------------
+# In-process micro figures (thread CPU, interleaved, best of N).
+
+def micro_ops(n: int, reps: int, tmp: str) -> dict:
+    import torch
+    import rlprof
+    import rlprof.torch  # noqa: F401
+    from rlprof import _torch_ops
+    torch.set_num_threads(1)
+    x = torch.ones(4)
+
+    def loop(k):
+        for _ in range(k):
+            torch.neg(x)
+
+    cfg = {"rlprof": {"steps": [10 ** 6], "save_path": os.path.join(tmp, "ops"),
+                      "buffer": {"events_per_thread": 1 << 21},
+                      "roles": {"bench": {"ranks": [0], "contents": ["ops"]}}}}
+    prof = rlprof.Profiler(cfg, role="bench", quiet=True)
+    best = {"off": float("inf"), "floor": float("inf"), "rlprof": float("inf")}
+
+    def timed(key):
+        loop(n // 10)
+        t0 = time.thread_time_ns()
+        loop(n)
+        best[key] = min(best[key], (time.thread_time_ns() - t0) / n)
+
+    recorded = 0.0
+    for _ in range(reps):
+        timed("off")
+        _torch_ops._floor_callback(True)
+        timed("floor")
+        _torch_ops._floor_callback(False)
+        prof.start_capture("ops")
+        o0 = _torch_ops.stats()["ops"]
+        timed("rlprof")
+        recorded = (_torch_ops.stats()["ops"] - o0) / (n + n // 10)
+        prof.stop_capture()
+    prof.shutdown()
+    return {"ns_per_call": best, "ops_per_call": recorded,
+            "floor_ns_per_op": (best["floor"] - best["off"]) / max(recorded, 1e-9),
+            "rlprof_ns_per_op_over_floor": (best["rlprof"] - best["floor"]) / max(recorded, 1e-9)}
+
+
+def micro_annotate(n: int, reps: int, tmp: str) -> dict:
+    import rlprof
+
+    class Empty:
+        __slots__ = ()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    def make(expr):
+        src = f"def _run(n):\n    for _ in range(n):\n        with {expr}:\n            pass\n"
+        ns = {"Empty": Empty, "rlprof": rlprof}
+        exec(compile(src, f"<bench {expr}>", "exec"), ns)
+        return ns["_run"]
+
+    cases = {"empty": make("Empty()"), "annotate": make('rlprof.annotate("x")')}
+    cfg = {"rlprof": {"steps": [10 ** 6], "save_path": os.path.join(tmp, "annotate"),
+                      "buffer": {"events_per_thread": 1 << 21},
+                      "roles": {"bench": {"ranks": [0]}}}}
+    prof = rlprof.Profiler(cfg, role="bench", quiet=True)
+    prof.start_capture("annotate")
+    best = {k: float("inf") for k in cases}
+    for _ in range(reps):
+        for k, run in cases.items():
+            run(n // 10)
+            t0 = time.thread_time_ns()
+            run(n)
+            best[k] = min(best[k], (time.thread_time_ns() - t0) / n)
+    prof.stop_capture()
+    prof.shutdown()
+    return {"ns": best, "x_empty": best["annotate"] / best["empty"]}
+
+
+def micro_range(build: str, short: bool) -> dict:
+    exe = os.path.join(build, "bench", "runtime_bench")
+    if not os.path.exists(exe):
+        return {"skipped": f"{exe} not built (cmake --build build --target runtime_bench)"}
+    args = [exe, "--benchmark_filter=BM_TwoRdtsc/real_time/threads:1|BM_NaiveRange|"
+            "BM_RangeEnabled/real_time/threads:1"]
+    if short:
+        args.append("--benchmark_min_time=0.05")
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    ns = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"^(BM_\S+)\s+([\d.]+)\s+([\d.]+)$", line.strip())
+        if m:
+            ns[m.group(1)] = float(m.group(2))
+    rng, naive = ns.get("BM_RangeEnabled/real_time/threads:1"), ns.get("BM_NaiveRange")
+    two = ns.get("BM_TwoRdtsc/real_time/threads:1")
+    if not (rng and naive):
+        return {"skipped": "runtime_bench printed no figures:\n" + r.stdout[-1000:] + r.stderr[-1000:]}
+    return {"range_ns": rng, "naive_ns": naive, "two_rdtsc_ns": two, "x_naive": rng / naive}
+
+
+# ---------------------------------------------------------------------------------------------
+
+def row(key: str, value: float, baseline: str) -> dict:
+    label, goal, unit = GOALS[key]
+    met = value <= goal
+    print(f"  {label:<52} {value:9.3f} {unit:<2}  goal <= {goal:g} {unit:<2} "
+          f"{'met' if met else 'NOT met'}   ({baseline})")
+    return {"figure": key, "value": value, "goal": goal, "unit": unit, "met": met,
+            "baseline": baseline}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--short", action="store_true", help="CI: fewer steps and reps")
+    ap.add_argument("--only", default="", help="comma list of: grpo,ops,annotate,range")
+    ap.add_argument("--reps", type=int, default=0, help="GRPO runs per mode (default 5; short 1)")
+    ap.add_argument("--steps", type=int, default=0, help="GRPO steps per run (default 16; short 8)")
+    ap.add_argument("--torch", action="store_true", help="also torch.profiler modes in grpo")
+    ap.add_argument("--build", default=os.environ.get("RLPROF_BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--json", default="", help="write every figure here")
+    ap.add_argument("--child", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--save", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default="", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    steps = args.steps or (8 if args.short else 16)
+    if args.child:
+        grpo_child(args.child, steps, args.save, args.out)
+        return 0
+    parts = set(filter(None, args.only.split(","))) or {"grpo", "ops", "annotate", "range"}
+    reps = args.reps or (1 if args.short else 5)
+    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "load_before": loadavg(),
+                     "short": args.short, "figures": []}
+    print(f"rlprof cost of watching ({'short' if args.short else 'full'}; load average "
+          f"{results['load_before']}; python {sys.version.split()[0]})")
+    with tempfile.TemporaryDirectory(prefix="rlprof-cost-") as tmp:
+        if "range" in parts:
+            results["range"] = micro_range(args.build, args.short)
+        if "annotate" in parts:
+            results["annotate"] = micro_annotate(20_000 if args.short else 200_000,
+                                                 3 if args.short else 7, tmp)
+        if "ops" in parts:
+            results["ops"] = micro_ops(2_000 if args.short else 10_000, 3 if args.short else 7, tmp)
+        if "grpo" in parts:
+            modes = ["off", "floor", "markers", "ops"] + (["torch", "torch+export"] if args.torch else [])
+            runs = run_grpo(reps, steps, modes, tmp)
+            results["grpo"] = summarise_grpo(runs)
+            results["bytes"] = bytes_per_event(runs)
+    results["load_after"] = loadavg()
+
+    print(f"\nfigures (load average before {results['load_before']}, after {results['load_after']})")
+    figs = results["figures"]
+    g = results.get("grpo")
+    if g:
+        n = g["ops"]["ops_per_step"]
+        print(f"  GRPO: step {g['off']['step_ms']:.1f} ms CPU unprofiled; {steps} steps, "
+              f"{g['ops']['ops_per_step']:.0f} operators a profiled step; parity null "
+              f"{g['null_ms']:+.2f} ms")
+        for m in [k for k in g if isinstance(g[k], dict)]:
+            v = g[m]
+            print(f"    {m:<13} added {v['added_ms']:+7.2f} ms/step ({v['added_pct']:+6.2f} %): "
+                  f"training thread {v['thread_ms']:+7.2f} ms, other threads "
+                  f"{v['writer_ms_per_window']:6.2f} ms/window; spread {v['spread_ms']:.2f} ms")
+        figs.append(row("grpo_ops_added_pct", g["ops"]["added_pct"],
+                        f"unprofiled steps of the same runs: {g['ops']['step_ms']:.1f} ms"))
+        if n:
+            over = (g["ops"]["added_ms"] - g["floor"]["added_ms"]) * 1e3 / n
+            figs.append(row("grpo_ops_us_per_op_over_floor", over,
+                            f"floor {g['floor']['added_ms'] * 1e3 / n:.2f} us/op, same runs"))
+        figs.append(row("grpo_markers_added_pct", g["markers"]["added_pct"],
+                        f"unprofiled steps: {g['markers']['step_ms']:.1f} ms"))
+        figs.append(row("grpo_writer_ms_per_window_markers", g["markers"]["writer_ms_per_window"],
+                        "other threads' CPU during the steps / windows"))
+        if "torch" in g:
+            print(f"  torch.profiler CPU: {g['torch']['added_pct']:+.1f} % "
+                  f"(+export {g.get('torch+export', {}).get('added_pct', float('nan')):+.1f} %); "
+                  f"rlprof ops {g['ops']['added_pct']:+.1f} %")
+    b = results.get("bytes")
+    if b and b["events"]:
+        figs.append(row("bytes_per_event", b["bytes_per_event"],
+                        f"{b['events']} events in {b['bytes']} bytes"))
+    r = results.get("range")
+    if r and "x_naive" in r:
+        figs.append(row("range_x_naive", r["x_naive"],
+                        f"range {r['range_ns']:.1f} ns, naive {r['naive_ns']:.1f} ns, "
+                        f"two rdtsc {r['two_rdtsc_ns']:.1f} ns"))
+    elif r:
+        print("  range: " + r["skipped"])
+    a = results.get("annotate")
+    if a:
+        figs.append(row("annotate_x_empty", a["x_empty"],
+                        f"annotate {a['ns']['annotate']:.0f} ns, empty {a['ns']['empty']:.0f} ns"))
+    o = results.get("ops")
+    if o:
+        print(f"  torch.neg loop: off {o['ns_per_call']['off']:.0f} ns/call, floor "
+              f"+{o['floor_ns_per_op']:.0f} ns/op, rlprof [ops] +{o['rlprof_ns_per_op_over_floor']:.0f} "
+              f"ns/op over the floor ({o['ops_per_call']:.2f} recorded ops per call)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
