@@ -48,6 +48,7 @@ GOALS = {
     "bytes_per_event": ("bytes per event on disk (operator captures)", 4.0, "B"),
     "range_x_naive": ("C++ range in a window / naive range", 1.1, "x"),
     "annotate_x_empty": ("rlprof.annotate in a window / empty context manager", 0.8, "x"),
+    "gpu_opsdev_added_pct": ("GPU: operators + device capture, added step time", 10.0, "%"),
 }
 
 
@@ -61,18 +62,19 @@ def loadavg() -> str:
 # ---------------------------------------------------------------------------------------------
 # The GRPO child: one process, one mode.
 
-def grpo_child(mode: str, steps: int, save: str, out: str) -> None:
+def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") -> None:
     sys.path.insert(0, os.path.join(ROOT, "examples", "grpo_tiny"))
     import torch
     import grpo_tiny
     import rlprof
     torch.set_num_threads(1)
     rt_ops = None
-    if mode in ("floor", "ops"):
+    if mode in ("floor", "ops", "opsdev"):
         import rlprof.torch  # noqa: F401
         from rlprof import _torch_ops as rt_ops
     profiled = [s for s in range(3, steps + 1) if s % 2 == 1]
-    contents = {"markers": ["cpu"], "ops": ["cpu", "ops"]}.get(mode)
+    contents = {"markers": ["cpu"], "ops": ["cpu", "ops"],
+                "opsdev": ["cpu", "ops", "device"]}.get(mode)
     config = None
     if contents:
         config = {"rlprof": {"steps": profiled, "save_path": save,
@@ -97,7 +99,7 @@ def grpo_child(mode: str, steps: int, save: str, out: str) -> None:
         if n == steps:
             marks["p1"], marks["t1"] = time.process_time(), time.thread_time()
 
-    cfg = grpo_tiny.GrpoConfig(steps=steps)
+    cfg = grpo_tiny.GrpoConfig(steps=steps, device=device)
     kwargs = dict(config=config, verbose=False, around_step=around,
                   mode="rlprof" if config else ("torch" if mode.startswith("torch") else "off"),
                   torch_steps=tuple(profiled))
@@ -107,7 +109,8 @@ def grpo_child(mode: str, steps: int, save: str, out: str) -> None:
         res = grpo_tiny.train(cfg, **kwargs)
     # Steps 2.. only; step 1 warms up. Thread CPU per step of the training thread; for
     # torch.profiler the step includes its exit (and export), like rlprof's window close.
-    th = res["thread_times"]
+    # On a GPU the figure is the step's wall time (the device work and its waits included).
+    th = res["step_times" if device == "cuda" else "thread_times"]
     prof = [th[s - 1] for s in profiled]
     unprof = [th[s - 1] for s in range(4, steps + 1, 2)]
     other = (marks["p1"] - marks["p0"]) - (marks["t1"] - marks["t0"])
@@ -120,7 +123,7 @@ def grpo_child(mode: str, steps: int, save: str, out: str) -> None:
         json.dump(result, f)
 
 
-def run_grpo(reps: int, steps: int, modes, tmp: str) -> dict:
+def run_grpo(reps: int, steps: int, modes, tmp: str, device: str = "cpu") -> dict:
     runs = {m: [] for m in modes}
     env = dict(os.environ)
     for rep in range(reps):
@@ -128,7 +131,8 @@ def run_grpo(reps: int, steps: int, modes, tmp: str) -> dict:
             out = os.path.join(tmp, f"grpo_{m}_{rep}.json")
             save = os.path.join(tmp, f"save_{m}_{rep}")
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", m,
-                                "--steps", str(steps), "--save", save, "--out", out],
+                                "--steps", str(steps), "--save", save, "--out", out,
+                                "--device", device],
                                env=env, capture_output=True, text=True, timeout=900)
             if r.returncode != 0:
                 raise SystemExit(f"grpo child {m} failed (rc {r.returncode}):\n{r.stderr[-3000:]}")
@@ -137,7 +141,9 @@ def run_grpo(reps: int, steps: int, modes, tmp: str) -> dict:
     return runs
 
 
-def summarise_grpo(runs: dict) -> dict:
+def summarise_grpo(runs: dict, wall: bool = False) -> dict:
+    """wall: the figures are wall times (GPU runs): other threads run on other cores and are
+    reported, not added."""
     med = statistics.median
 
     def per_run(r):
@@ -156,7 +162,7 @@ def summarise_grpo(runs: dict) -> dict:
             p, u, w = per_run(r)
             thread.append(p - u - null)
             writer.append(w)
-            added.append(p - u - null + w)
+            added.append(p - u - null + (0.0 if wall else w))
             base.append(u)
         out[m] = {"added_ms": med(added) * 1e3, "thread_ms": med(thread) * 1e3,
                   "writer_ms_per_window": med(writer) * 1e3, "step_ms": med(base) * 1e3,
@@ -299,6 +305,11 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=0, help="GRPO runs per mode (default 5; short 1)")
     ap.add_argument("--steps", type=int, default=0, help="GRPO steps per run (default 16; short 8)")
     ap.add_argument("--torch", action="store_true", help="also torch.profiler modes in grpo")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: the GRPO example on the GPU (wall time per step; modes off, floor, "
+                         "ops, opsdev = operators + device capture at level0, torch = "
+                         "torch.profiler with CPU + CUDA activities)")
+    ap.add_argument("--modes", default="", help="GRPO modes, comma list (default: by device)")
     ap.add_argument("--build", default=os.environ.get("RLPROF_BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--json", default="", help="write every figure here")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -307,7 +318,7 @@ def main() -> int:
     args = ap.parse_args()
     steps = args.steps or (8 if args.short else 16)
     if args.child:
-        grpo_child(args.child, steps, args.save, args.out)
+        grpo_child(args.child, steps, args.save, args.out, args.device)
         return 0
     parts = set(filter(None, args.only.split(","))) or {"grpo", "ops", "annotate", "range"}
     reps = args.reps or (1 if args.short else 5)
@@ -324,9 +335,14 @@ def main() -> int:
         if "ops" in parts:
             results["ops"] = micro_ops(2_000 if args.short else 10_000, 3 if args.short else 7, tmp)
         if "grpo" in parts:
-            modes = ["off", "floor", "markers", "ops"] + (["torch", "torch+export"] if args.torch else [])
-            runs = run_grpo(reps, steps, modes, tmp)
-            results["grpo"] = summarise_grpo(runs)
+            if args.modes:
+                modes = args.modes.split(",")
+            elif args.device == "cuda":
+                modes = ["off", "floor", "ops", "opsdev", "torch"]
+            else:
+                modes = ["off", "floor", "markers", "ops"] + (["torch", "torch+export"] if args.torch else [])
+            runs = run_grpo(reps, steps, modes, tmp, args.device)
+            results["grpo"] = summarise_grpo(runs, wall=args.device == "cuda")
             results["bytes"] = bytes_per_event(runs)
     results["load_after"] = loadavg()
 
@@ -349,10 +365,15 @@ def main() -> int:
             over = (g["ops"]["added_ms"] - g["floor"]["added_ms"]) * 1e3 / n
             figs.append(row("grpo_ops_us_per_op_over_floor", over,
                             f"floor {g['floor']['added_ms'] * 1e3 / n:.2f} us/op, same runs"))
-        figs.append(row("grpo_markers_added_pct", g["markers"]["added_pct"],
-                        f"unprofiled steps: {g['markers']['step_ms']:.1f} ms"))
-        figs.append(row("grpo_writer_ms_per_window_markers", g["markers"]["writer_ms_per_window"],
-                        "other threads' CPU during the steps / windows"))
+        if "markers" in g:
+            figs.append(row("grpo_markers_added_pct", g["markers"]["added_pct"],
+                            f"unprofiled steps: {g['markers']['step_ms']:.1f} ms"))
+            figs.append(row("grpo_writer_ms_per_window_markers", g["markers"]["writer_ms_per_window"],
+                            "other threads' CPU during the steps / windows"))
+        if "opsdev" in g:
+            figs.append(row("gpu_opsdev_added_pct", g["opsdev"]["added_pct"],
+                            f"wall time; unprofiled steps {g['opsdev']['step_ms']:.1f} ms; "
+                            f"torch.profiler {g.get('torch', {}).get('added_pct', float('nan')):+.1f} %"))
         if "torch" in g:
             print(f"  torch.profiler CPU: {g['torch']['added_pct']:+.1f} % "
                   f"(+export {g.get('torch+export', {}).get('added_pct', float('nan')):+.1f} %); "

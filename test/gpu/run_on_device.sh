@@ -56,6 +56,16 @@ rm -f "$OUT/import.log"
 # What device capture finds here (the CLI's view: the libcupti of the machine, not PyTorch's).
 [ -x build-gpu/bin/rlprof ] && build-gpu/bin/rlprof doctor
 rc=0
+# RUN=cost: issue 31's cost figures on the GPU instead of the checks below (bench/cost.py: the
+# GRPO example on the GPU with no profiler, torch's RecordFunction floor, rlprof operators,
+# operators + device capture and torch.profiler, each in its own process, alternated; and the
+# per-operator figures of this machine's torch build).
+if [ "${RUN:-}" = cost ]; then
+  mkdir -p "$OUT/figures"
+  PYTHONPATH=$PWD/build-gpu/python timeout "${COST_TIMEOUT:-420}" "$PY" bench/cost.py --device cuda \
+    --only grpo,ops,annotate ${COST_ARGS:---reps 3} --json "$OUT/figures/cost_gpu.json" || rc=1
+  exit $rc
+fi
 # How CUPTI shares itself between clients, and what torch.profiler does about it (no rlprof).
 if [ "${DEVICE_FIGURES_ARGS:-}" != "--device cpu" ]; then
   mkdir -p "$OUT/figures"
