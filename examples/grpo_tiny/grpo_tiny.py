@@ -207,12 +207,13 @@ def sft_warmup(policy: TinyGPT, cfg: GrpoConfig) -> torch.optim.Optimizer:
 def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] = None,
           overrides: Sequence[str] = (), mode: str = "rlprof", trace_dir: str = "",
           torch_steps: Sequence[int] = (2, 3), verbose: bool = True,
-          around_step: Optional[Callable[[int], Any]] = None) -> Dict[str, Any]:
+          around_step: Optional[Callable[[int], Any]] = None,
+          torch_cpu: bool = True) -> Dict[str, Any]:
     """Runs cfg.steps GRPO steps. mode: rlprof (profiled by `config`), off (no profiler),
     torch (torch.profiler.profile on `torch_steps`, traces under trace_dir) or rlprof+torch
     (both: torch.profiler opens before rlprof's step window, to check how they share CUPTI).
     around_step(step), when given, is a context manager entered around each step's window
-    (bench/cost.py). Returns rewards, step times and this rank's capture directories."""
+    (bench/cost.py); torch_cpu=False gives torch.profiler the CUDA activity alone. Returns rewards, step times and this rank's capture directories."""
     device = rank_device(cfg, rank)
     torch.manual_seed(cfg.seed)
     policy = TinyGPT(max_len=PROMPT_LEN + cfg.max_new_tokens).to(device)
@@ -240,7 +241,7 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
         around.__enter__()
         tprof = None
         if mode in ("torch", "rlprof+torch") and step in torch_steps:
-            activities = [torch.profiler.ProfilerActivity.CPU]
+            activities = [torch.profiler.ProfilerActivity.CPU] if torch_cpu or not cuda else []
             if cuda:  # the same activities as rlprof's device capture: kernels, copies, launches
                 activities.append(torch.profiler.ProfilerActivity.CUDA)
             tprof = torch.profiler.profile(activities=activities)
