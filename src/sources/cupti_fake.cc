@@ -57,6 +57,9 @@ struct State {
   std::deque<std::string> names;  // stable storage for kernel names
   std::set<CUpti_ActivityKind> enabled;
   std::set<CUpti_ActivityKind> window_kinds;  // every kind enabled since the window opened
+  // cuptiActivityEnableRuntimeApi: runtime calls selected one by one (now; since the window
+  // opened). Without the RUNTIME kind only those calls' records are replayed.
+  std::set<uint32_t> runtime_cbids, window_runtime_cbids;
   int subscribers = 0;
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
@@ -342,7 +345,17 @@ void Place(State& s, Spec& sp, uint8_t* p) {
 bool KindEnabled(State& s, CUpti_ActivityKind k) {
   if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
     return s.window_kinds.count(k) || s.window_kinds.count(CUPTI_ACTIVITY_KIND_KERNEL);
+  if (k == CUPTI_ACTIVITY_KIND_RUNTIME && !s.window_runtime_cbids.empty()) return true;
   return s.window_kinds.count(k) != 0;
+}
+
+// A record of an enabled kind that is replayed: runtime calls selected one by one (no RUNTIME
+// kind) are the only runtime records CUPTI would make.
+bool SpecEnabled(State& s, Spec& sp) {
+  if (!KindEnabled(s, sp.kind)) return false;
+  if (sp.kind == CUPTI_ACTIVITY_KIND_RUNTIME && !s.window_kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME))
+    return s.window_runtime_cbids.count(static_cast<uint32_t>(sp.I("cbid"))) != 0;
+  return true;
 }
 
 void Deliver(State& s) {
@@ -361,7 +374,7 @@ void Deliver(State& s) {
   uint64_t dropped = s.dropped_in_file;
   for (long r = 0; r < repeat; ++r) {
     for (Spec& sp : s.specs) {
-      if (!KindEnabled(s, sp.kind)) continue;
+      if (!SpecEnabled(s, sp)) continue;
       const size_t n = RecordSize(sp.kind);
       if (cur.buf != nullptr && (cur.valid + n > cur.size || (per > 0 && in_cur >= per))) {
         filled.push_back(cur);
@@ -465,6 +478,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
     s.main_tid = static_cast<uint32_t>(syscall(SYS_gettid));
     s.due = true;
     s.window_kinds.clear();
+    s.window_runtime_cbids = s.runtime_cbids;
     s.window_pushed.clear();
   }
   s.enabled.insert(k);
@@ -479,7 +493,17 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  State& s = St();
+  std::lock_guard<std::recursive_mutex> l(s.mu);
+  if (enable) {
+    s.runtime_cbids.insert(cbid);
+    s.window_runtime_cbids.insert(cbid);
+  } else {
+    s.runtime_cbids.erase(cbid);
+  }
+  return CUPTI_SUCCESS;
+}
 
 CUptiResult cuptiActivityFlushAll(uint32_t) {
   State& s = St();
@@ -568,6 +592,14 @@ void fake_cupti_reload(void) {
   s.loaded = false;
   s.specs.clear();
   s.dropped_in_file = 0;
+}
+// Runtime calls selected one by one (cuptiActivityEnableRuntimeApi) now; *runtime_kind: whether
+// the RUNTIME kind (every call) is enabled.
+int fake_cupti_runtime_cbids(int* runtime_kind) {
+  State& s = St();
+  std::lock_guard<std::recursive_mutex> l(s.mu);
+  if (runtime_kind != nullptr) *runtime_kind = s.enabled.count(CUPTI_ACTIVITY_KIND_RUNTIME) ? 1 : 0;
+  return static_cast<int>(s.runtime_cbids.size());
 }
 int fake_cupti_enabled_kinds(void) {
   State& s = St();

@@ -197,13 +197,23 @@ bool CuptiSource::EnableKinds(bool on, std::string* error, CUptiResult* result) 
   if (acts_.sync) keep(set(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
   if (acts_.driver_api) keep(set(CUPTI_ACTIVITY_KIND_DRIVER));
   if (acts_.overhead) keep(set(CUPTI_ACTIVITY_KIND_OVERHEAD));
-  if (acts_.runtime_api || acts_.launch_api) {
+  if (acts_.runtime_api || (acts_.launch_api && api_.ActivityEnableRuntimeApi == nullptr)) {
+    // level1 (every runtime call), or level0 with a CUPTI older than per-call selection: every
+    // call is recorded and the launches are picked out when records are converted.
     keep(set(CUPTI_ACTIVITY_KIND_RUNTIME));
-    // level0: only the launch calls (where the library can filter by callback id).
-    if (on && !acts_.runtime_api && api_.ActivityEnableRuntimeApi != nullptr) {
-      for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid)
-        api_.ActivityEnableRuntimeApi(cbid, 0);
-      for (CUpti_CallbackId cbid : kLaunchCbids) api_.ActivityEnableRuntimeApi(cbid, 1);
+  } else if (acts_.launch_api) {
+    // level0: the launch calls alone, selected by callback id *without* enabling the RUNTIME
+    // kind — CUPTI's documented way to trace a small set of runtime APIs. Enabling the kind and
+    // then deselecting the other calls (how level0 did it until 2026-11-28) still had CUPTI
+    // wrap every runtime call PyTorch makes (several per operator): on an H200 the launch
+    // records then cost ≈ 13 ms of a ≈ 100 ms GRPO step, as much as kernels, copies, sets and
+    // operators together (bench/cost.py --device cuda, modes opsdev and devkern).
+    for (CUpti_CallbackId cbid : kLaunchCbids) {
+      const CUptiResult r = api_.ActivityEnableRuntimeApi(cbid, on ? 1 : 0);
+      if (r != CUPTI_SUCCESS && error != nullptr && error->empty())
+        *error = std::string("cuptiActivityEnableRuntimeApi(") + std::to_string(cbid) + ", " +
+                 (on ? "1" : "0") + "): " + api_.ResultString(r);
+      keep(r);
     }
   }
   if (result != nullptr) *result = first;

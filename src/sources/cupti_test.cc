@@ -570,6 +570,44 @@ TEST_F(CuptiTest, OmittedKindsAreNotEnabledAndTheManifestListsWhatWas) {
   EXPECT_EQ(c["external_correlation"], 0) << c.dump();
 }
 
+// level0 traces the launch calls alone by selecting them one by one, without the RUNTIME kind
+// (which makes CUPTI wrap every runtime call: bench/cost.py measured it on an H200); level1
+// enables the kind. Only the launches of the replayed calls (not cudaStreamSynchronize) reach a
+// level0 capture, and nothing stays selected after the window.
+TEST_F(CuptiTest, Level0SelectsTheLaunchCallsWithoutTheRuntimeKind) {
+  Register();
+  void* h = dlopen(RLPROF_FAKE_CUPTI, RTLD_NOW);  // the library the session loads (one copy)
+  ASSERT_NE(h, nullptr);
+  auto cbids = reinterpret_cast<int (*)(int*)>(dlsym(h, "fake_cupti_runtime_cbids"));
+  ASSERT_NE(cbids, nullptr);
+  for (const char* level : {"level0", "level1"}) {
+    const std::string save = FreshDir(std::string("select-") + level);
+    auto s = runtime::SessionImpl::Create(DevicePlan(save, level), Quiet(), &SessionEnv);
+    s->BeginStep(1);
+    int kind = -1;
+    const int selected = cbids(&kind);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    s->EndStep();
+    s->Shutdown();
+    int kind_after = -1;
+    EXPECT_EQ(cbids(&kind_after), 0) << level;
+    EXPECT_EQ(kind_after, 0) << level;
+    const std::vector<std::string> caps = Captures(save);
+    ASSERT_EQ(caps.size(), 1u) << level;
+    const json c = Manifest(caps[0])["sources"]["cupti"];
+    if (std::string(level) == "level0") {
+      EXPECT_EQ(kind, 0);
+      EXPECT_EQ(selected, 10);  // the launch calls: kernels, copies, sets, graphs
+      EXPECT_EQ(c["runtime_api"], 6) << c.dump();  // 4 kernel launches, a copy, a set
+    } else {
+      EXPECT_EQ(kind, 1);
+      EXPECT_EQ(selected, 0);
+      EXPECT_EQ(c["runtime_api"], 7) << c.dump();  // and cudaStreamSynchronize
+    }
+  }
+  dlclose(h);
+}
+
 // Back-to-back windows (steps 1..6 captured one by one): each window's records reach its own
 // capture, also the next window's first records that the previous window's final flush brings
 // before the writer has opened the next capture (they wait for it instead of being dropped).
