@@ -69,7 +69,7 @@ def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") 
     import rlprof
     torch.set_num_threads(1)
     rt_ops = None
-    if mode in ("floor", "ops", "opsdev", "devkern"):
+    if mode in ("floor", "floorfn", "ops", "opsdev", "devkern"):
         import rlprof.torch  # noqa: F401
         from rlprof import _torch_ops as rt_ops
     profiled = [s for s in range(3, steps + 1) if s % 2 == 1]
@@ -89,13 +89,13 @@ def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") 
         on = n in profiled
         if n == 2:  # from here: setup (and its other threads' work) is over
             marks["p0"], marks["t0"] = time.process_time(), time.thread_time()
-        if mode == "floor" and on:
-            rt_ops._floor_callback(True)
+        if mode in ("floor", "floorfn") and on:  # floorfn: FUNCTION scope alone
+            rt_ops._floor_callback(True, 1 if mode == "floorfn" else 0)
         o0 = rt_ops.stats()["ops"] if rt_ops is not None else 0
         yield
         if rt_ops is not None:
             ops_in_step[n] = rt_ops.stats()["ops"] - o0
-        if mode == "floor" and on:
+        if mode in ("floor", "floorfn") and on:
             rt_ops._floor_callback(False)
         if n == steps:
             marks["p1"], marks["t1"] = time.process_time(), time.thread_time()

@@ -14,7 +14,9 @@
 4. (`--only contents`) The GRPO step with each torch content added to `[cpu, ops]` (and
    `memory` / `module` to `[cpu]`), in one run, configurations interleaved: the cost of
    module, stack and memory as a ratio of step time.
-Figures go to docs/performance.md "Python".
+Figures go to docs/performance.md "Python". The cost figures of issue 31 (each against its
+same-run baseline, modes in processes of their own) are bench/cost.py's; this script's GRPO
+part runs its modes in one process, one after another.
 """
 from __future__ import annotations
 
@@ -182,7 +184,11 @@ def bench_grpo(cfg, reps: int, tmp: str) -> dict:
     for b in ("actor", "rollout", "ref"):
         base += [f"actor_rollout_ref.{b}.profiler.ranks=[0]",
                  f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.discrete=false"]
-    base.append("~actor_rollout_ref.rollout.profiler.tool_config.rlprof.schedule")
+    # Whole steps, every stage: no schedules, no token window (the rollout has no `schedule`).
+    base += ["~actor_rollout_ref.actor.profiler.tool_config.rlprof.schedule",
+             "~actor_rollout_ref.ref.profiler.tool_config.rlprof.schedule",
+             "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start",
+             "~actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end"]
     markers = base + [f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.contents=[cpu]"
                       for b in ("actor", "rollout", "ref")]
     ops = base + [f"actor_rollout_ref.{b}.profiler.tool_config.rlprof.contents=[cpu,ops]"

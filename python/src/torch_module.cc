@@ -256,8 +256,9 @@ PYBIND11_MODULE(_torch_ops, m) {
   m.add_object("_module_exit",
                py::reinterpret_steal<py::object>(PyCFunction_NewEx(&kModuleExitDef, nullptr, nullptr)));
   m.def("_note", &Note, py::arg("text"));
-  m.def("_floor_callback", [](bool on) { rlprof::sources::TorchOps::Get().SetFloorCallback(on); },
-        py::arg("on"),
+  m.def("_floor_callback",
+        [](bool on, int scopes) { rlprof::sources::TorchOps::Get().SetFloorCallback(on, scopes); },
+        py::arg("on"), py::arg("scopes") = 0,
         "Benchmarks only: a global RecordFunction callback that does nothing, with the operator "
         "callback's scopes (torch's own floor for any operator capture; bench/cost.py).");
   m.def("_stack_depth", [] { return kStackDepth; });

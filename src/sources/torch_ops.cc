@@ -432,10 +432,12 @@ void TorchOps::Uninstall() {
   enabled_ = false;
 }
 
-void TorchOps::SetFloorCallback(bool on) {
+void TorchOps::SetFloorCallback(bool on, int scopes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (on && floor_handle_ == 0) {
-    floor_handle_ = at::addGlobalCallback(WithOurScopes(at::RecordFunctionCallback(&FloorEnter, &FloorExit)));
+    at::RecordFunctionCallback cb(&FloorEnter, &FloorExit);
+    floor_handle_ = at::addGlobalCallback(scopes == 1 ? cb.scopes({at::RecordScope::FUNCTION})
+                                                      : WithOurScopes(cb));
   } else if (!on && floor_handle_ != 0) {
     at::removeCallback(floor_handle_);
     floor_handle_ = 0;

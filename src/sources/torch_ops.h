@@ -110,7 +110,9 @@ class TorchOps {
   // with the same scopes and options as the operator callback whose enter and exit do nothing,
   // so that torch's own RecordFunction cost with any callback — the floor an operator capture
   // cannot go below — is measured in the same run. Independent of Configure.
-  void SetFloorCallback(bool on);
+  // `scopes`: 0 = the operator callback's scopes, 1 = at::RecordScope::FUNCTION alone (what the
+  // other scopes — autograd nodes, user scopes — add to the floor).
+  void SetFloorCallback(bool on, int scopes = 0);
   TorchOpsStats stats() const;
 
   // Counters bumped by the callbacks.
