@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/format/raw.h"
+#include "src/format/raw_columnar.h"
 #include "src/format/raw_layout.h"
 
 namespace rlprof::format {
@@ -23,8 +24,8 @@ constexpr size_t kMaxStringBytes = 16u << 20;  // longer strings are truncated
 
 class RawWriterImpl final : public RawWriter {
  public:
-  RawWriterImpl(std::string path, int fd, size_t chunk_bytes, int level)
-      : path_(std::move(path)), fd_(fd), chunk_bytes_(chunk_bytes), level_(level) {
+  RawWriterImpl(std::string path, int fd, size_t chunk_bytes, int level, RawEventEncoding encoding)
+      : path_(std::move(path)), fd_(fd), chunk_bytes_(chunk_bytes), level_(level), encoding_(encoding) {
     chunk_events_ = std::max<size_t>(1, chunk_bytes_ / sizeof(Event));
     events_.reserve(chunk_events_);
     cctx_ = ZSTD_createCCtx();
@@ -136,7 +137,16 @@ class RawWriterImpl final : public RawWriter {
   }
 
   Status EmitEvents(std::span<const Event> ev) {
-    RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes()));
+    const std::string* cols =
+        encoding_ == RawEventEncoding::kColumnar ? &encoder_.Encode(ev) : nullptr;
+    // A columnar chunk is never larger before compression than the records it holds: events
+    // whose values defeat every predictor go out as records, so a chunk stays within what
+    // callers budget for (32 bytes an event before zstd, as in version 1).
+    if (cols != nullptr && cols->size() <= ev.size_bytes()) {
+      RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEventsColumnar, cols->data(), cols->size()));
+    } else {
+      RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes()));
+    }
     events_written_ += ev.size();
     return Status::Ok();
   }
@@ -184,7 +194,9 @@ class RawWriterImpl final : public RawWriter {
   size_t chunk_bytes_;
   size_t chunk_events_ = 1;
   int level_;
+  RawEventEncoding encoding_;
   ZSTD_CCtx* cctx_ = nullptr;
+  ColumnarEncoder encoder_;
   std::string strings_;
   std::string tracks_;
   std::vector<Event> events_;
@@ -198,11 +210,12 @@ class RawWriterImpl final : public RawWriter {
 
 StatusOr<std::unique_ptr<RawWriter>> RawWriter::Create(const std::string& path,
                                                       const RawHeaderInfo& info,
-                                                      size_t chunk_bytes, int zstd_level) {
+                                                      size_t chunk_bytes, int zstd_level,
+                                                      RawEventEncoding encoding) {
   chunk_bytes = std::clamp<size_t>(chunk_bytes, sizeof(Event), kRawMaxChunkBytes / 2);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return base::IoError(path + ": cannot create: " + std::strerror(errno));
-  auto w = std::make_unique<RawWriterImpl>(path, fd, chunk_bytes, zstd_level);
+  auto w = std::make_unique<RawWriterImpl>(path, fd, chunk_bytes, zstd_level, encoding);
   RLPROF_RETURN_IF_ERROR(w->WriteHeader(info));
   return std::unique_ptr<RawWriter>(std::move(w));
 }
