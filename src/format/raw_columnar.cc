@@ -203,6 +203,7 @@ const std::string& ColumnarEncoder::Encode(std::span<const Event> events) {
   out_.reserve(out_.size() + total);
   for (size_t c = 0; c < kEventColumns; ++c) {
     out_.append(reinterpret_cast<const char*>(cols_[c].data()), static_cast<size_t>(p[c] - cols_[c].data()));
+    ends_[c] = out_.size();
   }
   return out_;
 }

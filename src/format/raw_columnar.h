@@ -74,11 +74,15 @@ class ColumnarEncoder {
  public:
   // The payload (before zstd) for `events`; valid until the next call.
   const std::string& Encode(std::span<const Event> events);
+  // Where each column of the last payload ends (the first also holds the count and lengths):
+  // the writer ends a zstd block at each, so that every column gets its own entropy tables.
+  std::span<const size_t> column_ends() const { return ends_; }
 
  private:
   ColumnarModel model_;
   std::array<std::vector<uint8_t>, kEventColumns> cols_;
   std::string out_;
+  std::array<size_t, kEventColumns> ends_{};
 };
 
 class ColumnarDecoder {
