@@ -47,8 +47,8 @@ struct RawHeaderInfo {
   std::string host;
 };
 
-// How a writer stores events chunks: kColumnar (what version 2 writes: ≈ 3 bytes an operator
-// event on disk) or kRecords (the 32-byte records of version 1, for benchmarks and tests that
+// How a writer stores events chunks: kColumnar (what version 2 writes: ≈ 2–4 bytes an
+// operator event on disk) or kRecords (the 32-byte records of version 1, for benchmarks and tests that
 // compare the two). Either way the file is version 2; its readers read both chunk types.
 enum class RawEventEncoding : uint8_t { kColumnar, kRecords };
 

@@ -1,7 +1,7 @@
 // The columnar encoding of an events chunk (RawChunkType::kEventsColumnar, docs/formats.md
 // §2.2): a chunk's events stored column by column, each field coded against what precedes it
-// in the same chunk, before zstd. On operator captures this takes ≈ 3 bytes per event on disk
-// where the 32-byte records took ≈ 7 (docs/performance.md "Formats").
+// in the same chunk, before zstd. On operator captures this takes ≈ 2–4 bytes per event on
+// disk where the 32-byte records took ≈ 5–8 (docs/performance.md "Formats").
 //
 //   ColumnarEncoder enc;                      // one per writer: keeps its scratch buffers
 //   const std::string& raw = enc.Encode(events);

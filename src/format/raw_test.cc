@@ -600,6 +600,22 @@ TEST(RawColumnarTest, WriterEmitsColumnarChunksUnderVersion2) {
   EXPECT_EQ(ChunkTypes(bytes), (std::vector<uint32_t>{1, 2, c, c, c, 1, c}));
 }
 
+TEST(RawColumnarTest, TheRecordsEncodingStillWritesRecordsChunks) {
+  std::vector<Event> ev = NestedOperators(100, 1, 10);
+  const std::string path = TempPath("records.rlp");
+  auto w = RawWriter::Create(path, {}, 1 << 20, 1, RawEventEncoding::kRecords);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->AddEvents(ev).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  auto bytes = base::ReadFile(path);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(ChunkTypes(*bytes), std::vector<uint32_t>{static_cast<uint32_t>(RawChunkType::kEvents)});
+  auto cap = ReadRawBytes(*bytes, "records.rlp");
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ(cap->version, 2u);
+  ExpectSameEvents(cap->events, ev);
+}
+
 // Version-1 files (records chunks) and files mixing both chunk types read as before.
 TEST(RawColumnarTest, Version1AndMixedFilesAreRead) {
   std::vector<Event> a = NestedOperators(40, 1, 1000), b = NestedOperators(40, 1, 900'000);
