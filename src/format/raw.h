@@ -47,15 +47,19 @@ struct RawHeaderInfo {
   std::string host;
 };
 
-// Strings and track names longer than 16 MiB are truncated; `chunk_bytes` is clamped to
-// [32 B, 32 MiB]. After a write error every call returns that error (the file keeps its
-// complete chunks).
+// How a writer stores events chunks: kColumnar (what version 2 writes: ≈ 2–4 bytes an
+// operator event on disk) or kRecords (the 32-byte records of version 1, for benchmarks and tests that
+// compare the two). Either way the file is version 2; its readers read both chunk types.
+enum class RawEventEncoding : uint8_t { kColumnar, kRecords };
+
+// Strings and track names longer than 16 MiB are truncated; `chunk_bytes` (of 32-byte records:
+// a chunk holds chunk_bytes / 32 events) is clamped to [32 B, 32 MiB]. After a write error
+// every call returns that error (the file keeps its complete chunks).
 class RawWriter {
  public:
-  static base::StatusOr<std::unique_ptr<RawWriter>> Create(const std::string& path,
-                                                           const RawHeaderInfo& info,
-                                                           size_t chunk_bytes = 1 << 20,
-                                                           int zstd_level = 1);
+  static base::StatusOr<std::unique_ptr<RawWriter>> Create(
+      const std::string& path, const RawHeaderInfo& info, size_t chunk_bytes = 1 << 20,
+      int zstd_level = 1, RawEventEncoding encoding = RawEventEncoding::kColumnar);
   virtual ~RawWriter() = default;
   virtual base::Status AddStrings(std::span<const StringEntry> strings) = 0;
   virtual base::Status AddTracks(std::span<const TrackEntry> tracks) = 0;
@@ -92,14 +96,19 @@ struct RawDiagnostics {
 
 // On-disk constants (docs/formats.md describes the layout).
 inline constexpr char kRawMagic[8] = {'R', 'L', 'P', 'R', 'O', 'F', '\0', '\1'};
-inline constexpr uint32_t kRawFormatVersion = 1;
+// Version 2: events are written as columnar chunks (type 4), which a version-1 reader would skip
+// as unknown — every event lost without an error — so it is told to refuse the file instead.
+// This reader reads versions 1 and 2 (and either events chunk type in either).
+inline constexpr uint32_t kRawFormatVersion = 2;
 inline constexpr uint32_t kRawChunkMagic = 0x4B434C52;  // "RLCK" little-endian
 inline constexpr size_t kRawChunkHeaderBytes = 20;
 inline constexpr uint32_t kRawMaxChunkBytes = 64u << 20;  // uncompressed; larger is corrupt
 // Readers keep at most this many bytes of a string or track name (the rest is counted lost):
 // a hostile 1 GB name must not multiply memory through every copy of the analysis.
 inline constexpr size_t kRawMaxStringBytes = 1u << 20;
-enum class RawChunkType : uint32_t { kStrings = 1, kTracks = 2, kEvents = 3 };
+// kEvents: 32-byte Event records; kEventsColumnar: the same events column by column, coded
+// against each other (raw_columnar.h), what the writer emits since version 2.
+enum class RawChunkType : uint32_t { kStrings = 1, kTracks = 2, kEvents = 3, kEventsColumnar = 4 };
 
 struct RawCapture {
   uint32_t version = 0;

@@ -16,6 +16,7 @@
 #include "src/base/files.h"
 #include "src/format/event_schema.h"
 #include "src/format/raw.h"
+#include "src/format/raw_columnar.h"
 #include "src/format/raw_layout.h"
 
 namespace rlprof::format {
@@ -74,7 +75,7 @@ class Parser {
 
   void Chunk(const ChunkView& c, ZSTD_DCtx* dctx) {
     auto& d = cap_->diagnostics;
-    if (c.type < 1 || c.type > 3) {
+    if (c.type < 1 || c.type > 4) {
       ++d.unknown_chunk_types;
       return;
     }
@@ -85,12 +86,25 @@ class Parser {
       ++d.bad_payload_chunks;
       return;
     }
-    ++d.complete_chunks;
     std::string_view r(raw_.data(), raw_.size());
+    if (static_cast<RawChunkType>(c.type) == RawChunkType::kEventsColumnar) {
+      // Lengths, counts and varints are checked against the payload: a chunk that does not add
+      // up loses its own events only.
+      const size_t first = cap_->events.size();
+      if (!decoder_.Decode(r, &cap_->events)) {
+        ++d.bad_payload_chunks;
+        return;
+      }
+      ++d.complete_chunks;
+      DropUnknownKinds(first);
+      return;
+    }
+    ++d.complete_chunks;
     switch (static_cast<RawChunkType>(c.type)) {
       case RawChunkType::kStrings: Strings(r); break;
       case RawChunkType::kTracks: Tracks(r); break;
       case RawChunkType::kEvents: Events(r); break;
+      case RawChunkType::kEventsColumnar: break;  // above
     }
   }
 
@@ -174,7 +188,13 @@ class Parser {
     size_t first = ev.size();
     ev.resize(first + n);
     std::memcpy(ev.data() + first, r.data(), n * sizeof(Event));
-    // Drop records of unknown kind in place (rare: damage inside a valid chunk, or a writer bug).
+    DropUnknownKinds(first);
+  }
+
+  // Drops the events from `first` on whose kind is unknown, in place (rare: damage inside a
+  // valid chunk, or a writer bug).
+  void DropUnknownKinds(size_t first) {
+    auto& ev = cap_->events;
     auto valid = [](const Event& e) {
       auto k = static_cast<uint8_t>(e.kind);
       return k != 0 && k <= static_cast<uint8_t>(EventKind::kCounter);
@@ -188,6 +208,7 @@ class Parser {
 
   RawCapture* cap_;
   std::string raw_;
+  ColumnarDecoder decoder_;
   std::unordered_map<uint32_t, std::string> strings_;
   std::bitset<65536> tracks_;
 };

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "src/format/raw.h"
+#include "src/format/raw_columnar.h"
 #include "src/format/raw_layout.h"
 
 namespace rlprof::format {
@@ -31,6 +33,7 @@ struct Scratch {
   ZSTD_CCtx* cctx = nullptr;
   std::vector<Event> events;
   std::vector<char> out;
+  std::unique_ptr<ColumnarEncoder> encoder;  // its column buffers: several MiB for a full chunk
   ~Scratch() { ZSTD_freeCCtx(cctx); }
 };
 thread_local Scratch t_scratch;
@@ -38,18 +41,20 @@ thread_local bool t_scratch_lent = false;
 
 class RawWriterImpl final : public RawWriter {
  public:
-  RawWriterImpl(std::string path, int fd, size_t chunk_bytes, int level)
-      : path_(std::move(path)), fd_(fd), chunk_bytes_(chunk_bytes), level_(level) {
+  RawWriterImpl(std::string path, int fd, size_t chunk_bytes, int level, RawEventEncoding encoding)
+      : path_(std::move(path)), fd_(fd), chunk_bytes_(chunk_bytes), level_(level), encoding_(encoding) {
     chunk_events_ = std::max<size_t>(1, chunk_bytes_ / sizeof(Event));
     if (!t_scratch_lent) {
       t_scratch_lent = borrowed_ = true;
       std::swap(cctx_, t_scratch.cctx);
       events_.swap(t_scratch.events);
       out_.swap(t_scratch.out);
+      encoder_.swap(t_scratch.encoder);
       events_.clear();
     }
     events_.reserve(chunk_events_);
     if (cctx_ == nullptr) cctx_ = ZSTD_createCCtx();
+    if (encoder_ == nullptr) encoder_ = std::make_unique<ColumnarEncoder>();
   }
   ~RawWriterImpl() override {
     if (fd_ >= 0) (void)Close();
@@ -59,6 +64,7 @@ class RawWriterImpl final : public RawWriter {
       std::swap(cctx_, t_scratch.cctx);
       events_.swap(t_scratch.events);
       out_.swap(t_scratch.out);
+      encoder_.swap(t_scratch.encoder);
     }
     if (borrowed_) t_scratch_lent = false;
     ZSTD_freeCCtx(cctx_);  // ours, or the cache's previous one after a swap (null: no-op)
@@ -166,7 +172,16 @@ class RawWriterImpl final : public RawWriter {
   }
 
   Status EmitEvents(std::span<const Event> ev) {
-    RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes()));
+    const std::string* cols =
+        encoding_ == RawEventEncoding::kColumnar ? &encoder_->Encode(ev) : nullptr;
+    // A columnar chunk is never larger before compression than the records it holds: events
+    // whose values defeat every predictor go out as records, so a chunk stays within what
+    // callers budget for (32 bytes an event before zstd, as in version 1).
+    if (cols != nullptr && cols->size() <= ev.size_bytes()) {
+      RLPROF_RETURN_IF_ERROR(EmitBlocks(RawChunkType::kEventsColumnar, *cols, encoder_->column_ends()));
+    } else {
+      RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes()));
+    }
     events_written_ += ev.size();
     return Status::Ok();
   }
@@ -182,6 +197,36 @@ class RawWriterImpl final : public RawWriter {
     EncodeRawChunkHeader(type, static_cast<uint32_t>(size), out_.data() + kRawChunkHeaderBytes,
                          static_cast<uint32_t>(c), out_.data());
     return WriteAll(out_.data(), kRawChunkHeaderBytes + c);
+  }
+
+  // One zstd frame, as EmitChunk, whose blocks end at `ends` (ascending, the last =
+  // data.size()): each column of a columnar chunk is compressed with tables of its own, ≈ 7 %
+  // smaller than one run of blocks across columns on operator captures.
+  Status EmitBlocks(RawChunkType type, std::string_view data, std::span<const size_t> ends) {
+    const auto zfail = [&](size_t r) {
+      return Fail(base::Internal(path_ + ": zstd: " + ZSTD_getErrorName(r)));
+    };
+    ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_only);
+    size_t r = ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, level_);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setPledgedSrcSize(cctx_, data.size());
+    if (ZSTD_isError(r)) return zfail(r);
+    // A flushed block is never larger than its input plus a 3-byte block header.
+    out_.resize(kRawChunkHeaderBytes + ZSTD_compressBound(data.size()) + 3 * (ends.size() + 1) + 32);
+    ZSTD_outBuffer out{out_.data() + kRawChunkHeaderBytes, out_.size() - kRawChunkHeaderBytes, 0};
+    size_t begin = 0;
+    for (size_t i = 0; i < ends.size(); ++i) {
+      ZSTD_inBuffer in{data.data() + begin, ends[i] - begin, 0};
+      const ZSTD_EndDirective mode = i + 1 == ends.size() ? ZSTD_e_end : ZSTD_e_flush;
+      do {
+        r = ZSTD_compressStream2(cctx_, &out, &in, mode);
+        if (ZSTD_isError(r)) return zfail(r);
+        if (r != 0 && out.pos == out.size) return Fail(base::Internal(path_ + ": zstd: output bound exceeded"));
+      } while (r != 0 || in.pos < in.size);
+      begin = ends[i];
+    }
+    EncodeRawChunkHeader(type, static_cast<uint32_t>(data.size()), out_.data() + kRawChunkHeaderBytes,
+                         static_cast<uint32_t>(out.pos), out_.data());
+    return WriteAll(out_.data(), kRawChunkHeaderBytes + out.pos);
   }
 
   Status WriteAll(const char* p, size_t n) {
@@ -214,8 +259,10 @@ class RawWriterImpl final : public RawWriter {
   size_t chunk_bytes_;
   size_t chunk_events_ = 1;
   int level_;
+  RawEventEncoding encoding_;
   ZSTD_CCtx* cctx_ = nullptr;
   bool borrowed_ = false;  // cctx_, events_ and out_ come from (and go back to) t_scratch
+  std::unique_ptr<ColumnarEncoder> encoder_;
   std::string strings_;
   std::string tracks_;
   std::vector<Event> events_;
@@ -229,11 +276,12 @@ class RawWriterImpl final : public RawWriter {
 
 StatusOr<std::unique_ptr<RawWriter>> RawWriter::Create(const std::string& path,
                                                       const RawHeaderInfo& info,
-                                                      size_t chunk_bytes, int zstd_level) {
+                                                      size_t chunk_bytes, int zstd_level,
+                                                      RawEventEncoding encoding) {
   chunk_bytes = std::clamp<size_t>(chunk_bytes, sizeof(Event), kRawMaxChunkBytes / 2);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return base::IoError(path + ": cannot create: " + std::strerror(errno));
-  auto w = std::make_unique<RawWriterImpl>(path, fd, chunk_bytes, zstd_level);
+  auto w = std::make_unique<RawWriterImpl>(path, fd, chunk_bytes, zstd_level, encoding);
   RLPROF_RETURN_IF_ERROR(w->WriteHeader(info));
   return std::unique_ptr<RawWriter>(std::move(w));
 }

@@ -164,6 +164,88 @@ def seal(header, chunks):
     return b
 
 
+M32, M64 = (1 << 32) - 1, (1 << 64) - 1
+
+
+def s64(v):
+    v &= M64
+    return v - (1 << 64) if v >> 63 else v
+
+
+def varint(v):
+    b = bytearray()
+    while v >= 0x80:
+        b.append((v & 0x7F) | 0x80)
+        v >>= 7
+    b.append(v)
+    return bytes(b)
+
+
+def zigzag(v):
+    v = s64(v)
+    return ((v << 1) ^ (v >> 63)) & M64
+
+
+def columnar(records):
+    """The columnar events payload (docs/formats.md §2.2, chunk type 4) of 32-byte records:
+    written from the document alone, so the seeds also check that it says enough."""
+    cols = [bytearray() for _ in range(9)]  # kind, category, track, pop, time, payload, name, arg0, arg1
+    stacks, counters, last_arg = {}, {}, {}
+    prev_ts = last_range = n = 0
+    for i in range(0, len(records) - 31, 32):
+        ts, payload, name, track, kind, cat, arg0, arg1 = struct.unpack_from("<qqIHBBII", records, i)
+        n += 1
+        cols[0].append(kind)
+        cols[1].append(cat)
+        cols[2] += varint(track)
+        cols[6] += varint(name)
+        for a, v in ((0, arg0), (1, arg1)):
+            v = (v + 1) & M32
+            code = 0
+            if v != 0:
+                d = (v - last_arg.get((a, cat), 0)) & M32
+                d = d - (1 << 32) if d >> 31 else d
+                code = (((d << 1) ^ (d >> 31)) & M32) + 1
+                last_arg[(a, cat)] = v
+            cols[7 + a] += varint(code)
+        stack = stacks.setdefault(track, [])
+        end = s64(ts + payload) if kind == 1 else ts
+        k = 0
+        while k < len(stack) and stack[-1 - k][0] >= ts and stack[-1 - k][1] <= end:
+            k += 1
+        if k:
+            time, last_end = zigzag(stack[-k][0] - ts), stack[-1][1]
+        else:
+            time = zigzag(ts - (stack[-1][1] if stack else prev_ts))
+        if kind == 1:
+            pay = zigzag(end - last_end) if k else zigzag(payload)
+        elif kind == 5:
+            pay = (payload & M64) ^ counters.get(track, 0)
+            counters[track] = payload & M64
+        elif kind in (2, 3):
+            pay = zigzag(payload - last_range)
+            last_range = payload
+        else:
+            pay = zigzag(payload)
+        cols[3] += varint(k)
+        cols[4] += varint(time)
+        cols[5] += varint(pay)
+        del stack[len(stack) - k:]
+        if len(stack) >= 256:
+            del stack[:128]
+        stack.append((ts, end))
+        prev_ts = ts
+    return varint(n) + b"".join(varint(len(c)) for c in cols) + b"".join(bytes(c) for c in cols)
+
+
+def version2(header, chunks):
+    """The same capture as format version 2 writes it: events chunks columnar."""
+    h = bytearray(header[:-4])
+    struct.pack_into("<I", h, 8, 2)
+    h += struct.pack("<I", zlib.crc32(bytes(h)))
+    return bytes(h), [(4, columnar(raw)) if typ == 3 else (typ, raw) for typ, raw in chunks]
+
+
 def unpacked(chunks):
     return b"".join(struct.pack("<BH", typ, len(raw)) + raw for typ, raw in chunks)
 
@@ -180,6 +262,9 @@ def rlp():
         file = seal(header, small)
         out("rlp_file", name + ".rlp", file)
         out("rlp_chunks", name + ".bin", unpacked(small))
+        header2, small2 = version2(header, small)
+        out("rlp_file", name + "_v2.rlp", seal(header2, small2))
+        out("rlp_chunks", name + "_v2.bin", unpacked(small2))
         if stage == "actor_update":
             # A killed writer (cut mid-chunk) and a damaged chunk between two good ones.
             out("rlp_file", name + "_truncated.rlp", file[: len(file) - 37])
