@@ -215,8 +215,16 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
   } else if (plan.dialect == Dialect::kNative) {
     for (const auto& r : plan.roles) workers.push_back({r.role, {r.role}});
   } else {
-    workers.push_back({"actor_rollout_ref", {"actor", "rollout", "ref"}});
-    workers.push_back({"critic", {"critic"}});
+    // verl maps the critic to the actor/rollout/ref worker's resource pool ("global_pool",
+    // unconditionally in 0.9.1's trainer) and builds one colocated process per pool
+    // (create_colocated_worker_cls): the critic's stages are recorded in that process's
+    // captures, under role critic (docs/integrations.md, "Colocated workers"). A reward model
+    // with a pool of its own (reward_model.enable_resource_pool) stays a worker of its own.
+    // (A critic whose block is off records nothing there: the worker then lists the three.)
+    Worker fused{"actor_rollout_ref", {"actor", "rollout", "ref"}};
+    if (const RolePlan* critic = plan.FindRole("critic"); critic != nullptr && critic->enabled)
+      fused.roles.push_back("critic");
+    workers.push_back(fused);
     workers.push_back({"reward_model", {"reward"}});
     // verl >= 0.9 generates in Agent-Loop rollout servers (vLLM/SGLang engines in processes of
     // their own). With tool rlprof, rlprof records each selected replica's generation there,

@@ -142,6 +142,32 @@ TEST(LoaderTest, MindSpeedStageAllIsOneContinuousWindowOverTheHalfOpenRange) {
   EXPECT_TRUE(ResolveForProcess(p, {"critic"}, 1).enabled);
 }
 
+// verl puts the critic in the actor/rollout/ref worker's process (one resource pool): its
+// stages are captures of that worker, on the ranks its block selects; a critic whose block is
+// off adds nothing (and does not make the fused worker's ranks "partial").
+TEST(LoaderTest, AColocatedVerlCriticIsCapturedInTheFusedWorker) {
+  const std::string head =
+      "global_profiler: {tool: rlprof, steps: [2]}\n"
+      "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0],"
+      " tool_config: {rlprof: {discrete: true, stages: [actor_update]}}}}}\n";
+  LoadOptions o;
+  o.world_size = 2;
+  Plan on = MustLoad(head + "critic: {profiler: {enable: true, ranks: [0, 1],"
+                            " tool_config: {rlprof: {discrete: true, stages: [critic_update]}}}}\n");
+  auto sum = EnumerateCaptures(on, o);
+  std::vector<std::string> rows;
+  for (const auto& r : sum.rows) {
+    EXPECT_EQ(r.worker, "actor_rollout_ref");  // no worker "critic"
+    rows.push_back(r.scope + "@" + r.ranks);
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"actor_update@0", "critic_update@0", "critic_update@1"}))
+      << testing::PrintToString(rows);
+  Plan off = MustLoad(head + "critic: {profiler: {enable: false}}\n");
+  auto sum_off = EnumerateCaptures(off, o);
+  ASSERT_EQ(sum_off.rows.size(), 1u);
+  EXPECT_EQ(sum_off.rows[0].scope, "actor_update");
+}
+
 TEST(LoaderTest, ContinuousStepsGroupConsecutiveRunsIntoWindows) {
   Plan p = MustLoad("global_profiler: {tool: torch, steps: [1, 2, 5], profile_continuous_steps: true}\n"
                     "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0]}}}\n");
