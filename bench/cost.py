@@ -237,20 +237,10 @@ def micro_ops(n: int, reps: int, tmp: str) -> dict:
 def micro_annotate(n: int, reps: int, tmp: str) -> dict:
     import rlprof
 
-    class Empty:
-        __slots__ = ()
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return None
+    from ctx_loop import Empty, with_loop  # bench/ctx_loop.py
 
     def make(expr):
-        src = f"def _run(n):\n    for _ in range(n):\n        with {expr}:\n            pass\n"
-        ns = {"Empty": Empty, "rlprof": rlprof}
-        exec(compile(src, f"<bench {expr}>", "exec"), ns)
-        return ns["_run"]
+        return with_loop(expr, {"Empty": Empty, "rlprof": rlprof})
 
     cases = {"empty": make("Empty()"), "annotate": make('rlprof.annotate("x")')}
     cfg = {"rlprof": {"steps": [10 ** 6], "save_path": os.path.join(tmp, "annotate"),

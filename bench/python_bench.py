@@ -37,36 +37,17 @@ import torch  # noqa: E402
 
 import rlprof  # noqa: E402
 import grpo_tiny  # noqa: E402
+from ctx_loop import Empty, with_loop  # noqa: E402 (bench/ctx_loop.py)
 
 if rlprof.HAVE_TORCH_OPS:
     import rlprof.torch  # noqa: E402
-
-
-class Empty:
-    __slots__ = ()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-
-def _loop(expr: str, env: dict):
-    """A function running `with <expr>: pass` n times, compiled from source so that every case
-    pays exactly the same loop and the same kind of name lookup: the context-manager
-    expression is written inline, as users write it (no lambda or extra call per case)."""
-    src = f"def _run(n):\n    for _ in range(n):\n        with {expr}:\n            pass\n"
-    ns = dict(env)
-    exec(compile(src, f"<bench {expr}>", "exec"), ns)
-    return ns["_run"]
 
 
 def per_call_ns(cases, n: int, reps: int = 7) -> dict:
     """{expr: best thread-CPU ns per `with expr: pass`}, the cases interleaved rep by rep so
     that a noisy moment of the shared machine hits all of them alike."""
     env = {"Empty": Empty, "contextlib": contextlib, "rlprof": rlprof, "torch": torch}
-    loops = {expr: _loop(expr, env) for expr in cases}
+    loops = {expr: with_loop(expr, env) for expr in cases}
     best = {expr: float("inf") for expr in cases}
     for _ in range(reps):
         for expr, run in loops.items():

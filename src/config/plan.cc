@@ -258,12 +258,7 @@ ProcessPlan ResolveForProcess(const Plan& plan, const std::vector<std::string>& 
   // When only some hosted roles select this rank (e.g. a rollout-only rank of the fused verl
   // worker), capture only their stages: each selecting role contributes its allow-list, or its
   // default stages; the ref's stages follow the actor. Unknown defaults keep "every stage".
-  // (A critic block that is off does not make the fused worker's ranks partial: verl puts the
-  // critic in that process whether or not it profiles it.)
-  const size_t hosted = static_cast<size_t>(std::count_if(blocks.begin(), blocks.end(), [](const RolePlan* r) {
-    return r->enabled || r->role != "critic";
-  }));
-  if (p.enabled && p.roles.size() < hosted && p.mode == CaptureMode::kDiscrete &&
+  if (p.enabled && p.roles.size() < blocks.size() && p.mode == CaptureMode::kDiscrete &&
       plan.dialect != Dialect::kNative && plan.dialect != Dialect::kMindSpeedRl) {
     std::set<std::string> stages;
     bool every = false;

@@ -22,6 +22,17 @@
 namespace rlprof::format {
 namespace {
 
+// Deterministic pseudo-random numbers for the damage and fallback tests (xorshift64).
+struct XorShift64 {
+  uint64_t state;
+  uint64_t operator()() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+};
+
 namespace fs = std::filesystem;
 
 std::string TempPath(const std::string& name) {
@@ -382,13 +393,7 @@ namespace {
 TEST(RawFormatTest, RandomDamageNeverCrashesTheReader) {
   std::vector<Event> events;
   std::string bytes = WriteSmallMultiChunkFile(&events);
-  uint64_t state = 0x9E3779B97F4A7C15ull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  XorShift64 next{0x9E3779B97F4A7C15ull};
   for (int round = 0; round < 3000; ++round) {
     std::string bad = bytes;
     int edits = 1 + static_cast<int>(next() % 4);
@@ -568,13 +573,7 @@ TEST(RawColumnarTest, NestedOperatorsRoundTripAndTakeFewBytes) {
 // Events no predictor helps (random values) would take more room as columns than as records:
 // the writer keeps records for them, so a chunk never grows past 32 bytes an event before zstd.
 TEST(RawColumnarTest, IncompressibleEventsFallBackToRecords) {
-  uint64_t state = 88172645463325252ull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  XorShift64 next{88172645463325252ull};
   std::vector<Event> ev(500);
   for (Event& e : ev) {
     e.ts_ns = static_cast<int64_t>(next());
@@ -771,13 +770,7 @@ TEST(RawColumnarTest, RandomDamageInsideAPayloadNeverCrashes) {
   ColumnarEncoder enc;
   const std::string valid = enc.Encode(good);
   ColumnarDecoder dec;
-  uint64_t state = 0x2545F4914F6CDD1Dull;
-  auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  XorShift64 next{0x2545F4914F6CDD1Dull};
   for (int round = 0; round < 20000; ++round) {
     std::string bad = valid;
     for (int k = 0, edits = 1 + static_cast<int>(next() % 3); k < edits; ++k) {

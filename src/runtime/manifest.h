@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rlprof/rlprof.hpp"
@@ -45,8 +46,9 @@ struct ManifestData {
   std::string sources_json;  // sources.<name> objects (source.h), JSON text; "" = no sources
   uint64_t source_events = 0;  // events the sources handed over through the writer
   // The resolved plan as FormatManifestConfig() returns it ("" = omitted): a session's
-  // manifests all carry the same plan, so it is formatted once and spliced in as text.
-  std::string config_text;
+  // manifests all carry the same plan, so it is formatted once (the writer keeps it) and
+  // spliced in as text; a view, valid while ManifestJson runs.
+  std::string_view config_text;
 };
 
 std::string ManifestJson(const ManifestData& m);

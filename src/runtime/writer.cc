@@ -689,7 +689,7 @@ bool Writer::WriteFinalManifest(Capture& c, const ManifestData& m) {
   if (c.manifest_bytes != 0) {
     if (text.size() > c.manifest_bytes) {
       ManifestData slim = m;
-      slim.config_text.clear();
+      slim.config_text = {};
       text = ManifestJson(slim);
     }
     if (text.size() <= c.manifest_bytes && base::OverwriteFileInPlace(path, text).ok()) return true;
