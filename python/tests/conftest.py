@@ -54,6 +54,82 @@ if EXAMPLE not in sys.path:
     sys.path.insert(0, EXAMPLE)
 
 
+def ray_env(**extra: str) -> Dict[str, str]:
+    """The environment of a test that starts its own Ray: no RLPROF_/RAY_ settings of the caller
+    (so no outside cluster is joined), no usage stats, and Ray's workers at the tests' own
+    priority: Ray starts them at nice 15 (`RAY_worker_niceness`), so beside two busy processes
+    they get a few per cent of a core and a job of minutes takes hours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLPROF_", "RAY_"))}
+    env.update(RAY_USAGE_STATS_ENABLED="0", RAY_worker_niceness="0")
+    env.update(extra)
+    return env
+
+
+class JobResult:
+    """What `run_job` saw: rc, stdout, stderr, and why it was stopped ("" when it ended)."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str, stopped: str = "") -> None:
+        self.returncode, self.stdout, self.stderr, self.stopped = returncode, stdout, stderr, stopped
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_job(cmd: List[str], env: Dict[str, str], log_path: str = "", stall_s: float = 0,
+            cap_s: float = 0, cwd: str = "") -> JobResult:
+    """Runs a long job (a Ray / verl / vLLM stack) with a deadline on *progress*, not on time:
+    the job is stopped only when it prints nothing for `stall_s` seconds (RLPROF_TEST_STALL_S,
+    default 600), or past `cap_s` (RLPROF_TEST_CAP_S, default 4 h: a hang guard). A machine
+    loaded by other work makes the job slower, never failed. Its output is kept in `log_path`."""
+    import signal
+    import threading
+    import time
+    stall_s = stall_s or float(os.environ.get("RLPROF_TEST_STALL_S", "600"))
+    cap_s = cap_s or float(os.environ.get("RLPROF_TEST_CAP_S", str(4 * 3600)))
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=cwd or None, start_new_session=True)
+    got: Dict[str, List[bytes]] = {"out": [], "err": []}
+    last = [time.monotonic()]
+
+    def pump(stream: Any, into: List[bytes]) -> None:
+        for block in iter(lambda: stream.read1(65536), b""):
+            into.append(block)
+            last[0] = time.monotonic()
+
+    threads = [threading.Thread(target=pump, args=(p.stdout, got["out"]), daemon=True),
+               threading.Thread(target=pump, args=(p.stderr, got["err"]), daemon=True)]
+    for t in threads:
+        t.start()
+    start, stopped = time.monotonic(), ""
+    while p.poll() is None:
+        now = time.monotonic()
+        if now - last[0] > stall_s:
+            stopped = f"printed nothing for {stall_s:.0f} s"
+        elif now - start > cap_s:
+            stopped = f"ran past the {cap_s:.0f} s cap"
+        if stopped:
+            try:  # the whole session: Ray's and vLLM's children too
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(1)
+    p.wait()
+    for t in threads:
+        t.join(30)
+    text = {k: b"".join(v).decode("utf-8", "replace") for k, v in got.items()}
+    if log_path:
+        with open(log_path, "w") as f:
+            f.write(text["out"] + text["err"])
+    return JobResult(p.returncode, text["out"], text["err"], stopped)
+
+
+
 @pytest.fixture(scope="session")
 def rlprof_cli() -> str:
     p = os.path.join(BUILD, "bin", "rlprof") if BUILD else ""

@@ -25,6 +25,7 @@ PY = sys.executable
 def _env(**extra: str) -> Dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLPROF_")}
     env["PYTHONPATH"] = PKG
+    env.setdefault("RAY_worker_niceness", "0")  # see conftest.ray_env
     env.update(extra)
     return env
 

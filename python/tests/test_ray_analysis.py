@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, ray_env
 
 INTEG_PY = os.path.join(ROOT, ".venv-integ", "bin", "python")
 GRPO = os.path.join(ROOT, "test", "golden", "analysis", "inputs", "grpo_tiny_step2")
@@ -39,9 +39,7 @@ def _layout(root: str) -> None:
 def test_distributed_analysis_on_a_ray_test_cluster_equals_local_and_survives_a_lost_node(tmp_path):
     root = tmp_path / "captures"
     _layout(str(root))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLPROF_", "RAY_"))}
-    env["PYTHONPATH"] = os.path.join(BUILD, "python")
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env = ray_env(PYTHONPATH=os.path.join(BUILD, "python"))
     p = subprocess.run([INTEG_PY, os.path.join(os.path.dirname(__file__), "ray_cluster_check.py"), str(root),
                         os.path.join(BUILD, "bin", "rlprof")],
                        env=env, capture_output=True, text=True, timeout=240, cwd=str(tmp_path))

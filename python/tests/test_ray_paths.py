@@ -16,7 +16,7 @@ from typing import Dict
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, ray_env
 
 PKG = os.path.join(BUILD, "python") if BUILD else ""
 INTEG_PY = os.path.join(ROOT, ".venv-integ", "bin", "python")
@@ -26,9 +26,7 @@ needs_build = pytest.mark.skipif(not BUILD, reason="rlprof is not built")
 
 
 def _env(**extra: str) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RLPROF_", "RAY_"))}
-    env.update(PYTHONPATH=PKG, RAY_USAGE_STATS_ENABLED="0", **extra)
-    return env
+    return ray_env(PYTHONPATH=PKG, **extra)
 
 
 def _venv_inside(folder: str, python: str) -> str:
