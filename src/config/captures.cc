@@ -208,6 +208,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     std::string name;
     std::vector<std::string> roles;
     bool replicas = false;  // ranks are rollout replica ranks
+    bool single = false;    // one process (verl's controller), whatever the world size
   };
   std::vector<Worker> workers;
   if (plan.dialect == Dialect::kMindSpeedRl) {
@@ -235,6 +236,9 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     if (plan.dialect == Dialect::kVerlGen3 && plan.tool == Tool::kRlprof && ro != nullptr &&
         ro->enabled && ro->mode != CaptureMode::kDiscrete)
       workers.push_back({"rollout replicas", {"rollout"}, true});
+    // verl's single controller: one process whatever the world size (verl_schema.cc).
+    if (const RolePlan* c = plan.FindRole("controller"); c != nullptr && c->enabled)
+      workers.push_back({"controller", {"controller"}, false, true});
   }
 
   // Step windows.
@@ -262,7 +266,9 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     // sentinel that only all_ranks blocks select.
     std::vector<int64_t> cands;
     bool any_all = false;
-    if (opt.world_size > 0) {
+    if (wk.single) {
+      cands = {0};
+    } else if (opt.world_size > 0) {
       const int64_t n = wk.replicas ? std::max<int64_t>(1, opt.world_size / std::max<int64_t>(1, opt.replica_size))
                                     : opt.world_size;
       for (int64_t r = 0; r < n; ++r) cands.push_back(r);

@@ -157,6 +157,7 @@ TEST(LoaderTest, AColocatedVerlCriticIsCapturedInTheFusedWorker) {
   auto sum = EnumerateCaptures(on, o);
   std::vector<std::string> rows;
   for (const auto& r : sum.rows) {
+    if (r.worker == "controller") continue;  // verl's controller lane (its own test)
     EXPECT_EQ(r.worker, "actor_rollout_ref");  // no worker "critic"
     rows.push_back(r.scope + "@" + r.ranks);
   }
@@ -164,8 +165,40 @@ TEST(LoaderTest, AColocatedVerlCriticIsCapturedInTheFusedWorker) {
       << testing::PrintToString(rows);
   Plan off = MustLoad(head + "critic: {profiler: {enable: false}}\n");
   auto sum_off = EnumerateCaptures(off, o);
-  ASSERT_EQ(sum_off.rows.size(), 1u);
+  ASSERT_EQ(sum_off.rows.size(), 2u);
   EXPECT_EQ(sum_off.rows[0].scope, "actor_update");
+  EXPECT_EQ(sum_off.rows[1].worker, "controller");
+}
+
+// verl's single controller (RayPPOTrainer.fit in its TaskRunner) records each profiled step's
+// stages with tool rlprof: one e2e capture a step window on rank 0 whatever the world size, in
+// discrete runs too; continuous steps are one window; other tools have no controller lane.
+TEST(LoaderTest, VerlsControllerHasOneLaneOfStepWindowsWithToolRlprof) {
+  const std::string roles =
+      "actor_rollout_ref: {actor: {profiler: {enable: true, all_ranks: true,"
+      " tool_config: {rlprof: {discrete: true}}}}}\n";
+  LoadOptions o;
+  o.world_size = 8;
+  auto controller_rows = [&](const std::string& yaml) {
+    std::vector<std::string> rows;
+    for (const auto& r : EnumerateCaptures(MustLoad(yaml), o).rows)
+      if (r.worker == "controller")
+        rows.push_back(r.steps + ":" + r.scope + "@" + r.ranks + "x" + std::to_string(r.captures));
+    return rows;
+  };
+  EXPECT_EQ(controller_rows("global_profiler: {tool: rlprof, steps: [2, 4]}\n" + roles),
+            (std::vector<std::string>{"2:e2e@0x1", "4:e2e@0x1"}));
+  EXPECT_EQ(controller_rows("global_profiler: {tool: rlprof, steps: [2, 3],"
+                            " profile_continuous_steps: true}\n" + roles),
+            (std::vector<std::string>{"2-3:steps2-3@0x1"}));
+  EXPECT_TRUE(controller_rows("global_profiler: {tool: torch, steps: [2]}\n" + roles).empty());
+  EXPECT_TRUE(controller_rows("global_profiler: {tool: rlprof, steps: null}\n" + roles).empty());
+  Plan p = MustLoad("global_profiler: {tool: rlprof, steps: [2]}\n" + roles);
+  ProcessPlan c = ResolveForProcess(p, {"controller"}, 0);
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.mode, CaptureMode::kEndToEnd);
+  EXPECT_EQ(c.contents.Names(), std::vector<std::string>{"cpu"});
+  EXPECT_FALSE(ResolveForProcess(p, {"actor", "rollout", "ref"}, 0).roles.empty());
 }
 
 TEST(LoaderTest, ContinuousStepsGroupConsecutiveRunsIntoWindows) {

@@ -135,6 +135,8 @@ std::string PlanToVerlYaml(const Plan& p) {
   std::vector<const RolePlan*> fused, other;
   for (const auto& r : p.roles) {
     if (!r.enabled) continue;
+    // verl's controller lane has no block of its own: global_profiler (tool rlprof, steps) says it.
+    if (r.role == "controller" && p.dialect != Dialect::kNative) continue;
     bool in_fused = r.role == "actor" || r.role == "rollout" || r.role == "ref";
     (in_fused && p.dialect != Dialect::kNative ? fused : other).push_back(&r);
   }

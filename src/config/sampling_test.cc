@@ -143,10 +143,11 @@ actor_rollout_ref:
   m.sub_steps = {{SubStepKind::kDecode, 128}, {SubStepKind::kMicroBatch, 8}};
   CaptureSummary sum = EnumerateCaptures(*plan, {}, m);
   std::vector<std::string> got;
-  for (const auto& r : sum.rows) got.push_back(r.scope + ": " + r.sub_steps);
-  EXPECT_EQ(got, (std::vector<std::string>{"actor_update.part1: micro_batch 3-4",
-                                           "actor_update.part2: micro_batch 7 (cut by the stage end)",
-                                           "rollout_generate: decode 30-69"}));
+  for (const auto& r : sum.rows) got.push_back(r.worker + ": " + r.scope + ": " + r.sub_steps);
+  EXPECT_EQ(got, (std::vector<std::string>{"actor_rollout_ref: actor_update.part1: micro_batch 3-4",
+                                           "actor_rollout_ref: actor_update.part2: micro_batch 7 (cut by the stage end)",
+                                           "actor_rollout_ref: rollout_generate: decode 30-69",
+                                           "controller: e2e: "}));
   EXPECT_TRUE(sum.warnings.empty()) << sum.warnings.front();
 }
 

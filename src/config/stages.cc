@@ -30,6 +30,8 @@ const std::vector<StageInfo>& StageTable() {
       {"actor_image_embeds", "actor", {}, {"MindSpeed-RL"}, {K::kMicroBatch}},
       // Weight resharding / sync between actor and rollout: annotated by rlprof's example.
       {"weight_sync", "rollout", {"update_weights"}, {"rlprof"}, {}},
+      // verl's controller computes the advantages itself (timing_s/adv): a stage of its lane.
+      {"compute_advantage", "controller", {"adv"}, {"verl"}, {}},
   };
   return v;
 }

@@ -30,7 +30,9 @@ TEST(StageVocabularyTest, VerlTrainerTimerNamesAreTheStages) {
     EXPECT_EQ(CanonicalStage(timer), stage) << timer;
     EXPECT_EQ(StageRole(timer), StageRole(stage)) << timer;
   }
-  EXPECT_EQ(CanonicalStage("adv"), "adv");  // the driver's own computation: no worker stage
+  // The controller's own computation: a stage of its lane (no worker records it).
+  EXPECT_EQ(CanonicalStage("adv"), "compute_advantage");
+  EXPECT_EQ(StageRole("adv"), "controller");
 }
 
 TEST(StageVocabularyTest, EveryVocabularyWordIsInTheTable) {

@@ -425,6 +425,22 @@ void ParseVerlGen3(ParseContext& ctx) {
   }
   if (!doc.Get({"global_profiler", "global_tool_config", "rlprof", "combine"}).present())
     RefFollowsActor(plan, raws[2].present);
+  // verl's single controller (the TaskRunner process running RayPPOTrainer.fit) starts and
+  // stops every worker group's profiler and times the step's stages (marked_timer: gen, reward,
+  // old_log_prob, adv, update_actor, ...). With tool rlprof it records them too, on every step
+  // verl profiles: one capture a step window, rank 0, markers only (docs/integrations.md,
+  // "The controller lane"). verl's nsys tool profiles the controller likewise.
+  if (plan.tool == Tool::kRlprof && plan.steps.kind != StepSelection::Kind::kNone) {
+    RolePlan c;
+    c.role = "controller";
+    c.block_path = "global_profiler (controller)";
+    c.enabled = true;
+    c.ranks = {0};
+    c.mode = CaptureMode::kEndToEnd;
+    c.level = "level0";
+    c.contents.cpu = true;
+    plan.roles.push_back(std::move(c));
+  }
   std::vector<KeyPath> parents;
   for (const auto& spec : RoleBlocks())
     parents.emplace_back(spec.path.begin(), spec.path.end() - 1);

@@ -24,10 +24,11 @@ std::string RoleKey(const Capture& c) {
   return k;
 }
 
-// RL roles in pipeline order, then any other role alphabetically; a capture without a role last.
+// verl's controller first (the step as it sees it), the RL roles in pipeline order, then any
+// other role alphabetically; a capture without a role last.
 // With one role key in the whole set every group is 0 (sort indices stay the ranks).
 std::map<std::string, int64_t> RoleGroups(std::span<const Capture> captures) {
-  static constexpr const char* kOrder[] = {"rollout", "ref", "actor", "critic", "reward"};
+  static constexpr const char* kOrder[] = {"controller", "rollout", "ref", "actor", "critic", "reward"};
   std::map<std::string, int64_t> groups;
   for (const Capture& c : captures) groups.emplace(RoleKey(c), 0);
   if (groups.size() <= 1) return groups;

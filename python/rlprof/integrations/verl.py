@@ -339,7 +339,62 @@ def patch_dist_profiler(module: Any) -> None:
 def _stage_or_range(name: Optional[str]) -> Any:
     n = name or "range"
     owner = _rlprof.stage_role(n)
+    if owner and _Controller.profiler is not None:
+        # verl's controller times each stage of the step around the worker groups' calls:
+        # its lane records them under its own role (the workers record their side).
+        owner = "controller"
     return _annotate(n, role=owner) if owner else _annotate(n)
+
+
+class _Controller:
+    """verl's single controller (the process running RayPPOTrainer.fit, verl's TaskRunner) with
+    tool rlprof: its Profiler (role `controller`, rank 0), opened and closed with the worker
+    groups' profilers on every step verl profiles (rlprof.integrations.verl_rollout)."""
+    profiler: Optional[Profiler] = None
+    failed = False
+    step: Optional[int] = None
+
+
+def controller_start(step: int) -> None:
+    """Opens the controller's window on `step` (before verl starts its workers' profilers);
+    in a profile_continuous_steps run the open window carries on (one capture)."""
+    if _Controller.failed:
+        return
+    try:
+        if _Controller.profiler is None:
+            import os
+            from rlprof.integrations import verl_config
+            src = verl_config.resolved_from_env()
+            if src is None:  # the main process published nothing: not a verl tool-rlprof job
+                _Controller.failed = True
+                return
+            _Controller.profiler = Profiler(
+                src, rank=0, roles=["controller"], world_size=1,
+                run_id=os.environ.get("RLPROF_RUN_ID") or None, measure_clock_offset=False)
+        prof = _Controller.profiler
+        if _Controller.step is not None:
+            prof.stop()
+        prof.start(int(step))
+        _Controller.step = int(step)
+    except Exception as e:  # never stop training
+        import sys
+        _Controller.failed = True
+        sys.stderr.write(f"rlprof: warning: verl's controller is not recorded ({e!r}); "
+                         "training continues\n")
+
+
+def controller_stop() -> None:
+    """Closes the controller's window (after verl stopped its workers' profilers)."""
+    prof = _Controller.profiler
+    if prof is None or _Controller.step is None:
+        return
+    try:
+        prof.stop()
+        prof.flush()
+    except Exception as e:
+        import sys
+        sys.stderr.write(f"rlprof: warning: verl's controller window did not close ({e!r})\n")
+    _Controller.step = None
 
 
 def _wrap_marked_timer(orig: Callable[..., Any]) -> Callable[..., Any]:

@@ -58,13 +58,24 @@ def _continues_a_run(trainer: Any) -> bool:
         return False
 
 
+def _tool_rlprof(trainer: Any) -> bool:
+    try:
+        return trainer.config.global_profiler.tool == "rlprof"
+    except Exception:
+        return False
+
+
 def patch_trainer(module: Any) -> None:
     """verl.trainer.ppo.ray_trainer: RayPPOTrainer._start_profiling notes the step (every step
-    calls it, profiled or not)."""
+    calls it, profiled or not); with tool rlprof, `_start_profiling` / `_stop_profiling` also
+    open and close the controller's own window (rlprof.integrations.verl, role `controller`)
+    around the worker groups' ones."""
     cls = getattr(module, "RayPPOTrainer", None)
     fn = cls.__dict__.get("_start_profiling") if cls is not None else None
+    stop_fn = cls.__dict__.get("_stop_profiling") if cls is not None else None
     if fn is None or getattr(fn, "_rlprof_patched", False):
         return
+    from rlprof.integrations import verl as verl_integration
 
     @functools.wraps(fn)
     def _start_profiling(self: Any, do_profile: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -75,10 +86,25 @@ def patch_trainer(module: Any) -> None:
             # (rlprof's backend keeps the window open across the boundary: one capture
             # `steps<A>-<B>`, as the plan says).
             do_profile = True
+        if do_profile and _Trainer.step is not None and _tool_rlprof(self):
+            verl_integration.controller_start(int(_Trainer.step))
         return fn(self, do_profile, *args, **kwargs)
 
     _start_profiling._rlprof_patched = True  # type: ignore[attr-defined]
     cls._start_profiling = _start_profiling
+    if stop_fn is None:
+        return
+
+    @functools.wraps(stop_fn)
+    def _stop_profiling(self: Any, do_profile: Any = None, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return stop_fn(self, do_profile, *args, **kwargs)
+        finally:
+            if do_profile and _tool_rlprof(self):
+                verl_integration.controller_stop()
+
+    _stop_profiling._rlprof_patched = True  # type: ignore[attr-defined]
+    cls._stop_profiling = _stop_profiling
 
 
 def patch_server_manager(module: Any) -> None:
