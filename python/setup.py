@@ -82,5 +82,15 @@ class BuildPy(build_py):
                        os.path.join(self.build_lib, "rlprof-bootstrap.pth"))
 
 
-setup(ext_modules=[CMakeExtension("rlprof._rlprof")],
+def _version() -> str:
+    """The version's one source: the root CMakeLists.txt's project(rlprof VERSION x.y.z)."""
+    import re
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        m = re.search(r"project\(rlprof\s+VERSION\s+([0-9.]+)", f.read())
+    if m is None:
+        raise RuntimeError("no project(rlprof VERSION ...) in CMakeLists.txt")
+    return m.group(1)
+
+
+setup(version=_version(), ext_modules=[CMakeExtension("rlprof._rlprof")],
       cmdclass={"build_ext": CMakeBuild, "build_py": BuildPy})

@@ -34,7 +34,7 @@ from rlprof.profiler import (  # noqa: F401
     sub_step,
 )
 
-__version__ = "0.1.0"
+from rlprof._rlprof import __version__  # noqa: E402,F401  CMakeLists.txt project(VERSION), via the runtime
 
 # Whether operator capture was built (rlprof.torch, which loads libtorch, is imported only by a
 # Profiler that captures operators, or explicitly).

@@ -18,6 +18,7 @@
 
 #include "python/src/bindings.h"
 #include "python/src/torch_hooks.h"
+#include "src/base/version.h"
 #include "rlprof/rlprof.hpp"
 #include "src/runtime/nvtx_host.h"
 #include "src/config/loader.h"
@@ -225,7 +226,7 @@ void BindSession(py::module_& m) {
 
 PYBIND11_MODULE(_rlprof, m) {
   m.doc() = "rlprof's C++ runtime (use the `rlprof` package)";
-  m.attr("__version__") = "0.1.0";
+  m.attr("__version__") = rlprof::base::Version();
   rlprof::python::BindSession(m);
   rlprof::python::BindMarkers(m);
   rlprof::python::BindAnnotate(m);

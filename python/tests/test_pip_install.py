@@ -16,6 +16,9 @@ import pytest
 
 from conftest import BUILD, ROOT, all_captures
 
+with open(os.path.join(ROOT, "CMakeLists.txt")) as _f:  # the version's one source
+    VERSION = re.search(r"project\(rlprof\s+VERSION\s+([0-9.]+)", _f.read()).group(1)
+
 
 @pytest.mark.skipif(not BUILD or not os.access(os.path.join(BUILD, "bin", "rlprof"), os.X_OK),
                     reason="rlprof is not built")
@@ -41,8 +44,8 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
         assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
         return p.stdout
 
-    assert run(cmd, "version").strip() == "rlprof 0.1.0"          # the installed C++ command
-    assert run(py, "-m", "rlprof", "version").strip() == "rlprof 0.1.0"
+    assert run(cmd, "version").strip() == f"rlprof {VERSION}"          # the installed C++ command
+    assert run(py, "-m", "rlprof", "version").strip() == f"rlprof {VERSION}"
     site = run(py, "-c", "import rlprof, os; print(os.path.dirname(rlprof.__file__))").strip()
     assert os.access(os.path.join(site, "_bin", "rlprof"), os.X_OK)
     # rlprof._analysis (rlprof.analysis without pandas, which this environment lacks) analyses.
@@ -169,8 +172,8 @@ def test_repaired_wheel_is_self_contained(tmp_path):
     assert not outside, "\n".join(outside)
 
     # (b) The console script: the launcher's --version and the C++ command's version.
-    assert run(cmd, "--version").strip() == "rlprof 0.1.0"
-    assert run(cmd, "version").strip() == "rlprof 0.1.0"
+    assert run(cmd, "--version").strip() == f"rlprof {VERSION}"
+    assert run(cmd, "version").strip() == f"rlprof {VERSION}"
     # (c) The package and its extensions import with the standard library alone, and the
     # metadata declares numpy and pandas (rlprof.analysis) under the `analysis` extra only.
     code = ("import sys, rlprof, rlprof._rlprof, rlprof._analysis, rlprof.profiler, rlprof.launch, "
@@ -205,7 +208,7 @@ def test_repaired_wheel_is_self_contained(tmp_path):
 
     fixture = os.path.join(ROOT, "test", "data", "fixtures", "kineto", "hta_trace_compare_base_base.json.gz")
     assert isolated(only(runtime, "runtime"), os.path.join(site, "rlprof", "_bin", "rlprof"),
-                    "version").strip() == "rlprof 0.1.0"
+                    "version").strip() == f"rlprof {VERSION}"
     assert "kineto" in isolated(os.path.join(tmp_path, "runtime"), os.path.join(site, "rlprof", "_bin", "rlprof"),
                                 "summary", fixture)              # gzip: the grafted zlib
     code = ("import json, sys, rlprof._analysis as a; r = a.analyse([sys.argv[1]]); "

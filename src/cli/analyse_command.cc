@@ -18,6 +18,7 @@
 #include <ostream>
 
 #include "src/analysis/run_pipeline.h"
+#include "src/base/version.h"
 #include "src/analysis/tables.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
@@ -76,7 +77,7 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
   // Per-kernel rows go into kernel_details and are freed once written: nothing below reads them.
   analysis::RunWriteOptions wopts{.exports = a.exports, .keep_kernel_rows = false};
   wopts.page = [&](const nlohmann::json& summary) -> base::StatusOr<std::string> {
-    return report::RenderHtmlReport(report::ReportData(run.inputs, summary, title, RLPROF_VERSION));
+    return report::RenderHtmlReport(report::ReportData(run.inputs, summary, title, base::Version()));
   };
   auto written = analysis::AnalyseAndWriteRun(a.paths, cfg, a.output, wopts, &run);
   for (const auto& r : run.inputs)

@@ -8,6 +8,7 @@
 #include "src/analysis/run.h"
 #include "src/analysis/run_pipeline.h"
 #include "src/base/files.h"
+#include "src/base/version.h"
 #include "src/cli/cli.h"
 #include "src/format/diagnostics.h"
 #include "src/format/json_escape.h"
@@ -149,7 +150,7 @@ base::Status AnalyseForReport(const std::string& path, const std::string& baseli
   std::unique_ptr<analysis::Comparison> cmp;
   if (!baseline.empty()) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   out->data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,
-                                 RLPROF_VERSION, cmp.get(), baseline_label, current_label);
+                                 base::Version(), cmp.get(), baseline_label, current_label);
   out->inputs = results.size();
   out->compared = cmp != nullptr;
   out->diagnostics = found;

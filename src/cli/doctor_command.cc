@@ -29,6 +29,7 @@
 #include "src/cli/cli.h"
 #include "src/base/files.h"
 #include "src/base/strings.h"
+#include "src/base/version.h"
 #include "src/cli/command.h"
 #include "src/config/device.h"
 #include "src/config/loader.h"
@@ -37,9 +38,6 @@
 #include "src/sources/cupti_api.h"
 #endif
 
-#ifndef RLPROF_VERSION
-#define RLPROF_VERSION "0.0.0"
-#endif
 
 namespace rlprof::cli {
 namespace {
@@ -174,7 +172,7 @@ Command AddDoctorCommand(CLI::App& app) {
   cmd->add_option("config", *words, "A profiler config (verl, MindSpeed-RL or rlprof YAML) and Hydra overrides");
   return {cmd, [as_json, words](Io& io) {
     json report;
-    report["version"] = RLPROF_VERSION;
+    report["version"] = base::Version();
     std::optional<config::Plan> plan;
     if (!words->empty()) {
       const std::vector<std::string> overrides(words->begin() + 1, words->end());
@@ -199,7 +197,7 @@ Command AddDoctorCommand(CLI::App& app) {
     if (*as_json) {
       io.out << report.dump(1) << "\n";
     } else {
-      io.out << "rlprof " << RLPROF_VERSION << "\n";
+      io.out << "rlprof " << base::Version() << "\n";
       if (plan) {
         const json& c = report["config"];
         const auto& roles = c["device_roles"];

@@ -60,7 +60,7 @@ std::vector<Capture> SampleCaptures() {
     c.has_manifest = true;
     m.format = "rlprof-capture";
     m.format_version = 1;
-    m.rlprof_version = "0.1.0";
+    m.rlprof_version = "0.1.0";  // what this fixture says made it (not the build's version)
     m.run_id = "20261122-051500-golden";
     m.scope = "e2e";
     m.mode = "e2e";

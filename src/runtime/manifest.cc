@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/base/version.h"
+
 namespace rlprof::runtime {
 
 std::string ManifestJson(const ManifestData& m) {
@@ -9,7 +11,7 @@ std::string ManifestJson(const ManifestData& m) {
   json j;
   j["format"] = "rlprof-capture";
   j["format_version"] = 1;
-  j["rlprof_version"] = "0.1.0";
+  j["rlprof_version"] = base::Version();
   j["run_id"] = m.run_id;
   j["scope"] = m.scope;
   j["mode"] = m.mode;
