@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/base/files.h"
+#include "src/base/golden_test_util.h"
 #include "src/base/strings.h"
 #include "src/cli/cli.h"
 #include "src/cli/cli_test_util.h"
@@ -38,17 +39,7 @@ std::vector<std::string> Words(const std::string& s) {
   return out;
 }
 
-bool UpdateGolden() { return std::getenv("RLPROF_UPDATE_GOLDEN") != nullptr; }
-
-void CompareGolden(const std::string& path, const std::string& actual) {
-  if (UpdateGolden()) {
-    ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok()) << path;
-    return;
-  }
-  auto expected = base::ReadFile(path);
-  ASSERT_TRUE(expected.ok()) << path << " is missing; run with RLPROF_UPDATE_GOLDEN=1";
-  EXPECT_EQ(*expected, actual) << "golden mismatch: " << path;
-}
+void CompareGolden(const std::string& path, const std::string& actual) { EXPECT_GOLDEN(path, actual); }
 
 class GoldenPlanTest : public ::testing::Test {
  protected:

@@ -12,6 +12,7 @@
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/tables.h"
 #include "src/base/files.h"
+#include "src/base/golden_test_util.h"
 
 namespace rlprof::analysis {
 namespace {
@@ -19,15 +20,7 @@ namespace {
 const std::string kGolden = std::string(RLPROF_SOURCE_DIR) + "/test/golden/analysis/contents/";
 
 void ExpectGolden(const std::string& rel, const std::string& actual) {
-  const std::string path = kGolden + rel;
-  if (std::getenv("RLPROF_UPDATE_GOLDEN")) {
-    ASSERT_TRUE(base::MakeDirs(kGolden).ok());
-    ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok());
-    return;
-  }
-  auto expected = base::ReadFile(path);
-  ASSERT_TRUE(expected.ok()) << path << " (run with RLPROF_UPDATE_GOLDEN=1 to create it)";
-  EXPECT_EQ(*expected, actual) << "golden mismatch: " << path;
+  EXPECT_GOLDEN(kGolden + rel, actual);
 }
 
 // One step (0..1000 µs) with stages rollout_generate [0, 400) and actor_update [400, 1000).

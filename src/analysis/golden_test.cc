@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "src/base/golden_test_util.h"
 #include "src/analysis/analyse.h"
 #include "src/analysis/compare.h"
 #include "src/analysis/readers/readers.h"
@@ -27,15 +28,7 @@ namespace {
 const std::string kGolden = std::string(RLPROF_SOURCE_DIR) + "/test/golden/analysis/";
 
 void ExpectGolden(const std::string& rel, const std::string& actual) {
-  const std::string path = kGolden + rel;
-  if (std::getenv("RLPROF_UPDATE_GOLDEN")) {
-    ASSERT_TRUE(base::MakeDirs(path.substr(0, path.rfind('/'))).ok());
-    ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok());
-    return;
-  }
-  auto expected = base::ReadFile(path);
-  ASSERT_TRUE(expected.ok()) << path << " (run with RLPROF_UPDATE_GOLDEN=1 to create it)";
-  EXPECT_EQ(*expected, actual) << "golden mismatch: " << path;
+  EXPECT_GOLDEN(kGolden + rel, actual);
 }
 
 void ExpectTablesGolden(const std::string& dir, const TraceAnalysis& a,

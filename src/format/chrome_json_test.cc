@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/files.h"
+#include "src/base/golden_test_util.h"
 #include "src/format/event_schema.h"
 #include "src/format/json_escape.h"
 #include "src/format/sample_capture.h"
@@ -178,25 +179,7 @@ TEST(ChromeJsonGoldenTest, SampleCapturesMatchTheGoldenFile) {
   const std::string golden = std::string(RLPROF_SOURCE_DIR) + "/test/golden/format/sample_trace.json";
   StringSink sink;
   WriteChromeJson(SampleCaptures(), &sink);
-  if (const char* u = std::getenv("RLPROF_UPDATE_GOLDEN"); u != nullptr && std::string(u) == "1") {
-    ASSERT_TRUE(base::WriteFileAtomic(golden, sink.data).ok());
-  }
-  auto expected = base::ReadFile(golden);
-  ASSERT_TRUE(expected.ok()) << golden << " missing: run with RLPROF_UPDATE_GOLDEN=1";
-  if (sink.data == *expected) return;
-  // Show the first differing line rather than two whole files.
-  std::istringstream got(sink.data), want(*expected);
-  std::string g, w;
-  int line = 0;
-  while (true) {
-    ++line;
-    bool more_g = static_cast<bool>(std::getline(got, g));
-    bool more_w = static_cast<bool>(std::getline(want, w));
-    if (g != w || more_g != more_w) break;
-  }
-  ADD_FAILURE() << "export differs from " << golden << " at line " << line << "\n  got:      "
-                << g << "\n  expected: " << w
-                << "\nIf the change is intended, regenerate with RLPROF_UPDATE_GOLDEN=1.";
+  EXPECT_GOLDEN(golden, sink.data);
 }
 
 }  // namespace

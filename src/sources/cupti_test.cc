@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rlprof/rlprof.h"
+#include "src/base/golden_test_util.h"
 #include "src/format/raw.h"
 #include "src/sources/cupti_api.h"
 #include "src/runtime/clock.h"
@@ -289,10 +290,7 @@ TEST_F(CuptiTest, SummaryShowsComputeCommunicationOverlapAndIdleFromDeviceWork) 
   ASSERT_FALSE(j.is_discarded()) << out;
   const std::string got = DeviceSummary(j);
   const std::string golden_path = RLPROF_CUPTI_DATA_DIR "/step.summary.golden";
-  if (std::getenv("RLPROF_UPDATE_GOLDEN") != nullptr) std::ofstream(golden_path) << got;
-  std::ifstream gin(golden_path);
-  const std::string want((std::istreambuf_iterator<char>(gin)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(got, want);
+  EXPECT_GOLDEN(golden_path, got);
   // Not a cpu-only capture, and the step has idle device time (it lasts 3 ms, the work 1.6 ms).
   const std::string text = Shell(Q(RLPROF_CLI) + " summary " + Q(dir), &rc);
   EXPECT_EQ(text.find("cpu-only"), std::string::npos) << text;
