@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# verl 0.9.1's own GRPO trainer (python -m verl.trainer.main_ppo, RayPPOTrainer, FSDP2 actor +
-# ref, a vLLM rollout server, Agent Loop) on a tiny random model, on CPUs: no file of verl or
-# vLLM is edited. Extra arguments are Hydra overrides for verl (e.g. the profiler's).
+# verl 0.9.1's own GRPO trainer (python -m verl.trainer.main_ppo: its default v1 trainer,
+# TaskRunnerV1 + PPOTrainerSync over TransferQueue; `trainer.use_v1=False` for the legacy
+# RayPPOTrainer), FSDP2 actor + ref, a vLLM rollout server, Agent Loop, on a tiny random model,
+# on CPUs: no file of verl or vLLM is edited. Extra arguments are Hydra overrides for verl (e.g.
+# the profiler's, or trainer.v1.trainer_mode=colocate_async).
 #
 #   examples/verl_grpo/run.sh [HYDRA_OVERRIDE ...]
 #
@@ -70,7 +72,7 @@ exec "${launcher[@]}" "$PY" -m verl.trainer.main_ppo \
   actor_rollout_ref.rollout.max_num_seqs=8 actor_rollout_ref.rollout.max_num_batched_tokens=256 \
   actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 \
   actor_rollout_ref.rollout.agent.num_workers=1 \
-  trainer.use_v1=False trainer.n_gpus_per_node="$RANKS" trainer.nnodes=1 \
+  trainer.n_gpus_per_node="$RANKS" trainer.nnodes=1 \
   trainer.logger=[console] trainer.total_training_steps="$STEPS" trainer.total_epochs=1 \
   trainer.val_before_train=False trainer.test_freq=-1 trainer.save_freq=-1 \
   trainer.project_name=rlprof trainer.experiment_name=verl_grpo \

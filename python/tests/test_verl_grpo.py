@@ -62,7 +62,7 @@ def _run(cli: str, work: str, overrides: List[str]) -> Dict[str, object]:
 
 @pytest.fixture(scope="module")
 def e2e(rlprof_cli, tmp_path_factory):
-    """End-to-end windows on steps 2 and 3, operators on."""
+    """verl's default (v1) trainer: end-to-end windows on steps 2 and 3, operators on."""
     return _run(rlprof_cli, str(tmp_path_factory.mktemp("verl_e2e")),
                 ["global_profiler.steps=[2,3]",
                  "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"])
@@ -70,13 +70,22 @@ def e2e(rlprof_cli, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def discrete(rlprof_cli, tmp_path_factory):
-    """Discrete windows on step 2 with the rollout's decode window [2, 6), and a
-    profile_continuous_steps run over steps 2-3 can't mix with it (discrete): steps [2] only."""
+    """verl's default (v1) trainer: discrete windows on step 2 with the rollout's decode window
+    [2, 6) (a profile_continuous_steps run cannot mix with discrete: steps [2] only)."""
     return _run(rlprof_cli, str(tmp_path_factory.mktemp("verl_discrete")),
                 ["global_profiler.steps=[2]",
                  "+actor_rollout_ref.actor.profiler.tool_config.rlprof.discrete=True",
                  "+actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start=2",
                  "+actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end=6"])
+
+
+@pytest.fixture(scope="module")
+def legacy(rlprof_cli, tmp_path_factory):
+    """verl's legacy trainer (`trainer.use_v1=False`: RayPPOTrainer, deprecated but still
+    shipped): one profile_continuous_steps run over steps 2-3."""
+    return _run(rlprof_cli, str(tmp_path_factory.mktemp("verl_legacy")),
+                ["trainer.use_v1=False", "global_profiler.steps=[2,3]",
+                 "global_profiler.profile_continuous_steps=True"])
 
 
 def _plan(cli: str, run: str) -> List[tuple]:
@@ -124,17 +133,15 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
                if int(r["step"]) == step}
         window = got[("step_window", "", "(step window)")]
         gen = got[("stage", "rollout", "rollout_generate")]
-        # The windows (the controller's, the widest) open inside verl's start_profile call and
-        # close inside its stop_profile call, just around the `step` timer: they hold the step,
-        # and exceed it by at most 1 % beyond the time verl's own start_profile/stop_profile
-        # timers took (quiet machine: +0.6-0.8 %, about 3 ms; the RPCs grow under load, and the
-        # slack with them, so the check holds on a loaded machine too).
-        assert window >= t["step"], (step, window, t["step"])
-        assert window <= 1.01 * t["step"] + t["start_profile"] + t["stop_profile"], (step, window, t)
-        # The rollout stage, in the engine: from verl's start_profile to its stop_profile, both
-        # inside the `gen` timer; within 5 % of it (and 50 ms of RPC slack for a loaded machine).
-        assert gen <= t["gen"], (step, gen, t["gen"])
-        assert gen >= 0.95 * t["gen"] - 0.05, (step, gen, t["gen"])
+        # verl's v1 trainer starts its profilers inside its `step` timer (after on_step_begin);
+        # the controller's window (the widest) opens there and closes when that timer ends: it
+        # is the step less on_step_begin (quiet machine: -0.65 % and -0.004 %). Checked within
+        # 5 % and 50 ms, a form load cannot break.
+        assert window <= t["step"] + 0.05, (step, window, t["step"])
+        assert window >= 0.95 * t["step"] - 0.05, (step, window, t["step"])
+        # The rollout stage, in the engine: from verl's start of the rollout's profiling (at the
+        # step's start, v1) to its stop after sampling; within 5 % of verl's `gen` (and 50 ms).
+        assert abs(gen - t["gen"]) <= 0.05 * t["gen"] + 0.05, (step, gen, t["gen"])
         for stage, role, timer in (("actor_compute_log_prob", "actor", "old_log_prob"),
                                    ("ref_compute_log_prob", "ref", "ref"),
                                    ("actor_update", "actor", "update_actor")):
@@ -144,12 +151,32 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
         # verl's controller lane: each marked_timer of the step is a stage of role `controller`
         # (rlprof's vocabulary: gen is rollout_generate, adv compute_advantage, ...), timed in the
         # same block as verl's own timing_s/<timer>: equal to it but for a few Python calls.
-        for stage, timer in (("rollout_generate", "gen"), ("actor_compute_log_prob", "old_log_prob"),
-                             ("ref_compute_log_prob", "ref"), ("compute_advantage", "adv"),
-                             ("actor_update", "update_actor"), ("weight_sync", "update_weights"),
-                             ("compute_rm_score", "reward")):
+        timers = (("rollout_generate", "gen"), ("actor_compute_log_prob", "old_log_prob"),
+                  ("ref_compute_log_prob", "ref"), ("compute_advantage", "adv"),
+                  ("actor_update", "update_actor"), ("weight_sync", "update_weights"),
+                  ("compute_rm_score", "reward"))
+        assert sum(timer in t for _, timer in timers) >= 6, sorted(t)
+        for stage, timer in timers:
+            if timer not in t:  # (v1 times `reward` only when the controller computes it)
+                continue
             ours = got[("stage", "controller", stage)]
             assert ours <= t[timer] and ours >= 0.95 * t[timer] - 0.05, (step, stage, ours, t[timer])
+
+
+def test_legacy_trainer_continuous_steps_are_one_capture_per_process_with_the_controller(rlprof_cli, legacy):
+    caps = legacy["captures"]
+    assert sorted(capture_key(c) for c in caps) == _plan(rlprof_cli, legacy["run"])
+    got = sorted((manifest(c)["scope"], tuple(manifest(c)["identity"]["roles"])) for c in caps)
+    assert got == [("steps2-3", ("actor", "rollout", "ref")), ("steps2-3", ("controller",)),
+                   ("steps2-3", ("rollout",))], got
+    for c in caps:
+        m = manifest(c)
+        assert m["complete"] is True and m["steps"] == [2, 3] and m["counts"]["events"] > 0, c
+    # The controller recorded both steps' stages in its one window.
+    rows = _run_view(rlprof_cli, legacy["run"], os.path.join(legacy["run"], "..", "an"))
+    ctl = {(int(r["step"]), r["stage"]) for r in rows if r["role"] == "controller" and r["kind"] == "stage"}
+    assert {(2, "rollout_generate"), (3, "rollout_generate"), (2, "actor_update"),
+            (3, "actor_update"), (2, "compute_advantage"), (3, "compute_advantage")} <= ctl, ctl
 
 
 def test_discrete_captures_are_the_plan_and_the_decode_window_is_honoured(rlprof_cli, discrete):

@@ -353,6 +353,7 @@ class _Controller:
     profiler: Optional[Profiler] = None
     failed = False
     step: Optional[int] = None
+    close_after_step = False  # close when verl's `step` timer ends (its v1 trainer)
 
 
 def controller_start(step: int) -> None:
@@ -383,8 +384,14 @@ def controller_start(step: int) -> None:
                          "training continues\n")
 
 
-def controller_stop() -> None:
-    """Closes the controller's window (after verl stopped its workers' profilers)."""
+def controller_stop(after_step_timer: bool = False) -> None:
+    """Closes the controller's window (after verl stopped its workers' profilers); with
+    `after_step_timer`, when verl's `step` timer ends instead (verl's v1 trainer stops its
+    profilers inside that timer, before the step's last stages: update_weights)."""
+    if after_step_timer:
+        _Controller.close_after_step = _Controller.step is not None
+        return
+    _Controller.close_after_step = False
     prof = _Controller.profiler
     if prof is None or _Controller.step is None:
         return
@@ -403,9 +410,13 @@ def _wrap_marked_timer(orig: Callable[..., Any]) -> Callable[..., Any]:
     @contextlib.contextmanager
     @functools.wraps(orig)
     def marked_timer(name: str, timing_raw: Any, *args: Any, **kwargs: Any) -> Any:
-        with orig(name, timing_raw, *args, **kwargs) as v:
-            with _stage_or_range(name):
-                yield v
+        try:
+            with orig(name, timing_raw, *args, **kwargs) as v:
+                with _stage_or_range(name):
+                    yield v
+        finally:
+            if name == "step" and _Controller.close_after_step:
+                controller_stop()  # verl's v1 trainer: the window holds its whole `step` timer
     return marked_timer
 
 

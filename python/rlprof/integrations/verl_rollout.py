@@ -107,6 +107,65 @@ def patch_trainer(module: Any) -> None:
     cls._stop_profiling = _stop_profiling
 
 
+def _v1_continues_a_run(trainer: Any) -> bool:
+    try:
+        gp = trainer.config.global_profiler
+        return (gp.tool == "rlprof" and bool(gp.get("profile_continuous_steps", False)) and
+                bool(trainer.curr_step_profile) and bool(trainer.prev_step_profile))
+    except Exception:
+        return False
+
+
+def patch_trainer_v1(module: Any) -> None:
+    """verl.trainer.ppo.v1.trainer_base (verl 0.9's default trainer, `trainer.use_v1: true`:
+    PPOTrainer and its sync / colocated-async / separate-async subclasses). Its
+    `_start_profiling()` / `_stop_profiling()` decide from the trainer's own flags and run inside
+    the `step` timer; patched like the legacy trainer's: the step noted for the rollout servers,
+    the steps inside a profile_continuous_steps run told to the workers, and the controller's
+    window opened there and closed when the `step` timer ends."""
+    cls = getattr(module, "PPOTrainer", None)
+    start = cls.__dict__.get("_start_profiling") if cls is not None else None
+    stop = cls.__dict__.get("_stop_profiling") if cls is not None else None
+    if start is None or stop is None or getattr(start, "_rlprof_patched", False):
+        return
+    from rlprof.integrations import verl as verl_integration
+
+    @functools.wraps(start)
+    def _start_profiling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _Trainer.step = getattr(self, "global_steps", None)
+        profiled = bool(getattr(self, "curr_step_profile", False))
+        if profiled and _Trainer.step is not None and _tool_rlprof(self):
+            verl_integration.controller_start(int(_Trainer.step))
+        if _v1_continues_a_run(self):
+            # verl starts a continuous run only at its first step: let it start this one too
+            # (rlprof's backends carry the open window over: one capture steps<A>-<B>).
+            saved, self.prev_step_profile = self.prev_step_profile, False
+            try:
+                return start(self, *args, **kwargs)
+            finally:
+                self.prev_step_profile = saved
+        return start(self, *args, **kwargs)
+
+    @functools.wraps(stop)
+    def _stop_profiling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        was = bool(getattr(self, "curr_step_profile", False))
+        try:
+            return stop(self, *args, **kwargs)
+        finally:
+            nxt = bool(getattr(self, "curr_step_profile", False))  # verl moved next into curr
+            try:
+                continuous = bool(self.config.global_profiler.get("profile_continuous_steps", False))
+            except Exception:
+                continuous = False
+            if was and not (continuous and nxt) and _tool_rlprof(self):
+                verl_integration.controller_stop(after_step_timer=True)
+
+    _start_profiling._rlprof_patched = True  # type: ignore[attr-defined]
+    _stop_profiling._rlprof_patched = True  # type: ignore[attr-defined]
+    cls._start_profiling = _start_profiling
+    cls._stop_profiling = _stop_profiling
+
+
 def patch_server_manager(module: Any) -> None:
     """verl.workers.rollout.llm_server: LLMServerManager.start_profile passes the trainer's step
     to servers whose profiler tool is rlprof."""
