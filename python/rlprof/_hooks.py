@@ -44,6 +44,7 @@ PATCHES: Dict[str, _Patch] = {
     "verl.workers.engine_workers": _patch("verl", "patch_engine_workers"),
     "verl.trainer.ppo.ray_trainer": _patch("verl_rollout", "patch_trainer"),
     "verl.trainer.ppo.v1.trainer_base": _patch("verl_rollout", "patch_trainer_v1"),
+    "verl.experimental.reward_loop.reward_loop": _patch("verl_reward", "patch_reward_loop"),
     "verl.workers.rollout.llm_server": _patch("verl_rollout", "patch_server_manager"),
     "verl.workers.rollout.vllm_rollout.vllm_async_server": _patch("verl_rollout", "patch_vllm_server"),
     "vllm.v1.worker.gpu_model_runner": _patch("vllm", "patch_model_runner_module"),

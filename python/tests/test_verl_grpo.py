@@ -62,10 +62,14 @@ def _run(cli: str, work: str, overrides: List[str]) -> Dict[str, object]:
 
 @pytest.fixture(scope="module")
 def e2e(rlprof_cli, tmp_path_factory):
-    """verl's default (v1) trainer: end-to-end windows on steps 2 and 3, operators on."""
+    """verl's default (v1) trainer: end-to-end windows on steps 2 and 3, operators on; the
+    reward loop's worker recorded too (the reward block of rlprof's verl dialect; one worker, so
+    that every sample is scored there: verl picks a worker at random per sample)."""
     return _run(rlprof_cli, str(tmp_path_factory.mktemp("verl_e2e")),
                 ["global_profiler.steps=[2,3]",
-                 "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"])
+                 "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]",
+                 "reward.num_workers=1", "+reward_model.profiler.enable=True",
+                 "+reward_model.profiler.all_ranks=True"])
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +118,11 @@ def test_e2e_captures_are_the_plan_and_the_rollout_is_recorded_where_it_runs(rlp
     caps = e2e["captures"]
     assert sorted(capture_key(c) for c in caps) == _plan(rlprof_cli, e2e["run"])
     roles = sorted(tuple(manifest(c)["identity"]["roles"]) for c in caps)
-    assert roles == [("actor", "rollout", "ref")] * 2 + [("controller",)] * 2 + [("rollout",)] * 2
+    assert roles == ([("actor", "rollout", "ref")] * 2 + [("controller",)] * 2 + [("reward",)] * 2 +
+                     [("rollout",)] * 2), roles
+    # the reward loop's worker (rank 0) scored in each step's window: stage compute_rm_score
+    assert sorted((manifest(c)["steps"][0], manifest(c)["identity"]["rank"]) for c in caps
+                  if manifest(c)["identity"]["roles"] == ["reward"]) == [(2, 0), (3, 0)]
     for c in caps:  # no capture left unfinished, none that says 0 events over real data
         m = manifest(c)
         assert m["complete"] is True and m["window"]["close_reason"] == "step_end", c
@@ -133,6 +141,8 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
                if int(r["step"]) == step}
         window = got[("step_window", "", "(step window)")]
         gen = got[("stage", "rollout", "rollout_generate")]
+        # the samples' scoring in the reward loop's workers, during generation
+        assert 0 < got[("stage", "reward", "compute_rm_score")] <= gen, (step, got)
         # verl's v1 trainer starts its profilers inside its `step` timer (after on_step_begin);
         # the controller's window (the widest) opens there and closes when that timer ends: it
         # is the step less on_step_begin (quiet machine: -0.65 % and -0.004 %). Checked within

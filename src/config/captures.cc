@@ -209,6 +209,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     std::vector<std::string> roles;
     bool replicas = false;  // ranks are rollout replica ranks
     bool single = false;    // one process (verl's controller), whatever the world size
+    int64_t count = 0;      // > 0: that many processes, ranks 0..count-1, whatever the world size
   };
   std::vector<Worker> workers;
   if (plan.dialect == Dialect::kMindSpeedRl) {
@@ -226,7 +227,17 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     if (const RolePlan* critic = plan.FindRole("critic"); critic != nullptr && critic->enabled)
       fused.roles.push_back("critic");
     workers.push_back(fused);
-    workers.push_back({"reward_model", {"reward"}});
+    // verl >= 0.9 has no reward-model worker: its reward loop's workers score (one process
+    // each, numbered 0..num_workers-1 whatever the world size), recorded with tool rlprof.
+    if (plan.reward_loop_workers > 0) {
+      if (plan.tool == Tool::kRlprof) {
+        Worker loop{"reward loop", {"reward"}};
+        loop.count = plan.reward_loop_workers;
+        workers.push_back(loop);
+      }
+    } else {
+      workers.push_back({"reward_model", {"reward"}});
+    }
     // verl >= 0.9 generates in Agent-Loop rollout servers (vLLM/SGLang engines in processes of
     // their own). With tool rlprof, rlprof records each selected replica's generation there,
     // end-to-end too: one capture per step and replica besides the trainer worker's. (A
@@ -268,6 +279,8 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     bool any_all = false;
     if (wk.single) {
       cands = {0};
+    } else if (wk.count > 0) {
+      for (int64_t r = 0; r < wk.count; ++r) cands.push_back(r);
     } else if (opt.world_size > 0) {
       const int64_t n = wk.replicas ? std::max<int64_t>(1, opt.world_size / std::max<int64_t>(1, opt.replica_size))
                                     : opt.world_size;

@@ -170,6 +170,33 @@ TEST(LoaderTest, AColocatedVerlCriticIsCapturedInTheFusedWorker) {
   EXPECT_EQ(sum_off.rows[1].worker, "controller");
 }
 
+// verl >= 0.9 scores rewards in its reward loop's workers (reward.num_workers processes, no
+// reward-model worker): with tool rlprof the reward block selects them by index, whatever the
+// world size; a config without the reward loop keeps the reward-model worker.
+TEST(LoaderTest, VerlsRewardLoopWorkersAreTheRewardRolesProcesses) {
+  const std::string head =
+      "global_profiler: {tool: rlprof, steps: [2]}\n"
+      "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0]}}}\n";
+  LoadOptions o;
+  o.world_size = 2;
+  auto rows = [&](const std::string& yaml) {
+    std::vector<std::string> out;
+    for (const auto& r : EnumerateCaptures(MustLoad(yaml), o).rows)
+      if (r.worker != "actor_rollout_ref" && r.worker != "controller" && r.worker != "rollout replicas")
+        out.push_back(r.worker + ":" + r.scope + "@" + r.ranks + "x" + std::to_string(r.captures));
+    return out;
+  };
+  EXPECT_EQ(rows(head + "reward: {num_workers: 3}\nreward_model: {profiler: {enable: true, all_ranks: true}}\n"),
+            (std::vector<std::string>{"reward loop:e2e@0-2x3"}));
+  EXPECT_EQ(rows(head + "reward: {num_workers: 8}\nreward_model: {profiler: {enable: true, ranks: [1, 5]}}\n"),
+            (std::vector<std::string>{"reward loop:e2e@1,5x2"}));
+  EXPECT_TRUE(rows(head + "reward: {num_workers: 8}\nreward_model: {profiler: {enable: false}}\n").empty());
+  EXPECT_TRUE(rows(head + "reward: {num_workers: 8}\n").empty());
+  // No reward loop in the config (verl < 0.9): the reward block is the reward-model worker's.
+  EXPECT_EQ(rows(head + "reward_model: {profiler: {enable: true, ranks: [1]}}\n"),
+            (std::vector<std::string>{"reward_model:e2e@1x1"}));
+}
+
 // verl's single controller (RayPPOTrainer.fit in its TaskRunner) records each profiled step's
 // stages with tool rlprof: one e2e capture a step window on rank 0 whatever the world size, in
 // discrete runs too; continuous steps are one window; other tools have no controller lane.

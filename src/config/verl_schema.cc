@@ -425,6 +425,10 @@ void ParseVerlGen3(ParseContext& ctx) {
   }
   if (!doc.Get({"global_profiler", "global_tool_config", "rlprof", "combine"}).present())
     RefFollowsActor(plan, raws[2].present);
+  // verl >= 0.9 scores in its reward loop's workers (reward.num_workers of them; the reward
+  // model, when there is one, is served by rollout servers): the reward block selects those.
+  if (Ref reward = doc.Get({"reward"}); reward.present() && reward.node.IsMap())
+    if (auto n = rd.Int(reward, "num_workers", 1)) plan.reward_loop_workers = *n;
   // verl's single controller (the TaskRunner process running RayPPOTrainer.fit) starts and
   // stops every worker group's profiler and times the step's stages (marked_timer: gen, reward,
   // old_log_prob, adv, update_actor, ...). With tool rlprof it records them too, on every step

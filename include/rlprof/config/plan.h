@@ -112,6 +112,9 @@ struct Plan {
   Tool tool = Tool::kNone;
   StepSelection steps;
   bool continuous_steps = false;
+  // verl >= 0.9: its reward loop's worker processes (`reward.num_workers`), 0 when the config
+  // has no reward loop (then a reward block means a reward-model worker).
+  int64_t reward_loop_workers = 0;
   std::string save_path = "outputs/profile";
   std::vector<ExportFormat> exports = {ExportFormat::kText};
   CombinePolicy combine = CombinePolicy::kUnion;

@@ -79,6 +79,9 @@ def profiler_part(config: Any) -> Optional[Dict[str, Any]]:
             _set(out, path + ("profiler",), block)
             tools.append(block.get("tool"))
     _inherit_rollout_block(out)
+    reward = tree.get("reward")  # verl >= 0.9: its reward loop's worker count (the plan's ranks)
+    if isinstance(reward, dict) and isinstance(reward.get("num_workers"), int):
+        out.setdefault("reward", {})["num_workers"] = reward["num_workers"]
     trainer = tree.get("trainer")
     if isinstance(trainer, dict):
         keep = {k: trainer[k] for k in ("total_training_steps", "total_epochs", "n_gpus_per_node",

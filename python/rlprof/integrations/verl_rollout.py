@@ -76,6 +76,7 @@ def patch_trainer(module: Any) -> None:
     if fn is None or getattr(fn, "_rlprof_patched", False):
         return
     from rlprof.integrations import verl as verl_integration
+    from rlprof.integrations import verl_reward
 
     @functools.wraps(fn)
     def _start_profiling(self: Any, do_profile: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -88,6 +89,7 @@ def patch_trainer(module: Any) -> None:
             do_profile = True
         if do_profile and _Trainer.step is not None and _tool_rlprof(self):
             verl_integration.controller_start(int(_Trainer.step))
+            verl_reward.trainer_begin(self, _Trainer.step)
         return fn(self, do_profile, *args, **kwargs)
 
     _start_profiling._rlprof_patched = True  # type: ignore[attr-defined]
@@ -101,6 +103,7 @@ def patch_trainer(module: Any) -> None:
             return stop_fn(self, do_profile, *args, **kwargs)
         finally:
             if do_profile and _tool_rlprof(self):
+                verl_reward.trainer_end(self)
                 verl_integration.controller_stop()
 
     _stop_profiling._rlprof_patched = True  # type: ignore[attr-defined]
@@ -129,6 +132,7 @@ def patch_trainer_v1(module: Any) -> None:
     if start is None or stop is None or getattr(start, "_rlprof_patched", False):
         return
     from rlprof.integrations import verl as verl_integration
+    from rlprof.integrations import verl_reward
 
     @functools.wraps(start)
     def _start_profiling(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -136,6 +140,7 @@ def patch_trainer_v1(module: Any) -> None:
         profiled = bool(getattr(self, "curr_step_profile", False))
         if profiled and _Trainer.step is not None and _tool_rlprof(self):
             verl_integration.controller_start(int(_Trainer.step))
+            verl_reward.trainer_begin(self, _Trainer.step)
         if _v1_continues_a_run(self):
             # verl starts a continuous run only at its first step: let it start this one too
             # (rlprof's backends carry the open window over: one capture steps<A>-<B>).
@@ -158,6 +163,7 @@ def patch_trainer_v1(module: Any) -> None:
             except Exception:
                 continuous = False
             if was and not (continuous and nxt) and _tool_rlprof(self):
+                verl_reward.trainer_end(self)
                 verl_integration.controller_stop(after_step_timer=True)
 
     _start_profiling._rlprof_patched = True  # type: ignore[attr-defined]
