@@ -71,14 +71,16 @@ def test_publish_sets_the_environment_and_writes_the_plan_file(tmp_path, monkeyp
     assert verl_config.resolved_from_env() == part
     path = tmp_path / "run1" / verl_config.FILE_NAME
     assert json.loads(path.read_text()) == part
-    # `rlprof plan` reads that file: the trainer worker's e2e captures and the rollout replica's
+    # `rlprof plan` reads that file: the trainer worker's e2e captures, the rollout replica's and
+    # the controller's
     out = subprocess.run([rlprof_cli, "plan", str(path), "--world-size", "1", "--json"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     rows = {(c["worker"], c["steps"], c["scope"]) for c in plan["captures"]}
     assert rows == {("actor_rollout_ref", "2", "e2e"), ("actor_rollout_ref", "3", "e2e"),
-                    ("rollout replicas", "2", "e2e"), ("rollout replicas", "3", "e2e")}
+                    ("rollout replicas", "2", "e2e"), ("rollout replicas", "3", "e2e"),
+                    ("controller", "2", "e2e"), ("controller", "3", "e2e")}
     assert not any("only captured in discrete" in w for w in plan.get("warnings", []))
 
 
@@ -127,14 +129,23 @@ def test_worker_labels_and_training_worker_stages():
 def test_verl_091_generated_config_plans(rlprof_cli):
     """verl 0.9.1's own generated trainer config (global_tool_config.torch_memory gained
     memory_snapshot_num_steps) loads, and with tool rlprof the rollout replicas are planned in
-    end-to-end mode too."""
+    end-to-end mode too, and the controller's lane (its reward loop's workers only when the
+    reward block is on)."""
     r = subprocess.run([rlprof_cli, "plan", VERL_091, "global_profiler.tool=rlprof",
                         "global_profiler.steps=[2]", "actor_rollout_ref.actor.profiler.enable=true",
                         "actor_rollout_ref.actor.profiler.all_ranks=true", "--world-size", "2",
                         "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     rows = {(c["worker"], c["scope"], c["ranks"]) for c in json.loads(r.stdout)["captures"]}
-    assert rows == {("actor_rollout_ref", "e2e", "0-1"), ("rollout replicas", "e2e", "0-1")}
+    assert rows == {("actor_rollout_ref", "e2e", "0-1"), ("rollout replicas", "e2e", "0-1"),
+                    ("controller", "e2e", "0")}
+    r = subprocess.run([rlprof_cli, "plan", VERL_091, "global_profiler.tool=rlprof",
+                        "global_profiler.steps=[2]", "+reward_model.profiler.enable=true",
+                        "+reward_model.profiler.ranks=[1,7]", "--world-size", "2", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {(c["worker"], c["scope"], c["ranks"]) for c in json.loads(r.stdout)["captures"]}
+    assert rows == {("reward loop", "e2e", "1,7"), ("controller", "e2e", "0")}  # reward.num_workers: 8
 
 
 def test_colocated_workers_share_one_profiler_with_every_role():

@@ -27,6 +27,16 @@ Ref RoleKey(Doc& doc, const RolePlan& r, const std::string& key) {
 void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
   for (const auto& r : plan.roles) {
     if (!r.enabled) continue;
+    if (r.role == "reward" && plan.reward_loop_workers > 0) {
+      // verl >= 0.9: the reward block's ranks are the reward loop's worker indices.
+      for (int64_t rank : r.ranks)
+        if (!r.all_ranks && rank >= plan.reward_loop_workers)
+          doc.Error(RoleKey(doc, r, "ranks"),
+                    "reward loop worker " + std::to_string(rank) + " does not exist: reward.num_workers is " +
+                        std::to_string(plan.reward_loop_workers) + " (workers 0.." +
+                        std::to_string(plan.reward_loop_workers - 1) + ")");
+      continue;
+    }
     if (opt.world_size > 0 && !r.ranks_are_replica_owners) {
       for (int64_t rank : r.ranks)
         if (!r.all_ranks && rank >= opt.world_size)

@@ -192,6 +192,10 @@ TEST(LoaderTest, VerlsRewardLoopWorkersAreTheRewardRolesProcesses) {
             (std::vector<std::string>{"reward loop:e2e@1,5x2"}));
   EXPECT_TRUE(rows(head + "reward: {num_workers: 8}\nreward_model: {profiler: {enable: false}}\n").empty());
   EXPECT_TRUE(rows(head + "reward: {num_workers: 8}\n").empty());
+  // Its ranks are worker indices: past the world size is fine, past num_workers an error.
+  const std::string bad =
+      MustFail(head + "reward: {num_workers: 8}\nreward_model: {profiler: {enable: true, ranks: [9]}}\n", {}, o);
+  EXPECT_NE(bad.find("reward loop worker 9 does not exist: reward.num_workers is 8"), std::string::npos) << bad;
   // No reward loop in the config (verl < 0.9): the reward block is the reward-model worker's.
   EXPECT_EQ(rows(head + "reward_model: {profiler: {enable: true, ranks: [1]}}\n"),
             (std::vector<std::string>{"reward_model:e2e@1x1"}));
