@@ -146,8 +146,7 @@ actor_rollout_ref:
   for (const auto& r : sum.rows) got.push_back(r.worker + ": " + r.scope + ": " + r.sub_steps);
   EXPECT_EQ(got, (std::vector<std::string>{"actor_rollout_ref: actor_update.part1: micro_batch 3-4",
                                            "actor_rollout_ref: actor_update.part2: micro_batch 7 (cut by the stage end)",
-                                           "actor_rollout_ref: rollout_generate: decode 30-69",
-                                           "controller: e2e: "}));
+                                           "actor_rollout_ref: rollout_generate: decode 30-69"}));
   EXPECT_TRUE(sum.warnings.empty()) << sum.warnings.front();
 }
 

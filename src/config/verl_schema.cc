@@ -433,8 +433,12 @@ void ParseVerlGen3(ParseContext& ctx) {
   // stops every worker group's profiler and times the step's stages (marked_timer: gen, reward,
   // old_log_prob, adv, update_actor, ...). With tool rlprof it records them too, on every step
   // verl profiles: one capture a step window, rank 0, markers only (docs/integrations.md,
-  // "The controller lane"). verl's nsys tool profiles the controller likewise.
-  if (plan.tool == Tool::kRlprof && plan.steps.kind != StepSelection::Kind::kNone) {
+  // "The controller lane"). verl's nsys tool profiles the controller likewise. Only in verl's
+  // own trainer config (it has a `trainer` block; rlprof's record of verl's resolved config,
+  // RUN/verl_config.json, keeps it): a verl-format profiler config driving another loop
+  // (examples/grpo_tiny, examples/verl_ray) has no verl controller.
+  const bool verl_trainer = doc.Get({"trainer"}).present() && doc.Get({"trainer"}).node.IsMap();
+  if (plan.tool == Tool::kRlprof && plan.steps.kind != StepSelection::Kind::kNone && verl_trainer) {
     RolePlan c;
     c.role = "controller";
     c.block_path = "global_profiler (controller)";
