@@ -83,13 +83,24 @@ class BuildPy(build_py):
 
 
 def _version() -> str:
-    """The version's one source: the root CMakeLists.txt's project(rlprof VERSION x.y.z)."""
+    """The version's one source: the root CMakeLists.txt's project(rlprof VERSION x.y.z); from a
+    copy of python/ (scripts/wheel, an out-of-tree `pip install`), what the RLPROF_PREBUILT
+    build's own `rlprof version` says (compiled from that line)."""
     import re
-    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
-        m = re.search(r"project\(rlprof\s+VERSION\s+([0-9.]+)", f.read())
-    if m is None:
-        raise RuntimeError("no project(rlprof VERSION ...) in CMakeLists.txt")
-    return m.group(1)
+    cmake = os.path.join(ROOT, "CMakeLists.txt")
+    if os.path.isfile(cmake):
+        with open(cmake) as f:
+            m = re.search(r"project\(rlprof\s+VERSION\s+([0-9.]+)", f.read())
+        if m is not None:
+            return m.group(1)
+    prebuilt = os.environ.get("RLPROF_PREBUILT")
+    if prebuilt:
+        out = subprocess.run([os.path.join(prebuilt, "bin", "rlprof"), "version"],
+                             capture_output=True, text=True, check=True).stdout.split()
+        if len(out) == 2 and out[0] == "rlprof":
+            return out[1]
+    raise RuntimeError("rlprof's version: no CMakeLists.txt above python/ and no RLPROF_PREBUILT "
+                       "build to ask")
 
 
 setup(version=_version(), ext_modules=[CMakeExtension("rlprof._rlprof")],
