@@ -25,26 +25,25 @@ Ref RoleKey(Doc& doc, const RolePlan& r, const std::string& key) {
 
 // Checks that need the whole plan (and the command-line facts in LoadOptions).
 void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
+  // A ranks entry at or past `limit` is an error: "<what> N does not exist: <limit_name> is L (<what>s 0..L-1)".
+  auto check_ranks = [&](const RolePlan& r, int64_t limit, const std::string& what,
+                         const std::string& limit_name) {
+    for (int64_t rank : r.ranks)
+      if (!r.all_ranks && rank >= limit)
+        doc.Error(RoleKey(doc, r, "ranks"),
+                  what + " " + std::to_string(rank) + " does not exist: " + limit_name + " is " +
+                      std::to_string(limit) + " (" + (what == "rank" ? "ranks" : "workers") + " 0.." +
+                      std::to_string(limit - 1) + ")");
+  };
   for (const auto& r : plan.roles) {
     if (!r.enabled) continue;
     if (r.role == "reward" && plan.reward_loop_workers > 0) {
       // verl >= 0.9: the reward block's ranks are the reward loop's worker indices.
-      for (int64_t rank : r.ranks)
-        if (!r.all_ranks && rank >= plan.reward_loop_workers)
-          doc.Error(RoleKey(doc, r, "ranks"),
-                    "reward loop worker " + std::to_string(rank) + " does not exist: reward.num_workers is " +
-                        std::to_string(plan.reward_loop_workers) + " (workers 0.." +
-                        std::to_string(plan.reward_loop_workers - 1) + ")");
+      check_ranks(r, plan.reward_loop_workers, "reward loop worker", "reward.num_workers");
       continue;
     }
-    if (opt.world_size > 0 && !r.ranks_are_replica_owners) {
-      for (int64_t rank : r.ranks)
-        if (!r.all_ranks && rank >= opt.world_size)
-          doc.Error(RoleKey(doc, r, "ranks"),
-                    "rank " + std::to_string(rank) + " does not exist: the world size is " +
-                        std::to_string(opt.world_size) + " (ranks 0.." +
-                        std::to_string(opt.world_size - 1) + ")");
-    }
+    if (opt.world_size > 0 && !r.ranks_are_replica_owners)
+      check_ranks(r, opt.world_size, "rank", "the world size");
     if (opt.world_size > 0 && r.ranks_are_replica_owners)
       for (int64_t rank : r.ranks)
         if (!r.all_ranks && rank >= opt.world_size)
