@@ -3,7 +3,10 @@
 No download: the tokenizer is trained here on a made-up arithmetic corpus, the model's weights are
 random (seeded). verl and vLLM load OUT as they load any Hugging Face model folder.
 
-    python make_model.py OUT
+    python make_model.py OUT            # the policy: a causal LM
+    python make_model.py OUT --reward   # a reward model: the same body with a score head
+                                        # (Qwen2ForSequenceClassification, one label), which
+                                        # verl serves through vLLM's /classify endpoint
 """
 import json
 import os
@@ -11,7 +14,8 @@ import sys
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers import (PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen2ForSequenceClassification)
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -44,17 +48,22 @@ def tokenizer(out: str) -> PreTrainedTokenizerFast:
 
 def main() -> None:
     out = sys.argv[1]
+    reward = "--reward" in sys.argv[2:]
     os.makedirs(out, exist_ok=True)
     tok = tokenizer(out)
     eos, pad = tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")
     cfg = Qwen2Config(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                       num_attention_heads=2, num_key_value_heads=2, head_dim=64,
                       max_position_embeddings=1024, tie_word_embeddings=False,
-                      torch_dtype="bfloat16", eos_token_id=eos, pad_token_id=pad, bos_token_id=None)
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
-    model.generation_config.eos_token_id = eos
-    model.generation_config.pad_token_id = pad
+                      torch_dtype="bfloat16", eos_token_id=eos, pad_token_id=pad, bos_token_id=None,
+                      num_labels=1)
+    torch.manual_seed(1 if reward else 0)
+    if reward:
+        model = Qwen2ForSequenceClassification(cfg).to(torch.bfloat16)
+    else:
+        model = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
+        model.generation_config.eos_token_id = eos
+        model.generation_config.pad_token_id = pad
     model.save_pretrained(out)
     print(json.dumps({"model": out, "params": sum(p.numel() for p in model.parameters()),
                       "vocab": len(tok)}))

@@ -12,6 +12,9 @@
 #   WORKDIR       where the model, data and outputs go               [out/verl_grpo]
 #   RANKS         trainer ranks (FSDP world size; one vLLM replica each)   [1]
 #   STEPS         training steps                                    [3]
+#   RM            1: score with a served reward model instead of the rule (verl 0.9's
+#                 reward.reward_model: a tiny random Qwen2ForSequenceClassification, made
+#                 offline, served by vLLM colocated with the trainer, one replica)   [0]
 #   RLPROF_CLI    the rlprof command: the job runs under `"$RLPROF_CLI" run --` (any path)
 #   LAUNCHER      else a command put before Python, split on spaces (e.g. "rlprof run --")
 # On a machine with GPUs leave out the CPU platform (CPU_PLATFORM=0) and raise the sizes.
@@ -28,6 +31,18 @@ WORKDIR=$(cd "$WORKDIR" && pwd)
 # The model and the data, made offline once (no download).
 [ -f "$WORKDIR/model/config.json" ] || "$PY" "$HERE/make_model.py" "$WORKDIR/model" >/dev/null
 [ -f "$WORKDIR/data/train.parquet" ] || "$PY" "$HERE/make_data.py" "$WORKDIR/data"
+rm_args=()
+if [ "${RM:-0}" = 1 ]; then
+  [ -f "$WORKDIR/reward_model/config.json" ] ||
+    "$PY" "$HERE/make_model.py" "$WORKDIR/reward_model" --reward >/dev/null
+  rm_args=(reward.reward_model.enable=True reward.reward_model.model_path="$WORKDIR/reward_model"
+           reward.reward_model.rollout.name=vllm reward.reward_model.rollout.tensor_model_parallel_size=1
+           reward.reward_model.rollout.gpu_memory_utilization=0.1
+           reward.reward_model.rollout.free_cache_engine=False +reward.reward_model.rollout.enable_sleep_mode=False
+           reward.reward_model.rollout.max_model_len=128 reward.reward_model.rollout.max_num_seqs=8
+           reward.reward_model.rollout.max_num_batched_tokens=256
+           reward.reward_model.rollout.prompt_length=64 reward.reward_model.rollout.response_length=16)
+fi
 
 cpu=()
 if [ "${CPU_PLATFORM:-1}" = 1 ]; then
@@ -77,4 +92,4 @@ exec "${launcher[@]}" "$PY" -m verl.trainer.main_ppo \
   trainer.val_before_train=False trainer.test_freq=-1 trainer.save_freq=-1 \
   trainer.project_name=rlprof trainer.experiment_name=verl_grpo \
   ray_kwargs.ray_init.num_cpus=16 \
-  "${cpu[@]}" "$@"
+  "${cpu[@]}" "${rm_args[@]}" "$@"

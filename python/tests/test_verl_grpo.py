@@ -40,10 +40,10 @@ PROFILE = ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enab
            "actor_rollout_ref.actor.profiler.all_ranks=True"]
 
 
-def _run(cli: str, work: str, overrides: List[str]) -> Dict[str, object]:
+def _run(cli: str, work: str, overrides: List[str], **extra: str) -> Dict[str, object]:
     save = os.path.join(work, "profile")
     env = ray_env(WORKDIR=work, STEPS="3", RLPROF_CLI=cli, PYTHONPATH=PKG,
-               VERL_PYTHON=INTEG_PY, RAY_ADDRESS="local")
+               VERL_PYTHON=INTEG_PY, RAY_ADDRESS="local", **extra)
     # A deadline on progress (conftest.run_job): under other load the job is slower, not failed.
     r = run_job([RUN_SH, f"global_profiler.save_path={save}", *PROFILE, *overrides], env,
                 log_path=os.path.join(work, "job.log"))
@@ -62,14 +62,16 @@ def _run(cli: str, work: str, overrides: List[str]) -> Dict[str, object]:
 
 @pytest.fixture(scope="module")
 def e2e(rlprof_cli, tmp_path_factory):
-    """verl's default (v1) trainer: end-to-end windows on steps 2 and 3, operators on; the
-    reward loop's worker recorded too (the reward block of rlprof's verl dialect; one worker, so
-    that every sample is scored there: verl picks a worker at random per sample)."""
+    """verl's default (v1) trainer: end-to-end windows on steps 2 and 3, operators on; scored
+    by a served reward model (RM=1: a tiny random classifier on a vLLM server of its own) and
+    the reward block of rlprof's verl dialect on, so the reward loop's worker (one, so that
+    every sample is scored there: verl picks a worker at random per sample) and the reward
+    model's engine are recorded too."""
     return _run(rlprof_cli, str(tmp_path_factory.mktemp("verl_e2e")),
                 ["global_profiler.steps=[2,3]",
                  "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]",
                  "reward.num_workers=1", "+reward_model.profiler.enable=True",
-                 "+reward_model.profiler.all_ranks=True"])
+                 "+reward_model.profiler.all_ranks=True"], RM="1")
 
 
 @pytest.fixture(scope="module")
@@ -114,15 +116,37 @@ def _run_view(cli: str, run: str, out: str) -> List[Dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _table(cli: str, capture: str, view: str, table: str) -> List[Dict[str, object]]:
+    out = subprocess.run([cli, "summary", capture, "--view", view, "--json"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)["inputs"][0]["tables"][table]
+    names = [c["name"] for c in t["columns"]]
+    return [dict(zip(names, row)) for row in t["rows"]]
+
+
+def _summary(cli: str, capture: str) -> Dict[str, object]:
+    """A capture's stage durations (µs) and the names of its ranges."""
+    return {"stages": {r["stage"]: r["duration"] for r in _table(cli, capture, "rl", "stage_time")},
+            "ranges": {r["name"] for r in _table(cli, capture, "ranges", "user_ranges")}}
+
+
 def test_e2e_captures_are_the_plan_and_the_rollout_is_recorded_where_it_runs(rlprof_cli, e2e):
     caps = e2e["captures"]
     assert sorted(capture_key(c) for c in caps) == _plan(rlprof_cli, e2e["run"])
     roles = sorted(tuple(manifest(c)["identity"]["roles"]) for c in caps)
-    assert roles == ([("actor", "rollout", "ref")] * 2 + [("controller",)] * 2 + [("reward",)] * 2 +
+    assert roles == ([("actor", "rollout", "ref")] * 2 + [("controller",)] * 2 + [("reward",)] * 4 +
                      [("rollout",)] * 2), roles
-    # the reward loop's worker (rank 0) scored in each step's window: stage compute_rm_score
-    assert sorted((manifest(c)["steps"][0], manifest(c)["identity"]["rank"]) for c in caps
-                  if manifest(c)["identity"]["roles"] == ["reward"]) == [(2, 0), (3, 0)]
+    # role reward, rank 0, each step: the reward loop's worker and the reward model's engine
+    # (replica 0), two processes
+    reward = [c for c in caps if manifest(c)["identity"]["roles"] == ["reward"]]
+    assert sorted((manifest(c)["steps"][0], manifest(c)["identity"]["rank"]) for c in reward) == \
+        [(2, 0), (2, 0), (3, 0), (3, 0)]
+    assert len({manifest(c)["identity"]["pid"] for c in reward}) == 2
+    for c in reward:  # each scored in its step: stage compute_rm_score, and per call / engine step
+        s = _summary(rlprof_cli, c)
+        assert s["stages"].get("compute_rm_score", 0) > 0, (c, s)
+        assert s["ranges"] & {"compute_score", "execute_model"}, (c, s)
     for c in caps:  # no capture left unfinished, none that says 0 events over real data
         m = manifest(c)
         assert m["complete"] is True and m["window"]["close_reason"] == "step_end", c

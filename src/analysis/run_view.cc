@@ -95,10 +95,14 @@ RunView BuildRunView(const std::vector<InputResult>& results) {
         ls.end = st.end;
         ls.input = i;
       } else if (ls.input != i && Overlaps(ls.windows, st.start, st.end)) {
-        // The same stage seen by two captures of one rank (e.g. an e2e and a discrete one):
-        // one is kept, a whole one rather than a sampled part.
+        // The same stage seen by two captures of one rank (e.g. an e2e and a discrete one, or
+        // verl's reward loop worker and the reward model engine it waits for): one is kept, a
+        // whole one rather than a sampled part, else the wider one (whatever the input order).
         v.diagnostics.Add("run_view_duplicate_stage_windows");
-        if (!ls.partial || a.stage_is_capture_window) continue;
+        const bool whole = !a.stage_is_capture_window;
+        const bool wider = st.start <= ls.start && st.end >= ls.end &&
+                           base::SatSub(st.end, st.start) > base::SatSub(ls.end, ls.start);
+        if (!whole || (!ls.partial && !wider)) continue;
         ls = LaneStage{st.start, st.end, 0, false, i, {}};
       }
       ls.windows.emplace_back(st.start, st.end);

@@ -142,6 +142,26 @@ TEST(RunViewTest, StageSeenByTwoCapturesOfOneRankIsKeptOnceTheWholeOnePreferred)
   EXPECT_EQ(v.diagnostics.Get("run_view_duplicate_stage_windows"), 1u);
 }
 
+// Two whole captures of one rank with the same stage (verl's reward loop worker, whose calls
+// wait for the served reward model, and that model's engine): the wider, enclosing one is kept
+// whatever the order the inputs come in.
+TEST(RunViewTest, StageSeenByTwoWholeCapturesOfOneRankKeepsTheEnclosingOneInAnyOrder) {
+  auto worker = [] {
+    return Capture("worker", 0, 0, 1000, {{"reward", "compute_rm_score", 100, 500}}, false);
+  };
+  auto engine = [] {
+    return Capture("engine", 0, 0, 1000, {{"reward", "compute_rm_score", 200, 300}}, false);
+  };
+  for (const auto& inputs : {std::vector<InputResult>{worker(), engine()},
+                             std::vector<InputResult>{engine(), worker()}}) {
+    RunView v = BuildRunView(inputs);
+    const RunViewRow* st = Find(v, RunViewKind::kStage, "compute_rm_score");
+    EXPECT_EQ(At(st, 0), 400 * kUs);
+    EXPECT_EQ(*st->start, 100 * kUs);
+    EXPECT_EQ(v.diagnostics.Get("run_view_duplicate_stage_windows"), 1u);
+  }
+}
+
 TEST(RunViewTest, InputsWithoutRankAreLanesOfTheirOwnAndFailedInputsAreLeftOut) {
   InputResult bad;
   bad.input = bad.name = "broken.json";

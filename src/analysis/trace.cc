@@ -141,20 +141,35 @@ void Trace::Finalize() {
     ForEachSliceColumn(*this, [&](auto& column) { Permute(column, order, scratch.get()); });
   }
   parent.assign(n, -1);
-  // Nesting per track with a stack of open slices.
+  // Nesting per track with a stack of open slices. On an async track (ranges started and
+  // ended by handle: NVTX domain ranges, rlprof_range_start, concurrent coroutines on one
+  // event loop) ranges may overlap without nesting, as async slices do in Perfetto: a range's
+  // parent is the innermost open range that encloses it, if any, and nothing is wrong.
   std::vector<int32_t> stack;
   uint32_t cur_track = UINT32_MAX;
+  bool async = false;
   for (size_t i = 0; i < n; ++i) {
     if (track[i] != cur_track) {
       stack.clear();
       cur_track = track[i];
+      async = cur_track < tracks.size() && tracks[cur_track].type == TrackType::kAsync;
     }
     int64_t end = ts[i] + dur[i];
     while (!stack.empty() && ts[stack.back()] + dur[stack.back()] <= ts[i]) stack.pop_back();
     if (!stack.empty()) {
       int32_t p = stack.back();
-      if (end > ts[p] + dur[p]) diagnostics.Add("improper_nesting");
-      parent[i] = p;
+      if (end <= ts[p] + dur[p]) {
+        parent[i] = p;
+      } else if (!async) {
+        diagnostics.Add("improper_nesting");
+        parent[i] = p;
+      } else {
+        for (size_t k = stack.size(); k-- > 0;)
+          if (ts[stack[k]] + dur[stack[k]] >= end) {
+            parent[i] = stack[k];
+            break;
+          }
+      }
     }
     if (kind[i] == SliceKind::kRange) stack.push_back(static_cast<int32_t>(i));
   }

@@ -82,6 +82,37 @@ TEST(TraceTest, OverlappingButNotNestedSlicesAreCounted) {
   EXPECT_EQ(t.diagnostics.Get("negative_duration"), 1u);
 }
 
+// Async ranges (by handle: concurrent coroutines on one event loop, NVTX domain ranges) may
+// overlap without nesting; a range's parent is the innermost one that encloses it.
+TEST(TraceTest, OverlappingAsyncRangesAreNotImproperNesting) {
+  Trace t;
+  uint32_t a = t.AddTrack({TrackType::kAsync, 1, 0, -1, -1, "async", "p"});
+  t.AddSlice(0, 1000, t.Intern("outer"), 0, a);
+  t.AddSlice(100, 300, t.Intern("call1"), 0, a);
+  t.AddSlice(200, 300, t.Intern("call2"), 0, a);  // overlaps call1, inside outer
+  t.AddSlice(250, 10, t.Intern("inner"), 0, a);   // inside call1 and call2: the newer one
+  t.AddSlice(900, 200, t.Intern("past"), 0, a);   // overlaps outer's end: no parent
+  t.Finalize();
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t.diagnostics.Get("improper_nesting"), 0u);
+  auto row = [&](const char* name) {
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t.str(t.name[i]) == name) return static_cast<int32_t>(i);
+    return -1;
+  };
+  EXPECT_EQ(t.parent[row("call1")], row("outer"));
+  EXPECT_EQ(t.parent[row("call2")], row("outer"));
+  EXPECT_EQ(t.parent[row("inner")], row("call2"));
+  EXPECT_EQ(t.parent[row("past")], -1);
+  // The same slices on a thread's track are counted.
+  Trace th;
+  uint32_t b = th.ThreadTrack(1, 1);
+  th.AddSlice(100, 300, th.Intern("call1"), 0, b);
+  th.AddSlice(200, 300, th.Intern("call2"), 0, b);
+  th.Finalize();
+  EXPECT_EQ(th.diagnostics.Get("improper_nesting"), 1u);
+}
+
 TEST(TraceTest, StreamTracksAreKeyedByDeviceAndStream) {
   Trace t;
   uint32_t s = t.StreamTrack(0, 7);

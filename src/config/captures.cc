@@ -234,6 +234,12 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
         Worker loop{"reward loop", {"reward"}};
         loop.count = plan.reward_loop_workers;
         workers.push_back(loop);
+        // A served reward model's engines (rank = the reward model's replica rank).
+        if (int64_t n = plan.RewardModelReplicas(opt.world_size); n > 0) {
+          Worker servers{"reward model servers", {"reward"}};
+          servers.count = n;
+          workers.push_back(servers);
+        }
       }
     } else {
       workers.push_back({"reward_model", {"reward"}});

@@ -32,14 +32,19 @@ void ValidatePlan(Doc& doc, Plan& plan, const LoadOptions& opt) {
       if (!r.all_ranks && rank >= limit)
         doc.Error(RoleKey(doc, r, "ranks"),
                   what + " " + std::to_string(rank) + " does not exist: " + limit_name + " is " +
-                      std::to_string(limit) + " (" + (what == "rank" ? "ranks" : "workers") + " 0.." +
+                      std::to_string(limit) + " (" + (what == "rank" ? "ranks" : what == "reward model replica" ? "replicas" : "workers") + " 0.." +
                       std::to_string(limit - 1) + ")");
   };
   for (const auto& r : plan.roles) {
     if (!r.enabled) continue;
     if (r.role == "reward" && plan.reward_loop_workers > 0) {
-      // verl >= 0.9: the reward block's ranks are the reward loop's worker indices.
-      check_ranks(r, plan.reward_loop_workers, "reward loop worker", "reward.num_workers");
+      // verl >= 0.9: the reward block's ranks are the reward loop's worker indices (and the
+      // served reward model's replica ranks, when it has more replicas than workers).
+      const int64_t replicas = plan.RewardModelReplicas(opt.world_size);
+      if (replicas > plan.reward_loop_workers)
+        check_ranks(r, replicas, "reward model replica", "the reward model's replica count");
+      else
+        check_ranks(r, plan.reward_loop_workers, "reward loop worker", "reward.num_workers");
       continue;
     }
     if (opt.world_size > 0 && !r.ranks_are_replica_owners)

@@ -199,6 +199,54 @@ TEST(LoaderTest, VerlsRewardLoopWorkersAreTheRewardRolesProcesses) {
             (std::vector<std::string>{"reward_model:e2e@1x1"}));
 }
 
+// verl >= 0.9 serves a reward model (reward.reward_model.enable) on rollout servers of its own,
+// replicas of rollout tp x dp x pp GPUs in the trainer's pool or its own: with tool rlprof the
+// reward block records their engines too (rank = the reward model's replica rank).
+TEST(LoaderTest, VerlsServedRewardModelReplicasAreRewardProcessesToo) {
+  const std::string head =
+      "global_profiler: {tool: rlprof, steps: [2]}\n"
+      "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0]}}}\n";
+  const std::string all = "reward_model: {profiler: {enable: true, all_ranks: true}}\n";
+  const std::string trainer = "trainer: {n_gpus_per_node: 8, nnodes: 1}\n";
+  LoadOptions o;
+  o.world_size = 8;
+  auto rows = [&](const std::string& yaml, const LoadOptions& opt) {
+    std::vector<std::string> out;
+    for (const auto& r : EnumerateCaptures(MustLoad(yaml), opt).rows)
+      if (r.worker.rfind("reward", 0) == 0)
+        out.push_back(r.worker + ":" + r.scope + "@" + r.ranks + "x" + std::to_string(r.captures));
+    return out;
+  };
+  // Colocated in the trainer's 8 GPUs, tp 2: 4 replicas (verl's default tp is 2).
+  EXPECT_EQ(rows(head + all + trainer + "reward: {num_workers: 2, reward_model: {enable: true,"
+                                        " rollout: {tensor_model_parallel_size: 2}}}\n", o),
+            (std::vector<std::string>{"reward loop:e2e@0-1x2", "reward model servers:e2e@0-3x4"}));
+  EXPECT_EQ(rows(head + all + trainer + "reward: {num_workers: 2, reward_model: {enable: true}}\n", o),
+            (std::vector<std::string>{"reward loop:e2e@0-1x2", "reward model servers:e2e@0-3x4"}));
+  // A pool of its own (enable_resource_pool): 4 x 2 GPUs, tp 1 x dp 2.
+  EXPECT_EQ(rows(head + all + trainer + "reward: {num_workers: 1, reward_model: {enable: true,"
+                 " enable_resource_pool: true, n_gpus_per_node: 4, nnodes: 2,"
+                 " rollout: {tensor_model_parallel_size: 1, data_parallel_size: 2}}}\n", o),
+            (std::vector<std::string>{"reward loop:e2e@0x1", "reward model servers:e2e@0-3x4"}));
+  // Not served: no servers.
+  EXPECT_EQ(rows(head + all + trainer + "reward: {num_workers: 2, reward_model: {enable: false}}\n", o),
+            (std::vector<std::string>{"reward loop:e2e@0-1x2"}));
+  // Without the trainer's GPU counts the world size decides.
+  LoadOptions two;
+  two.world_size = 2;
+  EXPECT_EQ(rows(head + all + "reward: {num_workers: 1, reward_model: {enable: true,"
+                              " rollout: {tensor_model_parallel_size: 1}}}\n", two),
+            (std::vector<std::string>{"reward loop:e2e@0x1", "reward model servers:e2e@0-1x2"}));
+  // Ranks index the larger of the two sets: rank 3 is a replica, 4 nothing.
+  const std::string rm4 = "reward: {num_workers: 2, reward_model: {enable: true}}\n";
+  EXPECT_EQ(rows(head + "reward_model: {profiler: {enable: true, ranks: [3]}}\n" + trainer + rm4, o),
+            (std::vector<std::string>{"reward model servers:e2e@3x1"}));
+  const std::string bad =
+      MustFail(head + "reward_model: {profiler: {enable: true, ranks: [4]}}\n" + trainer + rm4, {}, o);
+  EXPECT_NE(bad.find("reward model replica 4 does not exist: the reward model's replica count is 4"),
+            std::string::npos) << bad;
+}
+
 // verl's single controller (RayPPOTrainer.fit in its TaskRunner) records each profiled step's
 // stages with tool rlprof: one e2e capture a step window on rank 0 whatever the world size, in
 // discrete runs too; continuous steps are one window; other tools have no controller lane.

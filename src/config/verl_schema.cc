@@ -429,6 +429,30 @@ void ParseVerlGen3(ParseContext& ctx) {
   // model, when there is one, is served by rollout servers): the reward block selects those.
   if (Ref reward = doc.Get({"reward"}); reward.present() && reward.node.IsMap())
     if (auto n = rd.Int(reward, "num_workers", 1)) plan.reward_loop_workers = *n;
+  // ... and serves a reward model, when enabled, on rollout servers of its own: replicas of
+  // rollout tp x dp x pp GPUs (verl's defaults 2, 1, 1) in its own pool (enable_resource_pool:
+  // its n_gpus_per_node x nnodes) or the trainer's (RewardModelManager, verl 0.9.1).
+  if (Ref rm = doc.Get({"reward", "reward_model"}); rm.present() && rm.node.IsMap()) {
+    if (rd.Bool(rm, "enable").value_or(false)) {
+      plan.reward_model_served = true;
+      Ref ro = doc.Child(rm, "rollout");
+      int64_t size = 1;
+      for (auto [key, dflt] : {std::pair<const char*, int64_t>{"tensor_model_parallel_size", 2},
+                               {"data_parallel_size", 1},
+                               {"pipeline_model_parallel_size", 1}})
+        size *= (ro.present() && ro.node.IsMap() ? rd.Int(ro, key, 1) : std::nullopt).value_or(dflt);
+      plan.reward_model_replica_size = size;
+      auto gpus = [&](const Ref& block) -> int64_t {
+        if (!block.present() || !block.node.IsMap()) return 0;
+        auto per_node = rd.Int(block, "n_gpus_per_node", 1);
+        auto nodes = rd.Int(block, "nnodes", 0);
+        return per_node && nodes ? *per_node * *nodes : 0;
+      };
+      plan.reward_model_pool = rd.Bool(rm, "enable_resource_pool").value_or(false)
+                                   ? gpus(rm)
+                                   : gpus(doc.Get({"trainer"}));
+    }
+  }
   // verl's single controller (the TaskRunner process running RayPPOTrainer.fit) starts and
   // stops every worker group's profiler and times the step's stages (marked_timer: gen, reward,
   // old_log_prob, adv, update_actor, ...). With tool rlprof it records them too, on every step

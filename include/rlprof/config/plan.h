@@ -115,6 +115,20 @@ struct Plan {
   // verl >= 0.9: its reward loop's worker processes (`reward.num_workers`), 0 when the config
   // has no reward loop (then a reward block means a reward-model worker).
   int64_t reward_loop_workers = 0;
+  // verl >= 0.9's served reward model (`reward.reward_model.enable`): vLLM/SGLang servers
+  // behind its RewardModelManager, one per replica of `reward_model_replica_size` GPUs
+  // (rollout tp x dp x pp) in a pool of `reward_model_pool` GPUs (its own pool with
+  // enable_resource_pool, else the trainer's: trainer.n_gpus_per_node x nnodes; 0 = unknown,
+  // then the world size). Recorded with tool rlprof under the reward block (role reward).
+  bool reward_model_served = false;
+  int64_t reward_model_replica_size = 0;
+  int64_t reward_model_pool = 0;
+  // The reward model's replica count for a world of `world_size` GPUs (0: none or unknown).
+  int64_t RewardModelReplicas(int64_t world_size) const {
+    if (!reward_model_served || reward_model_replica_size <= 0) return 0;
+    const int64_t pool = reward_model_pool > 0 ? reward_model_pool : world_size;
+    return pool > 0 ? pool / reward_model_replica_size : 0;
+  }
   std::string save_path = "outputs/profile";
   std::vector<ExportFormat> exports = {ExportFormat::kText};
   CombinePolicy combine = CombinePolicy::kUnion;

@@ -82,6 +82,16 @@ def profiler_part(config: Any) -> Optional[Dict[str, Any]]:
     reward = tree.get("reward")  # verl >= 0.9: its reward loop's worker count (the plan's ranks)
     if isinstance(reward, dict) and isinstance(reward.get("num_workers"), int):
         out.setdefault("reward", {})["num_workers"] = reward["num_workers"]
+    rm = reward.get("reward_model") if isinstance(reward, dict) else None
+    if isinstance(rm, dict) and rm.get("enable") is True:  # served: its replicas (the plan's ranks)
+        keep = {k: rm[k] for k in ("enable", "enable_resource_pool", "n_gpus_per_node", "nnodes")
+                if rm.get(k) is not None}
+        ro = rm.get("rollout") if isinstance(rm.get("rollout"), dict) else {}
+        par = {k: ro[k] for k in ("tensor_model_parallel_size", "data_parallel_size",
+                                  "pipeline_model_parallel_size") if isinstance(ro.get(k), int)}
+        if par:
+            keep["rollout"] = par
+        out.setdefault("reward", {}).setdefault("reward_model", {}).update(keep)
     trainer = tree.get("trainer")
     if isinstance(trainer, dict):
         keep = {k: trainer[k] for k in ("total_training_steps", "total_epochs", "n_gpus_per_node",

@@ -13,6 +13,11 @@ edited:
   them on every reward loop worker, and wait, when the config's reward block
   (`reward_model.profiler`) is enabled — which workers record is the plan's choice (its ranks
   are the worker indices);
+* a served reward model (`reward.reward_model.enable`: vLLM servers behind the
+  RewardModelManager, which verl never profiles either) is driven the same way: its servers get
+  `rlprof_begin_reward_step(step)` / `rlprof_end_reward_step()` (rlprof.integrations.verl_rollout)
+  and its engine's workers record role `reward` (rank = the reward model's replica rank), each
+  engine step the stage `compute_rm_score` (rlprof.integrations.vllm);
 * in the worker, `compute_score` (one sample; many run at once on the worker's event loop) is the
   stage `compute_rm_score` while at least one call is in flight, with one range `compute_score`
   per call (ranges may overlap; stages nest, so the stage is the union of the calls).
@@ -110,10 +115,6 @@ def patch_reward_loop(module: Any) -> None:
 
 # ---- the trainer's side (called from rlprof.integrations.verl_rollout's trainer patches) ----
 
-class _Trainer:
-    failed = False
-
-
 def _workers(trainer: Any) -> List[Any]:
     manager = getattr(trainer, "reward_loop_manager", None)
     workers = getattr(manager, "reward_loop_workers", None)
@@ -127,32 +128,64 @@ def _reward_block_on() -> bool:
     return isinstance(block, dict) and bool(block.get("enable"))
 
 
+def _servers(trainer: Any) -> List[Any]:
+    """The reward model's servers (verl >= 0.9, `reward.reward_model.enable`): vLLM servers of
+    the RewardModelManager's replicas, replica rank order (each replica's node-0 server drives
+    its engine)."""
+    manager = getattr(getattr(trainer, "reward_loop_manager", None), "reward_model_manager", None)
+    out = []
+    for replica in list(getattr(manager, "rollout_replicas", None) or []):
+        servers = list(getattr(replica, "servers", None) or [])
+        if servers and hasattr(servers[0], "rlprof_begin_reward_step"):
+            out.append(servers[0])
+    return out
+
+
+class _Trainer:
+    failed = False
+    servers_failed = False
+
+
 def trainer_begin(trainer: Any, step: Optional[int]) -> None:
-    """Begins `step` in every reward loop worker (and waits), when the reward block is on."""
-    if _Trainer.failed or step is None or not _reward_block_on():
+    """Begins `step` in every reward loop worker and reward model server (and waits), when the
+    reward block is on."""
+    if step is None or not _reward_block_on():
         return
-    workers = _workers(trainer)
-    if not workers:
-        return
-    try:
-        import ray
-        ray.get([w.rlprof_begin_step.remote(int(step), i) for i, w in enumerate(workers)],
-                timeout=120)
-    except Exception as e:  # an older verl without the patched class, a dead worker: go on
-        _Trainer.failed = True
-        _warn("cannot start rlprof in the reward loop's workers", e)
+    import ray
+    workers = [] if _Trainer.failed else _workers(trainer)
+    if workers:
+        try:
+            ray.get([w.rlprof_begin_step.remote(int(step), i) for i, w in enumerate(workers)],
+                    timeout=120)
+        except Exception as e:  # an older verl without the patched class, a dead worker: go on
+            _Trainer.failed = True
+            _warn("cannot start rlprof in the reward loop's workers", e)
+    servers = [] if _Trainer.servers_failed else _servers(trainer)
+    if servers:
+        try:
+            ray.get([s.rlprof_begin_reward_step.remote(int(step)) for s in servers], timeout=120)
+        except Exception as e:
+            _Trainer.servers_failed = True
+            _warn("cannot start rlprof in the reward model's servers", e)
 
 
 def trainer_end(trainer: Any) -> None:
-    """Ends the step in every reward loop worker (and waits for their captures)."""
-    if _Trainer.failed or not _reward_block_on():
+    """Ends the step in every reward loop worker and reward model server (and waits for their
+    captures)."""
+    if not _reward_block_on():
         return
-    workers = _workers(trainer)
-    if not workers:
-        return
-    try:
-        import ray
-        ray.get([w.rlprof_end_step.remote() for w in workers], timeout=120)
-    except Exception as e:
-        _Trainer.failed = True
-        _warn("cannot end the step in the reward loop's workers", e)
+    import ray
+    workers = [] if _Trainer.failed else _workers(trainer)
+    if workers:
+        try:
+            ray.get([w.rlprof_end_step.remote() for w in workers], timeout=120)
+        except Exception as e:
+            _Trainer.failed = True
+            _warn("cannot end the step in the reward loop's workers", e)
+    servers = [] if _Trainer.servers_failed else _servers(trainer)
+    if servers:
+        try:
+            ray.get([s.rlprof_end_reward_step.remote() for s in servers], timeout=120)
+        except Exception as e:
+            _Trainer.servers_failed = True
+            _warn("cannot end the step in the reward model's servers", e)

@@ -232,7 +232,21 @@ def patch_vllm_server(module: Any) -> None:
                       "in the vLLM engine", e)
         return await stop(self, **kwargs)
 
+    async def rlprof_begin_reward_step(self: Any, step: int) -> bool:
+        """Actor method (a reward model's server; verl never profiles those): begins RL step
+        `step` in its engine's workers as role `reward` (rlprof.integrations.verl_reward)."""
+        if getattr(self, "node_rank", 0) != 0:
+            return False
+        out = await self.engine.collective_rpc("rlprof_begin_step", args=(int(step), "reward"))
+        return any(bool(x) for x in (out or []))
+
+    async def rlprof_end_reward_step(self: Any) -> None:
+        if getattr(self, "node_rank", 0) == 0:
+            await self.engine.collective_rpc("rlprof_end_step")
+
     cls.__init__ = __init__
     cls.start_profile = start_profile
     cls.stop_profile = stop_profile
+    cls.rlprof_begin_reward_step = rlprof_begin_reward_step
+    cls.rlprof_end_reward_step = rlprof_end_reward_step
     cls._rlprof_patched = True

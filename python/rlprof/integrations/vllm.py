@@ -26,7 +26,11 @@ engine that verl started (VERL_REPLICA_RANK is set) records only between those c
 engine's own profile(is_start=True) call begins the next RL step and profile(False) ends it,
 and an engine never told begins step 1 at its first model step and ends it at exit.
 Identity: the process hosts role `rollout`; its rank is the replica rank (RLPROF_REPLICA, else
-VERL_REPLICA_RANK, else RANK), as verl numbers Agent Loop replicas.
+VERL_REPLICA_RANK, else RANK), as verl numbers Agent Loop replicas. An engine that serves verl's
+reward model (verl >= 0.9, `reward.reward_model.enable`: rollout servers behind its
+RewardModelManager) is told so by its first `rlprof_begin_step(step, "reward")`: it then hosts
+role `reward` (rank = the reward model's replica rank) and its engine steps are the stage
+`compute_rm_score`.
 """
 from __future__ import annotations
 
@@ -37,10 +41,12 @@ from typing import Any, Optional, Sequence
 
 from rlprof.profiler import Profiler
 
-_STAGE = "rollout_generate"
+# What the engine's steps are, by the role this engine process serves.
+_STAGES = {"rollout": "rollout_generate", "reward": "compute_rm_score"}
 
 
 class _State:
+    role = "rollout"  # or "reward": set by the first rlprof_begin_step, before the Profiler
     profiler: Optional[Profiler] = None
     config: Any = None  # what the Profiler is made from: RLPROF_CONFIG, or verl's resolved config
     step: Optional[int] = None
@@ -88,7 +94,7 @@ def profiler() -> Optional[Profiler]:
             _State.profiler = Profiler(
                 src, overrides=overrides,
                 rank=_env_int("RLPROF_REPLICA", "VERL_REPLICA_RANK", "RANK") or 0,
-                roles=["rollout"], run_id=os.environ.get("RLPROF_RUN_ID") or None,
+                roles=[_State.role], run_id=os.environ.get("RLPROF_RUN_ID") or None,
                 measure_clock_offset=False)
         except Exception as e:  # a bad config never stops the server: one warning
             _State.failed = True
@@ -153,22 +159,30 @@ def _model_step(orig: Any, is_decode: Any) -> Any:
     def step(self: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("dummy_run"):  # the V2 runner's warm-up and memory-profiling passes
             return orig(self, *args, **kwargs)
+        # Between two start_profile/stop_profile pairs, or an engine verl has not told yet:
+        # nothing to record, and no Profiler made yet (verl's first call names the role).
+        if _State.step is None and (_State.told or managed_by_verl()):
+            return orig(self, *args, **kwargs)
         p = profiler()
         if p is None:
             return orig(self, *args, **kwargs)
         if _State.step is None:
-            # between two start_profile/stop_profile pairs, or an engine verl has not told yet
-            if _State.told or managed_by_verl():
-                return orig(self, *args, **kwargs)
             begin_step()
+        # A reward model engine scores only while it runs a step: the stage is each step (its
+        # window is the trainer's whole step, mostly idle). A rollout engine's stage is the
+        # generation phase, opened at the step's start.
+        per_step = _State.role != "rollout"
         if not _State.in_stage:
-            p.begin_stage(_STAGE, "rollout")
+            p.begin_stage(_STAGES[_State.role], _State.role)
             _State.in_stage = True
         rid = _rlprof.range_start(name)  # one range per engine step
         try:
             out = orig(self, *args, **kwargs)
         finally:
             _rlprof.range_end(rid)
+            if per_step and _State.in_stage:
+                p.end_stage()
+                _State.in_stage = False
         batch = args[0] if args else next(iter(kwargs.values()), None)
         if is_decode(batch):
             p.sub_step("decode")
@@ -191,19 +205,24 @@ def _profile(orig: Any) -> Any:
     return profile
 
 
-def rlprof_begin_step(worker: Any, step: Optional[int] = None) -> bool:
-    """`Worker.rlprof_begin_step(step)`, reached through the engine's collective_rpc by verl's
-    rollout server's start_profile: begins RL step `step` in this engine process. Returns whether
-    this process records it (its rank and the step are selected)."""
+def rlprof_begin_step(worker: Any, step: Optional[int] = None, role: str = "rollout") -> bool:
+    """`Worker.rlprof_begin_step(step, role)`, reached through the engine's collective_rpc by
+    verl's rollout server's start_profile (role `rollout`) or by the reward model's servers
+    (role `reward`, rlprof.integrations.verl_reward): begins RL step `step` in this engine
+    process. Returns whether this process records it (its rank and the step are selected)."""
+    if _State.profiler is None and not _State.failed and role in _STAGES:
+        _State.role = role  # an engine serves one model: its first call names the role
     _State.told = True
     begin_step(step)
     p = _State.profiler
     if p is None or _State.step is None:
         return False
+    if _State.role != "rollout":  # the reward model's stage is each engine step (_model_step)
+        return bool(p.enabled)
     # The stage is verl's generation phase as the engine sees it: from verl's start_profile
     # (inside its `gen` timer) to its stop_profile, engine steps and idle waits alike (the
     # engine-step ranges inside it show when the engine was busy).
-    p.begin_stage(_STAGE, "rollout")
+    p.begin_stage(_STAGES[_State.role], _State.role)
     _State.in_stage = True
     return bool(p.enabled)
 
