@@ -30,9 +30,10 @@
 #include <CLI/CLI.hpp>
 
 #include "src/base/files.h"
+#include "src/base/version.h"
 #include "src/format/capture.h"
 #include "src/format/raw.h"
-#include "src/runtime/manifest.h"
+#include "src/format/manifest.h"
 
 namespace {
 
@@ -158,30 +159,33 @@ bool WriteCapture(const Options& o, int64_t rank, int64_t step, const std::strin
                           "/rank" + std::to_string(rank) + "-" + host + "-" + std::to_string(pid);
   if (!rlprof::base::MakeDirs(dir).ok()) return false;
   rlprof::format::SortEventsByTime(&events);
-  rlprof::runtime::ManifestData m;
+  rlprof::format::Manifest m;
+  m.rlprof_version = rlprof::base::Version();
   m.run_id = o.run_id;
   m.scope = scope;
   m.mode = stage.empty() ? "e2e" : "discrete";
   m.stage = stage;
   m.role = role;
   m.steps = {step};
-  m.identity.rank = rank;
-  m.identity.local_rank = rank % o.ranks_per_host;
-  m.identity.world_size = o.ranks;
-  m.identity.host = host;
-  m.identity.pid = pid;
-  m.identity.roles = RolesOf(o, rank);
-  m.identity.source = "explicit";
+  m.rank = rank;
+  m.local_rank = rank % o.ranks_per_host;
+  m.world_size = o.ranks;
+  m.host = host;
+  m.pid = pid;
+  m.roles = RolesOf(o, rank);
+  m.identity_source = "explicit";
+  m.clock_source = "monotonic";
   m.monotonic_anchor_ns = 1'000'000'000 - off;
   m.realtime_anchor_ns = 1'795'000'000'000'000'000;
   m.offset_to_rank0_ns = off;
   m.offset_measured = off != 0;
-  m.open_ns = events.empty() ? 0 : events.front().ts_ns;
+  m.window_open_ns = events.empty() ? 0 : events.front().ts_ns;
   for (const Event& e : events)
-    if (e.kind == EventKind::kComplete) m.close_ns = std::max(m.close_ns, e.ts_ns + e.payload);
+    if (e.kind == EventKind::kComplete)
+      m.window_close_ns = std::max(m.window_close_ns, e.ts_ns + e.payload);
   m.close_reason = stage.empty() ? "step_end" : "stage_end";
   m.contents = {"cpu", "ops", "cuda"};
-  m.events = events.size();
+  m.event_count = static_cast<int64_t>(events.size());
   m.threads = 1;
   m.complete = true;
   std::vector<rlprof::format::StringEntry> strings;
@@ -204,8 +208,8 @@ bool WriteCapture(const Options& o, int64_t rank, int64_t step, const std::strin
   if (!wr.AddStrings(strings).ok() || !wr.AddTracks(tracks).ok() || !wr.AddEvents(events).ok() ||
       !wr.Close().ok())
     return false;
-  m.events_bytes = wr.bytes_written();
-  if (!rlprof::base::WriteFileAtomic(dir + "/manifest.json", rlprof::runtime::ManifestJson(m)).ok())
+  m.files = {{"events.rlp", static_cast<int64_t>(wr.bytes_written())}};
+  if (!rlprof::base::WriteFileAtomic(dir + "/manifest.json", rlprof::format::ManifestToJson(m)).ok())
     return false;
   ++w->captures;
   w->events += events.size();

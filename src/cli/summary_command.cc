@@ -70,12 +70,12 @@ std::optional<format::Manifest> ManifestOf(const std::string& input) {
 
 // What a capture holds: "mini_batch 0", "decode 30-69 (cut: stage_end)", "whole stage".
 std::string Holds(const format::Manifest& m) {
-  if (m.sampling_unit.empty()) return m.mode == "discrete" ? "whole stage" : "whole step";
-  std::string s = m.sampling_unit + " ";
-  if (m.sampling_count <= 0) return s + "none (tail after the last)";
-  s += std::to_string(m.sampling_first);
-  if (m.sampling_count > 1) s += "-" + std::to_string(m.sampling_first + m.sampling_count - 1);
-  if (!m.sampling_complete) s += " (cut: " + m.close_reason + ")";
+  if (m.sampling.unit.empty()) return m.mode == "discrete" ? "whole stage" : "whole step";
+  std::string s = m.sampling.unit + " ";
+  if (m.sampling.count <= 0) return s + "none (tail after the last)";
+  s += std::to_string(m.sampling.first);
+  if (m.sampling.count > 1) s += "-" + std::to_string(m.sampling.first + m.sampling.count - 1);
+  if (!m.sampling.complete) s += " (cut: " + m.close_reason + ")";
   return s;
 }
 
@@ -126,7 +126,7 @@ int Run(const SummaryArgs& a, Io& io) {
     if (man) {
       captures.rows.push_back({man->rank, StepsText(man->steps), man->scope, man->stage,
                                Holds(*man), man->close_reason});
-      any_sampled = any_sampled || !man->sampling_unit.empty();
+      any_sampled = any_sampled || !man->sampling.unit.empty();
     }
     if (a.json) {
       nlohmann::json in{{"input", r.input}, {"name", r.name}, {"format", r.analysis.format},
@@ -134,11 +134,11 @@ int Run(const SummaryArgs& a, Io& io) {
       if (man) {
         in["capture"] = {{"scope", man->scope}, {"stage", man->stage}, {"steps", man->steps},
                          {"close_reason", man->close_reason}, {"holds", Holds(*man)}};
-        if (!man->sampling_unit.empty())
-          in["capture"]["sub_steps"] = {{"unit", man->sampling_unit},
-                                        {"first", man->sampling_first},
-                                        {"count", man->sampling_count},
-                                        {"complete", man->sampling_complete}};
+        if (!man->sampling.unit.empty())
+          in["capture"]["sub_steps"] = {{"unit", man->sampling.unit},
+                                        {"first", man->sampling.first},
+                                        {"count", man->sampling.count},
+                                        {"complete", man->sampling.complete}};
       }
       in["tables"] = nlohmann::json::object();
       for (const auto& t : tables) in["tables"][t.name] = analysis::ToJson(t);
@@ -152,7 +152,7 @@ int Run(const SummaryArgs& a, Io& io) {
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
-    if (man && !man->sampling_unit.empty())
+    if (man && !man->sampling.unit.empty())
       io.out << "   holds " << Holds(*man) << " of its " << (man->stage.empty() ? "step window" : "stage call")
              << " (sampled by a schedule)\n";
     for (const auto& t : tables) {

@@ -20,62 +20,10 @@
 
 #include "src/base/status.h"
 #include "src/format/diagnostics.h"
+#include "src/format/manifest.h"
 #include "src/format/raw.h"
 
 namespace rlprof::format {
-
-// The fields of manifest.json that readers use; defaults when a key is missing.
-struct Manifest {
-  std::string format;
-  int64_t format_version = 0;
-  std::string rlprof_version;
-  std::string run_id;
-  std::string scope;
-  std::string mode;
-  std::vector<int64_t> steps;
-  std::string stage;
-  std::string role;
-  // identity
-  int64_t rank = -1;
-  int64_t local_rank = -1;
-  int64_t world_size = 0;
-  std::string host;
-  int64_t pid = 0;
-  std::vector<std::string> roles;
-  std::optional<int64_t> replica;
-  // clock
-  std::string clock_source;
-  double tsc_hz = 0;
-  int64_t monotonic_anchor_ns = 0;
-  int64_t realtime_anchor_ns = 0;
-  int64_t offset_to_rank0_ns = 0;
-  // window
-  int64_t window_open_ns = 0;
-  int64_t window_close_ns = 0;
-  std::string close_reason;
-  // window.sampling (scheduled captures): the sub-steps [sampling_first, + sampling_count) of
-  // unit sampling_unit the capture holds; sampling_complete = its active period ended at
-  // RECORD_AND_SAVE. sampling_unit "" = not sampled (the whole stage or step).
-  std::string sampling_unit;
-  std::string trigger;  // window.trigger: the `rlprof trigger` request that opened it, "" = the config
-  int64_t sampling_first = 0;
-  int64_t sampling_count = 0;
-  bool sampling_complete = false;
-  std::vector<std::string> contents;
-  // counts
-  int64_t event_count = 0;
-  int64_t dropped_events = 0;       // every event the runtime recorded but did not write
-  int64_t dropped_write_error = 0;  // of which lost to a write error (full disk, EACCES …)
-  int64_t threads = 0;
-  bool complete = false;
-  std::vector<std::string> errors;
-  struct File {
-    std::string name;
-    int64_t bytes = 0;  // size when the manifest was written (0: not recorded)
-  };
-  std::vector<File> files;  // "files": what the capture directory should hold
-  std::string config_json;  // the resolved plan, as compact JSON text ("" if absent)
-};
 
 struct Capture {
   std::string dir;  // the capture directory ("" when loaded from a bare events.rlp)
@@ -97,9 +45,6 @@ struct CaptureSet {
   std::vector<Capture> captures;  // ordered by (rank, directory)
   Diagnostics diagnostics;        // directories that could not be loaded ("unreadable_inputs"), and why
 };
-
-// Parses manifest.json text leniently: ill-typed or missing keys keep defaults and are noted.
-Manifest ParseManifest(const std::string& json_text, std::vector<std::string>* diagnostics);
 
 // `path` is a capture directory or an events.rlp file. NotFound when the path does not exist
 // or holds neither file; InvalidArgument when a bare events file is not an rlprof file. A

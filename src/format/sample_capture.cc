@@ -167,33 +167,21 @@ Capture GeneratedCapture(size_t n) {
 
 base::Status WriteSampleCaptureDir(const std::string& dir, const Capture& c) {
   RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
-  const Manifest& m = c.manifest;
-  nlohmann::json j = {
-      {"format", "rlprof-capture"},
-      {"format_version", 1},
-      {"rlprof_version", m.rlprof_version},
-      {"run_id", m.run_id},
-      {"scope", m.scope},
-      {"mode", m.mode},
-      {"steps", m.steps},
-      {"stage", m.stage},
-      {"role", m.role},
-      {"identity",
-       {{"rank", m.rank}, {"local_rank", m.rank}, {"world_size", m.world_size},
-        {"host", m.host}, {"pid", m.pid}, {"roles", m.roles}, {"replica", nullptr}}},
-      {"clock",
-       {{"source", "monotonic"}, {"tsc_hz", 0}, {"monotonic_anchor_ns", m.monotonic_anchor_ns},
-        {"realtime_anchor_ns", m.realtime_anchor_ns},
-        {"offset_to_rank0_ns", m.offset_to_rank0_ns}}},
-      {"window", {{"open_ns", 0}, {"close_ns", 0}, {"close_reason", "stage_end"}}},
-      {"contents", {"cpu"}},
-      {"counts",
-       {{"events", c.raw.events.size()}, {"dropped_events", m.dropped_events}, {"threads", 1}}},
-      {"files", {{{"name", "events.rlp"}, {"bytes", 0}}}},
-      {"complete", true},
-      {"errors", nlohmann::json::array()},
-  };
-  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  // The sample's manifest as the runtime would write it for a closed stage capture.
+  Manifest m = c.manifest;
+  m.local_rank = m.rank;
+  m.replica.reset();
+  m.clock_source = "monotonic";
+  m.tsc_hz = 0;
+  m.window_open_ns = m.window_close_ns = 0;
+  m.close_reason = "stage_end";
+  m.contents = {"cpu"};
+  m.event_count = static_cast<int64_t>(c.raw.events.size());
+  m.threads = 1;
+  m.files = {{"events.rlp", 0}};
+  m.complete = true;
+  m.errors.clear();
+  const std::string text = ManifestToJson(m);
   RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/manifest.json", text));
   RLPROF_ASSIGN_OR_RETURN(auto w, RawWriter::Create(dir + "/events.rlp", c.raw.info, 4096));
   std::vector<StringEntry> strings;

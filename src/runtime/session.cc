@@ -39,16 +39,16 @@ std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan&
 }
 
 // The manifest's window.sampling of a scheduled capture: which sub-steps it holds.
-std::string SamplingJson(const WindowAction& a) {
-  if (!a.schedule) return {};
-  nlohmann::ordered_json j;
-  j["unit"] = config::SubStepKindName(a.schedule->unit);
-  j["first"] = a.sub_first;
-  j["count"] = a.sub_count;
-  j["complete"] = a.period_complete;
-  j["schedule"] = config::ScheduleToJson(*a.schedule);
-  j["from"] = a.schedule_from;
-  return j.dump();
+format::Manifest::Sampling SamplingOf(const WindowAction& a) {
+  format::Manifest::Sampling s;
+  if (!a.schedule) return s;
+  s.unit = config::SubStepKindName(a.schedule->unit);
+  s.first = a.sub_first;
+  s.count = a.sub_count;
+  s.complete = a.period_complete;
+  s.schedule_json = config::ScheduleToJson(*a.schedule).dump();
+  s.from = a.schedule_from;
+  return s;
 }
 
 // 128 MiB per chunk: a larger buffer.events_per_thread is clamped (a pool holds one chunk per
@@ -273,7 +273,7 @@ void SessionImpl::Apply(const std::vector<WindowAction>& actions) {
       case WindowAction::Type::kClose:
         if (ctl_gen_ != 0)
           writer_->Close({ctl_gen_, CloseReasonName(a.reason), a.steps, ctl_close_ticks_,
-                          SamplingJson(a)});
+                          SamplingOf(a)});
         ctl_gen_ = 0;
         break;
     }

@@ -16,8 +16,8 @@
 
 #include "src/base/files.h"
 #include "src/base/strings.h"
+#include "src/base/version.h"
 #include "src/format/raw.h"
-#include "src/runtime/manifest.h"
 #include "src/runtime/thread_buffer.h"
 
 namespace rlprof::runtime {
@@ -53,7 +53,7 @@ struct Writer::Capture {
 };
 
 Writer::Writer(WriterOptions options)
-    : opt_(std::move(options)), config_text_(FormatManifestConfig(opt_.config_json)) {}
+    : opt_(std::move(options)), config_text_(format::FormatManifestConfig(opt_.config_json)) {}
 
 Writer::~Writer() {
   Stop();
@@ -260,7 +260,7 @@ void Writer::Process(Command& c) {
   } else if (c.type == Command::Type::kClose) {
     if (open_.count(c.close.gen))
       FinishCapture(c.close.gen, c.close.reason, &c.close.steps, c.close.close_ticks,
-                    c.close.sampling_json);
+                    c.close.sampling);
   } else if (c.type == Command::Type::kFlush) {
     for (auto& [gen, cap] : open_)
       if (!cap->created && !cap->failed) CreateOnDisk(*cap);
@@ -570,7 +570,7 @@ void Writer::FlushAll(bool force) {
 
 void Writer::FinishCapture(uint32_t gen, const std::string& reason,
                            const std::vector<int64_t>* steps, uint64_t close_ticks,
-                           const std::string& sampling_json) {
+                           const format::Manifest::Sampling& sampling) {
   Recorder::Get().CloseWindow(gen);
   if (auto f = open_.find(gen); f != open_.end()) f->second->finishing = true;
   Drain(gen);  // creates it on disk (WriteBatches) if it is not yet
@@ -593,22 +593,23 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
     cap->batch.clear();
     spare_batch_.swap(cap->batch);
   }
-  ManifestData m = BaseManifest(*cap);
+  format::Manifest m = BaseManifest(*cap);
   if (steps != nullptr && !steps->empty()) m.steps = *steps;
-  m.close_ns = close_ticks != 0 ? cap->conv.ToNs(close_ticks) : MonotonicNowNs();
+  m.window_close_ns = close_ticks != 0 ? cap->conv.ToNs(close_ticks) : MonotonicNowNs();
   // A producer that saw the window open just before it closed may stamp its event a few ns
   // after the close reading: the window covers every event it holds.
-  m.close_ns = std::max(m.close_ns, cap->max_end_ns);
+  m.window_close_ns = std::max(m.window_close_ns, cap->max_end_ns);
   m.close_reason = cap->over_budget && reason != "shutdown" ? "budget" : reason;
-  m.sampling_json = sampling_json;
+  m.sampling = sampling;
   if (opt_.sources != nullptr) m.sources_json = opt_.sources->CountersJson(gen);
-  m.source_events = cap->source_events;
-  m.events = on_disk;
-  m.dropped_buffer_full = cap->dropped_full;
-  m.dropped_budget = cap->dropped_budget;
-  m.dropped_write_error = drained > on_disk ? drained - on_disk : 0;
-  m.threads = static_cast<uint32_t>(cap->threads.size());
-  m.events_bytes = cap->raw ? cap->raw->bytes_written() : 0;
+  m.source_events = static_cast<int64_t>(cap->source_events);
+  m.event_count = static_cast<int64_t>(on_disk);
+  m.dropped_buffer_full = static_cast<int64_t>(cap->dropped_full);
+  m.dropped_budget = static_cast<int64_t>(cap->dropped_budget);
+  m.dropped_write_error = static_cast<int64_t>(drained > on_disk ? drained - on_disk : 0);
+  m.dropped_events = m.dropped_buffer_full + m.dropped_budget + m.dropped_write_error;
+  m.threads = static_cast<int64_t>(cap->threads.size());
+  m.files = {{"events.rlp", static_cast<int64_t>(cap->raw ? cap->raw->bytes_written() : 0)}};
   m.complete = !cap->failed;
   m.errors = cap->errors;
   if (m.dropped_write_error != 0)
@@ -616,9 +617,10 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   const bool manifest_ok = WriteFinalManifest(*cap, m);
   if (!opt_.quiet)
     std::fprintf(stderr, "rlprof: capture %s (%s events%s%s)\n", cap->dir.c_str(),
-                 base::FormatCount(m.events).c_str(),
+                 base::FormatCount(static_cast<uint64_t>(m.event_count)).c_str(),
                  m.complete ? ""
-                            : (", INCOMPLETE: " + base::FormatCount(m.dropped_write_error) +
+                            : (", INCOMPLETE: " +
+                               base::FormatCount(static_cast<uint64_t>(m.dropped_write_error)) +
                                " lost to a write error")
                                   .c_str(),
                  manifest_ok ? "" : ", no final manifest");
@@ -627,8 +629,9 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   ++stats_.captures;
 }
 
-ManifestData Writer::BaseManifest(const Capture& c) const {
-  ManifestData m;
+format::Manifest Writer::BaseManifest(const Capture& c) const {
+  format::Manifest m;
+  m.rlprof_version = base::Version();
   m.run_id = opt_.run_id;
   m.scope = c.info.scope;
   m.mode = c.info.mode;
@@ -636,17 +639,25 @@ ManifestData Writer::BaseManifest(const Capture& c) const {
   m.trigger = c.info.trigger;
   m.role = c.info.role;
   m.steps = {c.info.first_step};
-  m.identity = opt_.identity;
-  m.clock_source = c.conv.source;
+  const Identity& id = opt_.identity;
+  m.rank = id.rank;
+  m.local_rank = id.local_rank;
+  m.world_size = id.world_size;
+  m.host = id.host;
+  m.pid = id.pid;
+  m.roles = id.roles;
+  m.replica = id.replica;
+  m.identity_source = id.source;
+  m.clock_source = ClockSourceName(c.conv.source);
   m.tsc_hz = c.conv.tick_hz();
   m.offset_measured = offset_measured_.load(std::memory_order_acquire);
   m.offset_to_rank0_ns = offset_to_rank0_ns_.load(std::memory_order_relaxed);
   m.monotonic_anchor_ns = c.anchor.monotonic_ns;
   m.realtime_anchor_ns = c.anchor.realtime_ns;
-  m.open_ns = c.open_ns;
+  m.window_open_ns = c.open_ns;
   m.contents = opt_.contents;
+  m.files = {{"events.rlp", 0}};
   m.complete = false;
-  m.config_text = config_text_;
   return m;
 }
 
@@ -654,14 +665,14 @@ void Writer::WriteManifest(Capture& c) {
   // Padded with whitespace (still valid JSON) so that the final manifest can overwrite it in
   // place when the disk is full by then (WriteFinalManifest). While the window is open it
   // says complete: false, no close, and the events of the complete chunks written so far.
-  ManifestData m = BaseManifest(c);
+  format::Manifest m = BaseManifest(c);
   if (c.raw) {
-    m.events = c.raw->events_written();
-    m.events_bytes = c.raw->bytes_written();
+    m.event_count = static_cast<int64_t>(c.raw->events_written());
+    m.files = {{"events.rlp", static_cast<int64_t>(c.raw->bytes_written())}};
   }
-  c.manifest_events = m.events;
+  c.manifest_events = static_cast<uint64_t>(m.event_count);
   c.manifest_written_ns = MonotonicNowNs();
-  std::string text = ManifestJson(m);
+  std::string text = format::ManifestToJson(m, config_text_);
   text.append(kManifestReserveBytes, ' ');
   text += '\n';
   // The first one goes into the directory made a moment ago: created directly (no temporary
@@ -675,9 +686,9 @@ void Writer::WriteManifest(Capture& c) {
     c.manifest_bytes = text.size();
 }
 
-bool Writer::WriteFinalManifest(Capture& c, const ManifestData& m) {
+bool Writer::WriteFinalManifest(Capture& c, const format::Manifest& m) {
   const std::string path = c.dir + "/manifest.json";
-  std::string text = ManifestJson(m);
+  std::string text = format::ManifestToJson(m, config_text_);
   // No open-time manifest (a window that closed before its first flush): the directory's
   // first and only manifest, made directly; otherwise it replaces the open-time one atomically.
   base::Status s = c.manifest_bytes == 0 ? base::WriteNewFile(path, text)
@@ -688,9 +699,7 @@ bool Writer::WriteFinalManifest(Capture& c, const ManifestData& m) {
   // Without its config (the open-time manifest has it) if that is what it takes to fit.
   if (c.manifest_bytes != 0) {
     if (text.size() > c.manifest_bytes) {
-      ManifestData slim = m;
-      slim.config_text = {};
-      text = ManifestJson(slim);
+      text = format::ManifestToJson(m);  // m has no config_json: the plan is left out
     }
     if (text.size() <= c.manifest_bytes && base::OverwriteFileInPlace(path, text).ok()) return true;
   }

@@ -46,13 +46,13 @@
 #include "rlprof/config/plan.h"
 #include "rlprof/rlprof.hpp"
 #include "src/base/status.h"
+#include "src/format/manifest.h"
 #include "src/runtime/clock.h"
 #include "src/runtime/source.h"
 
 namespace rlprof::runtime {
 
 struct Chunk;
-struct ManifestData;
 
 struct WindowOpen {
   uint32_t gen = 0;
@@ -69,9 +69,9 @@ struct WindowClose {
   std::string reason;  // close_reason of the manifest
   std::vector<int64_t> steps;
   uint64_t close_ticks = 0;
-  // Scheduled captures: the manifest's window.sampling object (schedule, sub-steps held), as
-  // JSON text; "" = not sampled.
-  std::string sampling_json;
+  // Scheduled captures: the manifest's window.sampling (schedule, sub-steps held); unit "" =
+  // not sampled.
+  format::Manifest::Sampling sampling;
 };
 
 struct WriterOptions {
@@ -162,7 +162,8 @@ class Writer {
   // and its window closed).
   bool CreateOnDisk(Capture& cap);
   void FinishCapture(uint32_t gen, const std::string& reason, const std::vector<int64_t>* steps,
-                     uint64_t close_ticks, const std::string& sampling_json = std::string());
+                     uint64_t close_ticks,
+                     const format::Manifest::Sampling& sampling = format::Manifest::Sampling());
   void Drain(uint32_t final_gen = 0);
   uint16_t CounterTrack(uint32_t name);  // the counter track of series `name`
   void DrainChunk(Chunk* c);
@@ -170,10 +171,10 @@ class Writer {
   // Appends one event (ts/payload already ns) to `cap`'s batch, applying the event budget.
   void Append(Capture& cap, const format::Event& e);
   void WriteBatches();
-  ManifestData BaseManifest(const Capture& c) const;
+  format::Manifest BaseManifest(const Capture& c) const;
   void WriteManifest(Capture& c);
   // The final manifest; false (after reporting the fault) when it could not be written.
-  bool WriteFinalManifest(Capture& c, const ManifestData& m);
+  bool WriteFinalManifest(Capture& c, const format::Manifest& m);
   void CaptureError(Capture& c, const std::string& what);
   void ReportFault(const std::string& message);
   // Runs one step of the loop; an exception becomes a fault instead of ending the thread.

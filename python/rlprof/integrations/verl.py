@@ -356,22 +356,39 @@ class _Controller:
     close_after_step = False  # close when verl's `step` timer ends (its v1 trainer)
 
 
+def controller_prepare() -> bool:
+    """Makes the controller's Profiler (its config loaded, its writer started) ahead of the
+    first profiled step — at the start of verl's fit loop — so that making it is not inside
+    that step's window or timer. Returns whether the controller records."""
+    if _Controller.failed:
+        return False
+    if _Controller.profiler is not None:
+        return True
+    try:
+        import os
+        from rlprof.integrations import verl_config
+        src = verl_config.resolved_from_env()
+        if src is None:  # the main process published nothing: not a verl tool-rlprof job
+            _Controller.failed = True
+            return False
+        _Controller.profiler = Profiler(
+            src, rank=0, roles=["controller"], world_size=1,
+            run_id=os.environ.get("RLPROF_RUN_ID") or None, measure_clock_offset=False)
+        return True
+    except Exception as e:  # never stop training
+        import sys
+        _Controller.failed = True
+        sys.stderr.write(f"rlprof: warning: verl's controller is not recorded ({e!r}); "
+                         "training continues\n")
+        return False
+
+
 def controller_start(step: int) -> None:
     """Opens the controller's window on `step` (before verl starts its workers' profilers);
     in a profile_continuous_steps run the open window carries on (one capture)."""
-    if _Controller.failed:
+    if not controller_prepare():
         return
     try:
-        if _Controller.profiler is None:
-            import os
-            from rlprof.integrations import verl_config
-            src = verl_config.resolved_from_env()
-            if src is None:  # the main process published nothing: not a verl tool-rlprof job
-                _Controller.failed = True
-                return
-            _Controller.profiler = Profiler(
-                src, rank=0, roles=["controller"], world_size=1,
-                run_id=os.environ.get("RLPROF_RUN_ID") or None, measure_clock_offset=False)
         prof = _Controller.profiler
         if _Controller.step is not None:
             prof.stop()

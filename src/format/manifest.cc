@@ -1,0 +1,330 @@
+#include "src/format/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include "src/format/bounded_json.h"
+
+namespace rlprof::format {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kManifestName[] = "manifest.json";
+
+// Lenient typed access to one JSON object; type mismatches become diagnostics.
+class Fields {
+ public:
+  Fields(const json* obj, std::string prefix, std::vector<std::string>* diag)
+      : obj_(obj), prefix_(std::move(prefix)), diag_(diag) {}
+
+  Fields Object(const char* key) const {
+    const json* v = Find(key);
+    if (v != nullptr && !v->is_object()) {
+      Wrong(key, "an object");
+      v = nullptr;
+    }
+    return Fields(v, prefix_ + key + ".", diag_);
+  }
+  // An object kept as its compact JSON text (what the reader does not interpret).
+  void ObjectText(const char* key, std::string* out) const {
+    if (const json* v = Find(key)) {
+      if (v->is_object()) *out = v->dump(-1, ' ', false, json::error_handler_t::replace);
+      else Wrong(key, "an object");
+    }
+  }
+  void Str(const char* key, std::string* out) const {
+    if (const json* v = Find(key)) {
+      if (v->is_string()) *out = v->get<std::string>();
+      else Wrong(key, "a string");
+    }
+  }
+  void Int(const char* key, int64_t* out) const {
+    if (const json* v = Find(key)) {
+      if (!ToInt(*v, out)) Wrong(key, "an integer");
+    }
+  }
+  // An integer ≥ `min`; a missing key is a problem when `required`. Out of range: noted, the
+  // default kept.
+  void IntAtLeast(const char* key, int64_t min, int64_t* out, bool required = false) const {
+    const json* v = Find(key);
+    if (v == nullptr) {
+      if (required && obj_ != nullptr)
+        diag_->push_back(std::string(kManifestName) + ": " + prefix_ + key + ": missing");
+      return;
+    }
+    int64_t i;
+    if (!ToInt(*v, &i)) return Wrong(key, min == 0 ? "a non-negative integer" : "an integer");
+    if (i < min) return Wrong(key, min == 0 ? "a non-negative integer" : "an integer ≥ " + std::to_string(min));
+    *out = i;
+  }
+  void Double(const char* key, double* out) const {
+    if (const json* v = Find(key)) {
+      if (v->is_number()) *out = v->get<double>();
+      else Wrong(key, "a number");
+    }
+  }
+  void Bool(const char* key, bool* out) const {
+    if (const json* v = Find(key)) {
+      if (v->is_boolean()) *out = v->get<bool>();
+      else Wrong(key, "true or false");
+    }
+  }
+  void OptInt(const char* key, std::optional<int64_t>* out) const {
+    const json* v = Find(key);
+    if (v == nullptr || v->is_null()) return;
+    int64_t i;
+    if (ToInt(*v, &i)) *out = i;
+    else Wrong(key, "an integer or null");
+  }
+  void StrList(const char* key, std::vector<std::string>* out) const {
+    const json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_array()) return Wrong(key, "a list of strings");
+    for (const auto& e : *v) {
+      if (e.is_string()) out->push_back(e.get<std::string>());
+      else if (e.is_object() && e.contains("message") && e["message"].is_string())
+        out->push_back(e["message"].get<std::string>());  // errors may be objects
+      else out->push_back(e.dump());
+    }
+  }
+  void IntList(const char* key, std::vector<int64_t>* out) const {
+    const json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_array()) return Wrong(key, "a list of integers");
+    bool noted = false;  // once per list, however many elements are wrong
+    for (const auto& e : *v) {
+      int64_t i;
+      if (ToInt(e, &i)) out->push_back(i);
+      else if (!noted) {
+        Wrong(key, "a list of integers");
+        noted = true;
+      }
+    }
+  }
+
+ private:
+  const json* Find(const char* key) const {
+    if (obj_ == nullptr) return nullptr;
+    auto it = obj_->find(key);
+    return it == obj_->end() ? nullptr : &*it;
+  }
+  static bool ToInt(const json& v, int64_t* out) {
+    if (v.is_number_integer()) {
+      *out = v.get<int64_t>();
+      return true;
+    }
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      // Range first: converting a double outside int64's range is undefined behaviour.
+      if (d > -9.2e18 && d < 9.2e18 && d == static_cast<double>(static_cast<int64_t>(d))) {
+        *out = static_cast<int64_t>(d);
+        return true;
+      }
+    }
+    return false;
+  }
+  void Wrong(const char* key, const std::string& expected) const {
+    const json* v = Find(key);
+    std::string got = v == nullptr ? "" : v->dump(-1, ' ', false, json::error_handler_t::replace);
+    if (got.size() > 40) got = got.substr(0, 40) + "…";
+    diag_->push_back(std::string(kManifestName) + ": " + prefix_ + key + ": expected " + expected +
+                     (got.empty() ? "" : ", got " + got));
+  }
+
+  const json* obj_;
+  std::string prefix_;
+  std::vector<std::string>* diag_;
+};
+
+}  // namespace
+
+std::string ManifestToJson(const Manifest& m, std::string_view config_text) {
+  using ojson = nlohmann::ordered_json;
+  auto object_or_null = [](const std::string& text) {
+    if (text.empty()) return ojson(nullptr);
+    ojson v = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
+    return v.is_discarded() || !v.is_object() ? ojson(nullptr) : v;
+  };
+  ojson j;
+  j["format"] = kManifestFormat;
+  j["format_version"] = kManifestFormatVersion;
+  j["rlprof_version"] = m.rlprof_version;
+  j["run_id"] = m.run_id;
+  j["scope"] = m.scope;
+  j["mode"] = m.mode;
+  j["steps"] = m.steps;
+  // Keys without a value are left out (readers tolerate missing keys; a null would be a
+  // value of the wrong type for them).
+  if (!m.stage.empty()) j["stage"] = m.stage;
+  if (!m.role.empty()) j["role"] = m.role;
+  j["identity"] = {{"rank", m.rank},
+                   {"local_rank", m.local_rank},
+                   {"world_size", m.world_size},
+                   {"host", m.host},
+                   {"pid", m.pid},
+                   {"roles", m.roles},
+                   {"replica", m.replica ? ojson(*m.replica) : ojson(nullptr)}};
+  if (!m.identity_source.empty()) j["identity"]["source"] = m.identity_source;
+  j["clock"] = {{"source", m.clock_source},
+                {"monotonic_anchor_ns", m.monotonic_anchor_ns},
+                {"realtime_anchor_ns", m.realtime_anchor_ns},
+                {"offset_to_rank0_ns", m.offset_to_rank0_ns},
+                {"offset_measured", m.offset_measured}};
+  if (m.clock_source == "tsc") j["clock"]["tsc_hz"] = m.tsc_hz;
+  ojson window = {{"open_ns", m.window_open_ns}};
+  if (!m.close_reason.empty()) {  // absent while the window is open
+    window["close_ns"] = m.window_close_ns;
+    window["close_reason"] = m.close_reason;
+  }
+  if (!m.trigger.empty()) window["trigger"] = m.trigger;
+  if (!m.sampling.unit.empty()) {
+    ojson s = {{"unit", m.sampling.unit},
+               {"first", m.sampling.first},
+               {"count", m.sampling.count},
+               {"complete", m.sampling.complete}};
+    if (ojson schedule = object_or_null(m.sampling.schedule_json); !schedule.is_null())
+      s["schedule"] = std::move(schedule);
+    if (!m.sampling.from.empty()) s["from"] = m.sampling.from;
+    window["sampling"] = std::move(s);
+  }
+  j["window"] = std::move(window);
+  j["contents"] = m.contents;
+  j["counts"] = {{"events", m.event_count},
+                 {"dropped_events", m.dropped_events},
+                 {"dropped_buffer_full", m.dropped_buffer_full},
+                 {"dropped_budget", m.dropped_budget},
+                 {"dropped_write_error", m.dropped_write_error},
+                 {"threads", m.threads}};
+  if (ojson sources = object_or_null(m.sources_json); !sources.is_null()) {
+    j["counts"]["source_events"] = m.source_events;
+    j["sources"] = std::move(sources);
+  }
+  ojson files = ojson::array();
+  for (const Manifest::File& f : m.files) files.push_back({{"name", f.name}, {"bytes", f.bytes}});
+  j["files"] = std::move(files);
+  j["complete"] = m.complete;
+  j["errors"] = m.errors;
+  // Names come from users (stages, roles, hosts, C API strings) and need not be UTF-8: replace
+  // bad bytes rather than throw (this runs on the writer thread of a training process).
+  std::string text = j.dump(2, ' ', false, ojson::error_handler_t::replace);
+  std::string formatted;
+  if (config_text.empty() && !m.config_json.empty()) {
+    formatted = FormatManifestConfig(m.config_json);
+    config_text = formatted;
+  }
+  if (!config_text.empty() && text.size() >= 2) {
+    // The last key, spliced in before the closing "\n}": the same text as dumping it with the
+    // rest, without parsing and formatting the plan again for every manifest (it was most of
+    // the runtime writer's fixed cost per window).
+    text.resize(text.size() - 2);
+    text += ",\n  \"config\": ";
+    text += config_text;
+    text += "\n}";
+  }
+  text += '\n';
+  return text;
+}
+
+std::string FormatManifestConfig(const std::string& config_json) {
+  using ojson = nlohmann::ordered_json;
+  if (config_json.empty()) return std::string();
+  const ojson cfg = ojson::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (cfg.is_discarded()) return std::string();
+  const std::string flat = cfg.dump(2, ' ', false, ojson::error_handler_t::replace);
+  std::string out;
+  out.reserve(flat.size() + flat.size() / 8);
+  for (char c : flat) {  // one level deeper: the manifest's own indent
+    out += c;
+    if (c == '\n') out += "  ";
+  }
+  return out;
+}
+
+
+Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) {
+  Manifest m;
+  bool too_deep = false;
+  json root = ParseJsonBounded(text, &too_deep);
+  if (too_deep) {
+    diag->push_back(std::string(kManifestName) + ": nested deeper than " + std::to_string(kMaxJsonDepth) +
+                    " levels; manifest ignored");
+    return m;
+  }
+  if (root.is_discarded() || !root.is_object()) {
+    diag->push_back(std::string(kManifestName) + ": not a JSON object; manifest ignored");
+    return m;
+  }
+  Fields f(&root, "", diag);
+  f.Str("format", &m.format);
+  f.Int("format_version", &m.format_version);
+  f.Str("rlprof_version", &m.rlprof_version);
+  f.Str("run_id", &m.run_id);
+  f.Str("scope", &m.scope);
+  f.Str("mode", &m.mode);
+  f.IntList("steps", &m.steps);
+  f.Str("stage", &m.stage);
+  f.Str("role", &m.role);
+  Fields id = f.Object("identity");
+  id.IntAtLeast("rank", -1, &m.rank);  // -1: a process outside the ranks (a controller)
+  id.IntAtLeast("local_rank", -1, &m.local_rank);
+  id.IntAtLeast("world_size", 0, &m.world_size);
+  id.Str("host", &m.host);
+  id.IntAtLeast("pid", 0, &m.pid);
+  id.StrList("roles", &m.roles);
+  id.OptInt("replica", &m.replica);
+  id.Str("source", &m.identity_source);
+  Fields clock = f.Object("clock");
+  clock.Str("source", &m.clock_source);
+  clock.Double("tsc_hz", &m.tsc_hz);
+  clock.Int("monotonic_anchor_ns", &m.monotonic_anchor_ns);
+  clock.Int("realtime_anchor_ns", &m.realtime_anchor_ns);
+  clock.Int("offset_to_rank0_ns", &m.offset_to_rank0_ns);
+  clock.Bool("offset_measured", &m.offset_measured);
+  Fields window = f.Object("window");
+  window.Int("open_ns", &m.window_open_ns);
+  window.Int("close_ns", &m.window_close_ns);
+  window.Str("close_reason", &m.close_reason);
+  window.Str("trigger", &m.trigger);
+  Fields sampling = window.Object("sampling");
+  sampling.Str("unit", &m.sampling.unit);
+  sampling.Int("first", &m.sampling.first);
+  sampling.Int("count", &m.sampling.count);
+  sampling.Bool("complete", &m.sampling.complete);
+  sampling.ObjectText("schedule", &m.sampling.schedule_json);
+  sampling.Str("from", &m.sampling.from);
+  f.StrList("contents", &m.contents);
+  Fields counts = f.Object("counts");
+  counts.IntAtLeast("events", 0, &m.event_count, /*required=*/true);
+  counts.IntAtLeast("dropped_events", 0, &m.dropped_events);
+  counts.IntAtLeast("dropped_buffer_full", 0, &m.dropped_buffer_full);
+  counts.IntAtLeast("dropped_budget", 0, &m.dropped_budget);
+  counts.IntAtLeast("dropped_write_error", 0, &m.dropped_write_error);
+  counts.IntAtLeast("threads", 0, &m.threads);
+  counts.IntAtLeast("source_events", 0, &m.source_events);
+  f.ObjectText("sources", &m.sources_json);
+  f.Bool("complete", &m.complete);
+  f.StrList("errors", &m.errors);
+  if (auto it = root.find("files"); it != root.end()) {
+    if (!it->is_array()) {
+      diag->push_back(std::string(kManifestName) + ": files: expected a list");
+    } else {
+      for (const auto& e : *it) {
+        Manifest::File file;
+        Fields ff(&e, "files[].", diag);
+        if (!e.is_object()) {
+          diag->push_back(std::string(kManifestName) + ": files: expected objects");
+          continue;
+        }
+        ff.Str("name", &file.name);
+        ff.Int("bytes", &file.bytes);
+        if (!file.name.empty()) m.files.push_back(std::move(file));
+      }
+    }
+  }
+  if (auto it = root.find("config"); it != root.end()) {
+    m.config_json = it->dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return m;
+}
+
+}  // namespace rlprof::format
