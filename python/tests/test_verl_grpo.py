@@ -167,12 +167,12 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
         gen = got[("stage", "rollout", "rollout_generate")]
         # the samples' scoring in the reward loop's workers, during generation
         assert 0 < got[("stage", "reward", "compute_rm_score")] <= gen, (step, got)
-        # verl's v1 trainer starts its profilers inside its `step` timer (after on_step_begin);
-        # the controller's window (the widest) opens there and closes when that timer ends: it
-        # is the step less on_step_begin (quiet machine: -0.65 % and -0.004 %). Checked within
-        # 5 % and 50 ms, a form load cannot break.
-        assert window <= t["step"] + 0.05, (step, window, t["step"])
-        assert window >= 0.95 * t["step"] - 0.05, (step, window, t["step"])
+        # verl's v1 trainer starts its profilers inside its `step` timer (after on_step_begin, a
+        # no-op in its sync trainer); the controller's window (the widest) opens there — its
+        # rlprof session made when fit started — and closes when that timer ends: the step but
+        # for a few Python calls (-0.004 % both steps, load average 7). Within 1 % of verl's
+        # timing_s/step, and 10 ms for the scheduler under load.
+        assert abs(window - t["step"]) <= 0.01 * t["step"] + 0.01, (step, window, t["step"])
         # The rollout stage, in the engine: from verl's start of the rollout's profiling (at the
         # step's start, v1) to its stop after sampling; within 5 % of verl's `gen` (and 50 ms).
         assert abs(gen - t["gen"]) <= 0.05 * t["gen"] + 0.05, (step, gen, t["gen"])
