@@ -196,21 +196,25 @@ uint64_t BytesPerEvent(const Contents& c, const std::vector<ExportFormat>& expor
   return static_cast<uint64_t>(b + 0.5);
 }
 
-CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
-                                 const EstimateModel& model) {
-  CaptureSummary sum;
-  sum.notes = plan.notes;
-  bool any_memory = false, any_stack = false, any_module = false;
-  if (!plan.profiling_enabled()) return sum;
+namespace {
 
-  // Workers: which roles share a process.
-  struct Worker {
-    std::string name;
-    std::vector<std::string> roles;
-    bool replicas = false;  // ranks are rollout replica ranks
-    bool single = false;    // one process (verl's controller), whatever the world size
-    int64_t count = 0;      // > 0: that many processes, ranks 0..count-1, whatever the world size
-  };
+// A kind of process of the job and the roles it hosts: its captures are enumerated together.
+struct Worker {
+  std::string name;
+  std::vector<std::string> roles;
+  bool replicas = false;  // ranks are rollout replica ranks
+  bool single = false;    // one process (verl's controller), whatever the world size
+  int64_t count = 0;      // > 0: that many processes, ranks 0..count-1, whatever the world size
+};
+
+// A step window: one step, or a run of steps in a profile_continuous_steps run.
+struct Window {
+  std::vector<int64_t> steps;
+  std::string label;
+};
+
+// Which kinds of process the plan's dialect has, and which roles share one.
+std::vector<Worker> WorkersOf(const Plan& plan, const LoadOptions& opt) {
   std::vector<Worker> workers;
   if (plan.dialect == Dialect::kMindSpeedRl) {
     workers.push_back({"all workers", {"*"}});
@@ -258,14 +262,14 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
       workers.push_back({"controller", {"controller"}, false, true});
   }
 
-  // Step windows.
-  struct Window {
-    std::vector<int64_t> steps;
-    std::string label;
-  };
+  return workers;
+}
+
+// The step windows: each selected step, or each run of consecutive steps when continuous; a
+// symbolic "all" when every step is selected and the run's length is unknown.
+std::vector<Window> WindowsOf(const Plan& plan, const LoadOptions& opt, bool symbolic_all,
+                              const std::vector<int64_t>& steps) {
   std::vector<Window> windows;
-  bool symbolic_all = plan.steps.kind == StepSelection::Kind::kAll && opt.total_steps <= 0;
-  std::vector<int64_t> steps = plan.steps.Expand(opt.total_steps);
   if (symbolic_all) windows.push_back({{}, "all"});
   for (size_t i = 0; i < steps.size();) {
     size_t j = i;
@@ -277,225 +281,235 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     windows.push_back(w);
     i = j + 1;
   }
+  (void)opt;
+  return windows;
+}
 
-  for (const Worker& wk : workers) {
-    // Candidate ranks: every rank when the world size is known, else the named ones plus a
-    // sentinel that only all_ranks blocks select.
-    std::vector<int64_t> cands;
-    bool any_all = false;
-    if (wk.single) {
-      cands = {0};
-    } else if (wk.count > 0) {
-      for (int64_t r = 0; r < wk.count; ++r) cands.push_back(r);
-    } else if (opt.world_size > 0) {
-      const int64_t n = wk.replicas ? std::max<int64_t>(1, opt.world_size / std::max<int64_t>(1, opt.replica_size))
-                                    : opt.world_size;
-      for (int64_t r = 0; r < n; ++r) cands.push_back(r);
-    } else {
-      std::set<int64_t> s;
-      for (const auto& role : wk.roles) {
-        const RolePlan* rp = plan.FindRole(role);
-        if (!rp) continue;
-        any_all |= rp->all_ranks && rp->enabled;
-        s.insert(rp->ranks.begin(), rp->ranks.end());
-      }
-      cands.assign(s.begin(), s.end());
+// The worker's processes, grouped by what they record (one group per distinct process plan);
+// an all_ranks group stands for every rank when the world size is unknown.
+std::vector<Group> GroupsOf(const Plan& plan, const LoadOptions& opt, const Worker& wk) {
+  // Candidate ranks: every rank when the world size is known, else the named ones plus a
+  // sentinel that only all_ranks blocks select.
+  std::vector<int64_t> cands;
+  bool any_all = false;
+  if (wk.single) {
+    cands = {0};
+  } else if (wk.count > 0) {
+    for (int64_t r = 0; r < wk.count; ++r) cands.push_back(r);
+  } else if (opt.world_size > 0) {
+    const int64_t n = wk.replicas ? std::max<int64_t>(1, opt.world_size / std::max<int64_t>(1, opt.replica_size))
+                                  : opt.world_size;
+    for (int64_t r = 0; r < n; ++r) cands.push_back(r);
+  } else {
+    std::set<int64_t> s;
+    for (const auto& role : wk.roles) {
+      const RolePlan* rp = plan.FindRole(role);
+      if (!rp) continue;
+      any_all |= rp->all_ranks && rp->enabled;
+      s.insert(rp->ranks.begin(), rp->ranks.end());
     }
-    std::vector<Group> groups;
-    auto add = [&](int64_t rank, bool all) {
-      ProcessPlan p = ResolveForProcess(plan, wk.roles, rank);
-      std::string key = ProcKey(p);
-      if (key.empty()) return;
-      for (auto& g : groups)
-        if (g.key == key && g.all == all) {
-          g.ranks.push_back(rank);
-          return;
-        }
-      groups.push_back({key, p, {rank}, all});
-    };
-    for (int64_t r : cands) add(r, false);
-    if (any_all) add(INT64_MAX, true);
+    cands.assign(s.begin(), s.end());
+  }
+  std::vector<Group> groups;
+  auto add = [&](int64_t rank, bool all) {
+    ProcessPlan p = ResolveForProcess(plan, wk.roles, rank);
+    std::string key = ProcKey(p);
+    if (key.empty()) return;
+    for (auto& g : groups)
+      if (g.key == key && g.all == all) {
+        g.ranks.push_back(rank);
+        return;
+      }
+    groups.push_back({key, p, {rank}, all});
+  };
+  for (int64_t r : cands) add(r, false);
+  if (any_all) add(INT64_MAX, true);
+  return groups;
+}
 
-    for (const Group& g : groups) {
-      std::vector<std::string> scopes;
-      if (g.proc.mode == CaptureMode::kDiscrete) {
-        std::vector<std::string> stages;
-        if (!g.proc.stages.empty()) {
-          stages = g.proc.stages;
-        } else {
-          // Every stage of every role the process hosts is annotated in it (verl: "ref
-          // follows the actor block in the fused worker").
-          for (const auto& role : wk.roles)
-            for (const auto& s : DefaultStagesOfRole(role, plan.dialect))
-              if (std::find(stages.begin(), stages.end(), s) == stages.end()) stages.push_back(s);
-        }
-        if (stages.empty()) stages.push_back("<each annotated stage>");
-        scopes = stages;
-        if (g.proc.stages.empty()) {
-          std::string note = "discrete without a stage allow-list on " + wk.name +
-                             ": any other annotated stage (e.g. weight_sync) also gets its own "
-                             "capture; list stages (tool_config.rlprof.stages) to pin them";
-          if (std::find(sum.notes.begin(), sum.notes.end(), note) == sum.notes.end())
-            sum.notes.push_back(note);
-        }
-      }
-      const RolePlan* first_role = plan.FindRole(g.proc.roles.front());
-      Tool tool = plan.tool;
-      any_memory |= g.proc.contents.memory;
-      any_stack |= g.proc.contents.stack;
-      any_module |= g.proc.contents.module;
-      double eps = EventsPerSecond(tool, g.proc.contents, g.proc.level);
-      uint64_t bpe = BytesPerEvent(g.proc.contents, plan.exports);
-      int64_t nranks = g.all ? (opt.world_size > 0 ? opt.world_size : -1)
-                             : static_cast<int64_t>(g.ranks.size());
-      std::string ranks = g.all && opt.world_size <= 0 ? "all" : RankListToString(g.ranks);
-      size_t rows_before = sum.rows.size();
-      // The schedule each scope follows (discrete: per stage; end-to-end: the step window's).
-      auto schedule_of = [&](const std::string& scope) -> const StageSchedule* {
-        if (g.proc.mode != CaptureMode::kDiscrete) return g.proc.StepSchedule();
-        std::string role = StageRole(scope);
-        if (role.empty()) role = g.proc.roles.front();
-        return g.proc.ScheduleFor(role, scope);
-      };
-      for (const Window& w : windows) {
-        bool continuous_run = w.steps.size() > 1;
-        std::vector<std::string> row_scopes =
-            scopes.empty() ? std::vector<std::string>{continuous_run
-                                                          ? "steps" + w.label
-                                                          : std::string("e2e")}
-                           : scopes;
-        for (const std::string& scope : row_scopes) {
-          CaptureRow row;
-          row.worker = wk.name;
-          row.roles = g.proc.roles;
-          row.steps = w.label;
-          row.windows = 1;
-          row.scope = scope;
-          row.ranks = ranks;
-          row.rank_count = nranks;
-          row.mode = g.proc.mode;
-          row.contents = g.proc.contents;
-          row.level = g.proc.level;
-          const StageSchedule* ss = schedule_of(scope);
-          if (ss != nullptr) {
-            row.schedule = ss->schedule;
-            row.schedule_from = ss->block;
-            if (ss->token_window) {
-              const RolePlan* rp = plan.FindRole(ss->role);
-              row.token_window = "[" + std::to_string(rp ? rp->token_start.value_or(0) : 0) + ", " +
-                                 (rp && rp->token_end ? std::to_string(*rp->token_end) : "end") + ")";
-            }
-          }
-          int64_t first_step = w.steps.empty() ? 0 : w.steps.front();
-          double seconds = model.step_seconds * std::max<size_t>(1, w.steps.size());
-          if (scope != "e2e" && scope.rfind("steps", 0) != 0) seconds = model.step_seconds * StageShare(scope);
-          double events = eps * seconds;
-          auto finish = [&](CaptureRow r, double share) {
-            r.directory = plan.save_path + "/<run_id>/step" +
-                          (first_step ? std::to_string(first_step) : std::string("<N>")) + "/" +
-                          r.scope + "/rank<R>-<host>-<pid>/";
-            double ev = events * share;
-            if (plan.budget.max_events > 0) ev = std::min<double>(ev, plan.budget.max_events);
-            r.events_per_capture = static_cast<uint64_t>(ev);
-            r.bytes_per_capture = r.events_per_capture * bpe;
-            if (plan.budget.max_bytes > 0)
-              r.bytes_per_capture = std::min<uint64_t>(r.bytes_per_capture, plan.budget.max_bytes);
-            r.captures = (nranks < 0 || symbolic_all) ? -1 : nranks;
-            sum.rows.push_back(std::move(r));
-          };
-          if (ss == nullptr) {
-            finish(row, 1.0);
-            continue;
-          }
-          // One capture per active period of the schedule (docs/capture-windows.md).
-          const Schedule& sc = ss->schedule;
-          int64_t count = AssumedCount(model, sc.unit);
-          if (sc.unit == SubStepKind::kStep)
-            count = g.proc.mode == CaptureMode::kDiscrete ? 0 : static_cast<int64_t>(w.steps.size());
-          bool more = false;
-          std::vector<SamplePeriod> periods = SchedulePeriods(sc, count, &more);
-          const bool parts = sc.repeat != 1;
-          for (size_t i = 0; i < periods.size(); ++i) {
-            CaptureRow r = row;
-            r.sampled = true;
-            r.sub_first = periods[i].first;
-            r.sub_count = periods[i].size;
-            r.sub_complete = periods[i].complete;
-            r.sub_steps = PeriodText(sc.unit, periods[i]);
-            if (sc.unit == SubStepKind::kStep && !w.steps.empty()) {
-              r.sub_steps = "steps " + std::to_string(w.steps.front() + periods[i].first) +
-                            (periods[i].size > 1
-                                 ? "-" + std::to_string(w.steps.front() + periods[i].first +
-                                                        periods[i].size - 1)
-                                 : std::string());
-              first_step = w.steps.front() + periods[i].first;
-            }
-            if (parts) r.scope = scope + ".part" + std::to_string(i + 1);
-            bool unknown = more && i + 1 == periods.size() && sc.repeat == 0;
-            if (unknown) r.sub_steps += ", then every " + std::to_string(sc.wait + sc.warmup + sc.active);
-            finish(r, PeriodShare(sc, periods[i], count));
-            if (unknown) sum.rows.back().captures = -1;
-          }
-        }
-      }
-      // What each stage of this worker records (the "Sampling" table of rlprof plan).
-      std::vector<std::string> sampled_scopes = scopes;
-      if (sampled_scopes.empty()) sampled_scopes.push_back("");
-      for (const std::string& scope : sampled_scopes) {
-        SamplingRow sr;
-        sr.worker = wk.name;
-        sr.ranks = ranks;
-        sr.stage = scope;
-        const StageSchedule* ss = schedule_of(scope);
-        double seconds = scope.empty() ? model.step_seconds : model.step_seconds * StageShare(scope);
-        sr.bytes_whole = static_cast<uint64_t>(eps * seconds) * bpe;
-        sr.bytes_sampled = sr.bytes_whole;
-        if (ss != nullptr) {
-          sr.schedule = ss->schedule;
-          sr.from = ss->block;
-          sr.token_window = ss->token_window;
-          sr.count = AssumedCount(model, ss->schedule.unit);
-          if (ss->schedule.unit == SubStepKind::kStep) sr.count = scope.empty() ? -1 : 0;
-          sr.periods = SchedulePeriods(ss->schedule, sr.count, &sr.more);
-          double share = 0;
-          for (const auto& p : sr.periods) share += PeriodShare(ss->schedule, p, sr.count);
-          sr.bytes_sampled = static_cast<uint64_t>(static_cast<double>(sr.bytes_whole) * std::min(1.0, share));
-        }
-        sum.sampling.push_back(std::move(sr));
-      }
-      CheckSchedules(wk.name, g.proc, scopes, sum.warnings);
-      (void)first_role;
-      // nsys: rlprof starts / stops the CUDA profiler at each window of the process, so the
-      // exact capture-range-end is the number of its windows. verl's default repeat-shutdown
-      // count is 6 × len(steps), right only by luck. An Agent-Loop rollout (verl Gen 3:
-      // rollout ranks own replicas) generates in the rollout servers, not in this trainer
-      // process: its stage windows are no range here.
-      if (plan.tool == Tool::kNsys) {
-        NsysRanges nr;
-        nr.worker = wk.name;
-        nr.ranks = ranks;
-        nr.mode = g.proc.mode;
-        nr.continuous = plan.continuous_steps && g.proc.mode != CaptureMode::kDiscrete;
-        nr.verl_default = 6 * static_cast<int64_t>(steps.size());
-        const RolePlan* ro = plan.FindRole("rollout");
-        const bool agent_loop = ro != nullptr && ro->ranks_are_replica_owners;
-        for (size_t i = rows_before; i < sum.rows.size(); ++i) {
-          const CaptureRow& r = sum.rows[i];
-          const std::string stage = r.scope.substr(0, r.scope.find(".part"));
-          if (agent_loop && g.proc.mode == CaptureMode::kDiscrete && StageRole(stage) == "rollout") {
-            if (std::find(nr.excluded.begin(), nr.excluded.end(), stage) == nr.excluded.end())
-              nr.excluded.push_back(stage);
-            continue;
-          }
-          if (symbolic_all || stage == "<each annotated stage>" ||
-              r.sub_steps.find(", then every") != std::string::npos)
-            nr.ranges = -1;
-          if (nr.ranges >= 0) ++nr.ranges;
-        }
-        sum.nsys.push_back(std::move(nr));
-      }
+// A group's capture scopes: its stages in discrete mode (none: one step-window scope).
+std::vector<std::string> ScopesOf(const Plan& plan, const Worker& wk, const Group& g,
+                                  std::vector<std::string>& notes) {
+  std::vector<std::string> scopes;
+  if (g.proc.mode != CaptureMode::kDiscrete) return scopes;
+  if (!g.proc.stages.empty()) {
+    scopes = g.proc.stages;
+  } else {
+    // Every stage of every role the process hosts is annotated in it (verl: "ref
+    // follows the actor block in the fused worker").
+    for (const auto& role : wk.roles)
+      for (const auto& s : DefaultStagesOfRole(role, plan.dialect))
+        if (std::find(scopes.begin(), scopes.end(), s) == scopes.end()) scopes.push_back(s);
+  }
+  if (scopes.empty()) scopes.push_back("<each annotated stage>");
+  if (g.proc.stages.empty())
+    AddOnce(notes, "discrete without a stage allow-list on " + wk.name +
+                       ": any other annotated stage (e.g. weight_sync) also gets its own "
+                       "capture; list stages (tool_config.rlprof.stages) to pin them");
+  return scopes;
+}
+
+// What one group of processes records, and how its captures are sized.
+struct GroupPlan {
+  const Plan& plan;
+  const EstimateModel& model;
+  const Worker& wk;
+  const Group& g;
+  std::vector<std::string> scopes;
+  double eps = 0;       // events per second (the size model)
+  uint64_t bpe = 0;     // bytes per event
+  int64_t nranks = 0;   // processes in the group, -1 = every rank of an unknown world
+  std::string ranks;    // as printed
+  bool symbolic_all = false;
+
+  // The schedule each scope follows (discrete: per stage; end-to-end: the step window's).
+  const StageSchedule* ScheduleOf(const std::string& scope) const {
+    if (g.proc.mode != CaptureMode::kDiscrete) return g.proc.StepSchedule();
+    std::string role = StageRole(scope);
+    if (role.empty()) role = g.proc.roles.front();
+    return g.proc.ScheduleFor(role, scope);
+  }
+};
+
+// The rows of one scope in one step window: one capture, or one per active period of its
+// schedule (docs/capture-windows.md).
+void AddCaptureRows(const GroupPlan& gp, const Window& w, const std::string& scope,
+                    std::vector<CaptureRow>& rows) {
+  const Plan& plan = gp.plan;
+  const ProcessPlan& proc = gp.g.proc;
+  CaptureRow row;
+  row.worker = gp.wk.name;
+  row.roles = proc.roles;
+  row.steps = w.label;
+  row.windows = 1;
+  row.scope = scope;
+  row.ranks = gp.ranks;
+  row.rank_count = gp.nranks;
+  row.mode = proc.mode;
+  row.contents = proc.contents;
+  row.level = proc.level;
+  const StageSchedule* ss = gp.ScheduleOf(scope);
+  if (ss != nullptr) {
+    row.schedule = ss->schedule;
+    row.schedule_from = ss->block;
+    if (ss->token_window) {
+      const RolePlan* rp = plan.FindRole(ss->role);
+      row.token_window = "[" + std::to_string(rp ? rp->token_start.value_or(0) : 0) + ", " +
+                         (rp && rp->token_end ? std::to_string(*rp->token_end) : "end") + ")";
     }
   }
+  int64_t first_step = w.steps.empty() ? 0 : w.steps.front();
+  double seconds = gp.model.step_seconds * std::max<size_t>(1, w.steps.size());
+  if (scope != "e2e" && scope.rfind("steps", 0) != 0) seconds = gp.model.step_seconds * StageShare(scope);
+  const double events = gp.eps * seconds;
+  auto finish = [&](CaptureRow r, double share) {
+    r.directory = plan.save_path + "/<run_id>/step" +
+                  (first_step ? std::to_string(first_step) : std::string("<N>")) + "/" + r.scope +
+                  "/rank<R>-<host>-<pid>/";
+    double ev = events * share;
+    if (plan.budget.max_events > 0) ev = std::min<double>(ev, plan.budget.max_events);
+    r.events_per_capture = static_cast<uint64_t>(ev);
+    r.bytes_per_capture = r.events_per_capture * gp.bpe;
+    if (plan.budget.max_bytes > 0)
+      r.bytes_per_capture = std::min<uint64_t>(r.bytes_per_capture, plan.budget.max_bytes);
+    r.captures = (gp.nranks < 0 || gp.symbolic_all) ? -1 : gp.nranks;
+    rows.push_back(std::move(r));
+  };
+  if (ss == nullptr) {
+    finish(row, 1.0);
+    return;
+  }
+  const Schedule& sc = ss->schedule;
+  int64_t count = AssumedCount(gp.model, sc.unit);
+  if (sc.unit == SubStepKind::kStep)
+    count = proc.mode == CaptureMode::kDiscrete ? 0 : static_cast<int64_t>(w.steps.size());
+  bool more = false;
+  std::vector<SamplePeriod> periods = SchedulePeriods(sc, count, &more);
+  const bool parts = sc.repeat != 1;
+  for (size_t i = 0; i < periods.size(); ++i) {
+    CaptureRow r = row;
+    r.sampled = true;
+    r.sub_first = periods[i].first;
+    r.sub_count = periods[i].size;
+    r.sub_complete = periods[i].complete;
+    r.sub_steps = PeriodText(sc.unit, periods[i]);
+    if (sc.unit == SubStepKind::kStep && !w.steps.empty()) {
+      r.sub_steps = "steps " + std::to_string(w.steps.front() + periods[i].first) +
+                    (periods[i].size > 1 ? "-" + std::to_string(w.steps.front() + periods[i].first +
+                                                                 periods[i].size - 1)
+                                         : std::string());
+      first_step = w.steps.front() + periods[i].first;
+    }
+    if (parts) r.scope = scope + ".part" + std::to_string(i + 1);
+    bool unknown = more && i + 1 == periods.size() && sc.repeat == 0;
+    if (unknown) r.sub_steps += ", then every " + std::to_string(sc.wait + sc.warmup + sc.active);
+    finish(r, PeriodShare(sc, periods[i], count));
+    if (unknown) rows.back().captures = -1;
+  }
+}
+
+// What each stage of the group records (the "Sampling" table of rlprof plan).
+void AddSamplingRows(const GroupPlan& gp, std::vector<SamplingRow>& out) {
+  std::vector<std::string> scopes = gp.scopes;
+  if (scopes.empty()) scopes.push_back("");
+  for (const std::string& scope : scopes) {
+    SamplingRow sr;
+    sr.worker = gp.wk.name;
+    sr.ranks = gp.ranks;
+    sr.stage = scope;
+    const StageSchedule* ss = gp.ScheduleOf(scope);
+    double seconds = scope.empty() ? gp.model.step_seconds : gp.model.step_seconds * StageShare(scope);
+    sr.bytes_whole = static_cast<uint64_t>(gp.eps * seconds) * gp.bpe;
+    sr.bytes_sampled = sr.bytes_whole;
+    if (ss != nullptr) {
+      sr.schedule = ss->schedule;
+      sr.from = ss->block;
+      sr.token_window = ss->token_window;
+      sr.count = AssumedCount(gp.model, ss->schedule.unit);
+      if (ss->schedule.unit == SubStepKind::kStep) sr.count = scope.empty() ? -1 : 0;
+      sr.periods = SchedulePeriods(ss->schedule, sr.count, &sr.more);
+      double share = 0;
+      for (const auto& p : sr.periods) share += PeriodShare(ss->schedule, p, sr.count);
+      sr.bytes_sampled = static_cast<uint64_t>(static_cast<double>(sr.bytes_whole) * std::min(1.0, share));
+    }
+    out.push_back(std::move(sr));
+  }
+}
+
+// nsys: rlprof starts / stops the CUDA profiler at each window of the process, so the exact
+// capture-range-end is the number of its windows (`rows`: the group's). verl's default
+// repeat-shutdown count is 6 × len(steps), right only by luck. An Agent-Loop rollout (verl
+// Gen 3: rollout ranks own replicas) generates in the rollout servers, not in this trainer
+// process: its stage windows are no range here.
+NsysRanges NsysRangesOf(const GroupPlan& gp, size_t nsteps, const CaptureRow* rows, size_t n) {
+  const Plan& plan = gp.plan;
+  NsysRanges nr;
+  nr.worker = gp.wk.name;
+  nr.ranks = gp.ranks;
+  nr.mode = gp.g.proc.mode;
+  nr.continuous = plan.continuous_steps && gp.g.proc.mode != CaptureMode::kDiscrete;
+  nr.verl_default = 6 * static_cast<int64_t>(nsteps);
+  const RolePlan* ro = plan.FindRole("rollout");
+  const bool agent_loop = ro != nullptr && ro->ranks_are_replica_owners;
+  for (size_t i = 0; i < n; ++i) {
+    const CaptureRow& r = rows[i];
+    const std::string stage = r.scope.substr(0, r.scope.find(".part"));
+    if (agent_loop && gp.g.proc.mode == CaptureMode::kDiscrete && StageRole(stage) == "rollout") {
+      if (std::find(nr.excluded.begin(), nr.excluded.end(), stage) == nr.excluded.end())
+        nr.excluded.push_back(stage);
+      continue;
+    }
+    if (gp.symbolic_all || stage == "<each annotated stage>" ||
+        r.sub_steps.find(", then every") != std::string::npos)
+      nr.ranges = -1;
+    if (nr.ranges >= 0) ++nr.ranges;
+  }
+  return nr;
+}
+
+// The totals, what the torch contents record, and which Agent-Loop replicas are traced.
+void FinishSummary(const Plan& plan, const LoadOptions& opt, bool any_memory, bool any_stack,
+                   bool any_module, CaptureSummary& sum) {
   // What the torch contents record, and where they cannot be honoured (said again, once, at
   // the window that asks for them, and in manifest.json sources.torch_*; docs/config.md).
   if (any_memory)
@@ -537,6 +551,48 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
                           "are traced");
     }
   }
+}
+
+}  // namespace
+
+CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
+                                 const EstimateModel& model) {
+  CaptureSummary sum;
+  sum.notes = plan.notes;
+  if (!plan.profiling_enabled()) return sum;
+  const bool symbolic_all = plan.steps.kind == StepSelection::Kind::kAll && opt.total_steps <= 0;
+  const std::vector<int64_t> steps = plan.steps.Expand(opt.total_steps);
+  const std::vector<Window> windows = WindowsOf(plan, opt, symbolic_all, steps);
+  bool any_memory = false, any_stack = false, any_module = false;
+  for (const Worker& wk : WorkersOf(plan, opt)) {
+    for (const Group& g : GroupsOf(plan, opt, wk)) {
+      GroupPlan gp{plan, model, wk, g, {}, 0, 0, 0, {}, false};
+      gp.scopes = ScopesOf(plan, wk, g, sum.notes);
+      gp.eps = EventsPerSecond(plan.tool, g.proc.contents, g.proc.level);
+      gp.bpe = BytesPerEvent(g.proc.contents, plan.exports);
+      gp.nranks = g.all ? (opt.world_size > 0 ? opt.world_size : -1) : static_cast<int64_t>(g.ranks.size());
+      gp.ranks = g.all && opt.world_size <= 0 ? "all" : RankListToString(g.ranks);
+      gp.symbolic_all = symbolic_all;
+      any_memory |= g.proc.contents.memory;
+      any_stack |= g.proc.contents.stack;
+      any_module |= g.proc.contents.module;
+      const size_t rows_before = sum.rows.size();
+      for (const Window& w : windows) {
+        const bool continuous_run = w.steps.size() > 1;
+        const std::vector<std::string> row_scopes =
+            gp.scopes.empty()
+                ? std::vector<std::string>{continuous_run ? "steps" + w.label : std::string("e2e")}
+                : gp.scopes;
+        for (const std::string& scope : row_scopes) AddCaptureRows(gp, w, scope, sum.rows);
+      }
+      AddSamplingRows(gp, sum.sampling);
+      CheckSchedules(wk.name, g.proc, gp.scopes, sum.warnings);
+      if (plan.tool == Tool::kNsys)
+        sum.nsys.push_back(NsysRangesOf(gp, steps.size(), sum.rows.data() + rows_before,
+                                        sum.rows.size() - rows_before));
+    }
+  }
+  FinishSummary(plan, opt, any_memory, any_stack, any_module, sum);
   return sum;
 }
 
