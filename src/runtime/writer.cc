@@ -16,41 +16,11 @@
 
 #include "src/base/files.h"
 #include "src/base/strings.h"
-#include "src/base/version.h"
 #include "src/format/raw.h"
 #include "src/runtime/thread_buffer.h"
+#include "src/runtime/writer_capture.h"
 
 namespace rlprof::runtime {
-
-struct Writer::Capture {
-  WindowOpen info;
-  std::string dir;
-  std::unique_ptr<format::RawWriter> raw;
-  TickConverter conv;
-  ClockSample anchor;
-  int64_t open_ns = 0;
-  uint32_t strings_emitted = 0;
-  std::vector<bool> track_emitted;
-  std::set<uint16_t> threads;
-  std::vector<format::Event> batch;
-  uint64_t events = 0;         // accepted by the RawWriter (on disk once it is closed cleanly)
-  uint64_t dropped_full = 0;
-  uint64_t dropped_budget = 0;
-  uint64_t lost_on_error = 0;  // drained after the capture failed: never handed to the file
-  uint64_t unflushed = 0;
-  int64_t last_flush_ns = 0;
-  bool over_budget = false;
-  bool budget_reported = false;
-  bool failed = false;
-  size_t manifest_bytes = 0;  // size of the open-time manifest on disk (0: none written)
-  bool created = false;    // CreateOnDisk was run (dir, raw and maybe the manifest exist)
-  bool finishing = false;  // FinishCapture is draining it: create it now, without an open manifest
-  uint64_t manifest_events = 0;      // counts.events of the manifest on disk
-  int64_t manifest_written_ns = 0;   // when the open or progress manifest was last written
-  int64_t max_end_ns = INT64_MIN;  // latest event end written
-  uint64_t source_events = 0;      // emitted by sources through the sink (drops included)
-  std::vector<std::string> errors;
-};
 
 Writer::Writer(WriterOptions options)
     : opt_(std::move(options)), config_text_(format::FormatManifestConfig(opt_.config_json)) {}
@@ -627,84 +597,6 @@ void Writer::FinishCapture(uint32_t gen, const std::string& reason,
   std::lock_guard<std::mutex> lock(mu_);
   captures_.push_back(cap->dir);
   ++stats_.captures;
-}
-
-format::Manifest Writer::BaseManifest(const Capture& c) const {
-  format::Manifest m;
-  m.rlprof_version = base::Version();
-  m.run_id = opt_.run_id;
-  m.scope = c.info.scope;
-  m.mode = c.info.mode;
-  m.stage = c.info.stage;
-  m.trigger = c.info.trigger;
-  m.role = c.info.role;
-  m.steps = {c.info.first_step};
-  const Identity& id = opt_.identity;
-  m.rank = id.rank;
-  m.local_rank = id.local_rank;
-  m.world_size = id.world_size;
-  m.host = id.host;
-  m.pid = id.pid;
-  m.roles = id.roles;
-  m.replica = id.replica;
-  m.identity_source = id.source;
-  m.clock_source = ClockSourceName(c.conv.source);
-  m.tsc_hz = c.conv.tick_hz();
-  m.offset_measured = offset_measured_.load(std::memory_order_acquire);
-  m.offset_to_rank0_ns = offset_to_rank0_ns_.load(std::memory_order_relaxed);
-  m.monotonic_anchor_ns = c.anchor.monotonic_ns;
-  m.realtime_anchor_ns = c.anchor.realtime_ns;
-  m.window_open_ns = c.open_ns;
-  m.contents = opt_.contents;
-  m.files = {{"events.rlp", 0}};
-  m.complete = false;
-  return m;
-}
-
-void Writer::WriteManifest(Capture& c) {
-  // Padded with whitespace (still valid JSON) so that the final manifest can overwrite it in
-  // place when the disk is full by then (WriteFinalManifest). While the window is open it
-  // says complete: false, no close, and the events of the complete chunks written so far.
-  format::Manifest m = BaseManifest(c);
-  if (c.raw) {
-    m.event_count = static_cast<int64_t>(c.raw->events_written());
-    m.files = {{"events.rlp", static_cast<int64_t>(c.raw->bytes_written())}};
-  }
-  c.manifest_events = static_cast<uint64_t>(m.event_count);
-  c.manifest_written_ns = MonotonicNowNs();
-  std::string text = format::ManifestToJson(m, config_text_);
-  text.append(kManifestReserveBytes, ' ');
-  text += '\n';
-  // The first one goes into the directory made a moment ago: created directly (no temporary
-  // file and rename); later ones replace it atomically (readers may be looking).
-  const std::string path = c.dir + "/manifest.json";
-  if (base::Status s = c.manifest_bytes == 0 ? base::WriteNewFile(path, text)
-                                              : base::WriteFileAtomic(path, text);
-      !s.ok())
-    CaptureError(c, s.message());
-  else
-    c.manifest_bytes = text.size();
-}
-
-bool Writer::WriteFinalManifest(Capture& c, const format::Manifest& m) {
-  const std::string path = c.dir + "/manifest.json";
-  std::string text = format::ManifestToJson(m, config_text_);
-  // No open-time manifest (a window that closed before its first flush): the directory's
-  // first and only manifest, made directly; otherwise it replaces the open-time one atomically.
-  base::Status s = c.manifest_bytes == 0 ? base::WriteNewFile(path, text)
-                                          : base::WriteFileAtomic(path, text);
-  if (s.ok()) return true;
-  // No new file could be made (ENOSPC, EDQUOT, a directory that became read-only): rewrite the
-  // open-time manifest's blocks instead, which needs no new space when the text fits in them.
-  // Without its config (the open-time manifest has it) if that is what it takes to fit.
-  if (c.manifest_bytes != 0) {
-    if (text.size() > c.manifest_bytes) {
-      text = format::ManifestToJson(m);  // m has no config_json: the plan is left out
-    }
-    if (text.size() <= c.manifest_bytes && base::OverwriteFileInPlace(path, text).ok()) return true;
-  }
-  ReportFault(s.message());
-  return false;
 }
 
 }  // namespace rlprof::runtime
