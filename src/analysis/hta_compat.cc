@@ -86,6 +86,35 @@ bool IdleCategory(std::string_view cat) {
          cat == "gpu_memcpy" || cat == "Memcpy" || cat == "mtia_ccp_events";
 }
 
+// A device slice HTA counts: its time in µs, as HTA rounds it.
+struct Row {
+  int64_t ts, end;
+  int32_t slice;
+};
+
+// get_gpu_kernel_breakdown's kernel types (include_memory_kernels, its default): each type's
+// intervals merged, then one sweep with COMPUTATION ±1, COMMUNICATION ±2, MEMORY ±4; the
+// time from each event to the next goes to the set of types the running sum holds.
+decltype(TraceAnalysis::kernel_types) KernelTypesOf(const Trace& t, const std::vector<Row>& rows) {
+  std::vector<Iv> by_kind[3];
+  for (const Row& r : rows) {
+    const HtaKind k = KindOf(t.str(t.name[r.slice]));
+    const int b = k == HtaKind::kCompute ? 0 : k == HtaKind::kComm ? 1 : k == HtaKind::kMemory ? 2 : -1;
+    if (b >= 0) by_kind[b].push_back({r.ts, r.end});
+  }
+  std::vector<std::pair<int64_t, int>> ev;
+  for (int b = 0; b < 3; ++b)
+    for (const auto& [s, e] : HtaMerge(std::move(by_kind[b]))) ev.insert(ev.end(), {{s, 1 << b}, {e, -(1 << b)}});
+  std::stable_sort(ev.begin(), ev.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::array<int64_t, 8> by_types{};
+  int running = 0;
+  for (size_t k = 0; k + 1 < ev.size(); ++k) {
+    running += ev[k].second;
+    if (running > 0) by_types[running & 7] += (ev[k + 1].first - ev[k].first) * 1000;
+  }
+  return KernelTypeRows(by_types);
+}
+
 }  // namespace
 
 void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector<int64_t>& launch,
@@ -108,10 +137,6 @@ void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector
   const bool filter = std::unique(step_names.begin(), step_names.end()) - step_names.begin() >= 2 &&
                       last != INT64_MIN;
 
-  struct Row {
-    int64_t ts, end;
-    int32_t slice;
-  };
   std::vector<Row> rows;
   for (size_t i = 0; i < t.size(); ++i) {
     const Track& tr = t.tracks[t.track[i]];
@@ -164,28 +189,7 @@ void ComputeHtaCompat(const Trace& t, const Classification& c, const std::vector
     out->hta.overlap = overlap * 1000;
   }
 
-  // get_gpu_kernel_breakdown's kernel types (include_memory_kernels, its default): each type's
-  // intervals merged, then one sweep with COMPUTATION ±1, COMMUNICATION ±2, MEMORY ±4; the
-  // time from each event to the next goes to the set of types the running sum holds.
-  {
-    std::vector<Iv> by_kind[3];
-    for (const Row& r : rows) {
-      const HtaKind k = KindOf(t.str(t.name[r.slice]));
-      const int b = k == HtaKind::kCompute ? 0 : k == HtaKind::kComm ? 1 : k == HtaKind::kMemory ? 2 : -1;
-      if (b >= 0) by_kind[b].push_back({r.ts, r.end});
-    }
-    std::vector<std::pair<int64_t, int>> ev;
-    for (int b = 0; b < 3; ++b)
-      for (const auto& [s, e] : HtaMerge(std::move(by_kind[b]))) ev.insert(ev.end(), {{s, 1 << b}, {e, -(1 << b)}});
-    std::stable_sort(ev.begin(), ev.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    std::array<int64_t, 8> by_types{};
-    int running = 0;
-    for (size_t k = 0; k + 1 < ev.size(); ++k) {
-      running += ev[k].second;
-      if (running > 0) by_types[running & 7] += (ev[k + 1].first - ev[k].first) * 1000;
-    }
-    out->kernel_types = KernelTypeRows(by_types);
-  }
+  out->kernel_types = KernelTypesOf(t, rows);
 
   // 5. Idle breakdown per stream (HTA keys streams by number alone).
   std::map<int64_t, std::vector<const Row*>> per_stream;

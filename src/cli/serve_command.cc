@@ -239,6 +239,47 @@ void CommonHeaders(httplib::Response& res) {
 
 constexpr const char* kNeedToken = "this server needs the token it printed when it started (?token=…)";
 
+// The pages: the run list, a run's report and captures, a comparison, a capture's trace.
+void AddRoutes(GuardedServer& svr, Site& site, const std::string& root) {
+  svr.Get("/", [&site, root](const httplib::Request&, httplib::Response& res) {
+    Html(res, report::RunListPage(report::ListRuns(root), site.query()));
+  });
+  svr.Get(R"(/runs/([^/]+)/report\.html)", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const auto run = report::LoadRun(root, req.matches[1].str());
+    if (!run) return Fail(res, 404, "no such run");
+    auto page = site.Report(*run, nullptr);
+    if (!page.ok()) return Fail(res, 500, page.status().message());
+    Html(res, *page, /*report=*/true);
+  });
+  svr.Get("/compare", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const auto base = report::LoadRun(root, req.get_param_value("baseline"));
+    const auto run = report::LoadRun(root, req.get_param_value("new"));
+    if (!base || !run) return Fail(res, 404, "compare needs ?baseline=RUN&new=RUN of listed runs");
+    auto page = site.Report(*run, &*base);
+    if (!page.ok()) return Fail(res, 500, page.status().message());
+    Html(res, *page, /*report=*/true);
+  });
+  svr.Get(R"(/runs/([^/]+)/captures)", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const auto run = report::LoadRun(root, req.matches[1].str());
+    if (!run) return Fail(res, 404, "no such run");
+    Html(res, report::CaptureListPage(*run, site.query()));
+  });
+  svr.Get(R"(/runs/([^/]+)/captures/([0-9]{1,9})\.pftrace)", [&site, root](const httplib::Request& req, httplib::Response& res) {
+    const auto run = report::LoadRun(root, req.matches[1].str());
+    const size_t i = std::stoul(req.matches[2].str());
+    if (!run || i >= run->captures.size()) return Fail(res, 404, "no such capture");
+    auto bytes = site.Pftrace(*run, i);
+    if (!bytes.ok()) return Fail(res, 500, bytes.status().message());
+    std::string file;
+    for (char c : run->id + "-" + std::to_string(i)) file += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+    res.set_header("Content-Disposition", "attachment; filename=\"" + file + ".pftrace\"");
+    res.set_content(*bytes, "application/octet-stream");
+  });
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) Html(res, report::ErrorPage(res.status, res.status == 404 ? "not found" : "error"));
+  });
+}
+
 int Run(const ServeArgs& in, Io& io) {
   ServeArgs a = in;
   analysis::AnalysisOptions opts;
@@ -291,44 +332,7 @@ int Run(const ServeArgs& in, Io& io) {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  const std::string root = a.save_path;
-  svr.Get("/", [&site, root](const httplib::Request&, httplib::Response& res) {
-    Html(res, report::RunListPage(report::ListRuns(root), site.query()));
-  });
-  svr.Get(R"(/runs/([^/]+)/report\.html)", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const auto run = report::LoadRun(root, req.matches[1].str());
-    if (!run) return Fail(res, 404, "no such run");
-    auto page = site.Report(*run, nullptr);
-    if (!page.ok()) return Fail(res, 500, page.status().message());
-    Html(res, *page, /*report=*/true);
-  });
-  svr.Get("/compare", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const auto base = report::LoadRun(root, req.get_param_value("baseline"));
-    const auto run = report::LoadRun(root, req.get_param_value("new"));
-    if (!base || !run) return Fail(res, 404, "compare needs ?baseline=RUN&new=RUN of listed runs");
-    auto page = site.Report(*run, &*base);
-    if (!page.ok()) return Fail(res, 500, page.status().message());
-    Html(res, *page, /*report=*/true);
-  });
-  svr.Get(R"(/runs/([^/]+)/captures)", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const auto run = report::LoadRun(root, req.matches[1].str());
-    if (!run) return Fail(res, 404, "no such run");
-    Html(res, report::CaptureListPage(*run, site.query()));
-  });
-  svr.Get(R"(/runs/([^/]+)/captures/([0-9]{1,9})\.pftrace)", [&site, root](const httplib::Request& req, httplib::Response& res) {
-    const auto run = report::LoadRun(root, req.matches[1].str());
-    const size_t i = std::stoul(req.matches[2].str());
-    if (!run || i >= run->captures.size()) return Fail(res, 404, "no such capture");
-    auto bytes = site.Pftrace(*run, i);
-    if (!bytes.ok()) return Fail(res, 500, bytes.status().message());
-    std::string file;
-    for (char c : run->id + "-" + std::to_string(i)) file += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
-    res.set_header("Content-Disposition", "attachment; filename=\"" + file + ".pftrace\"");
-    res.set_content(*bytes, "application/octet-stream");
-  });
-  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) Html(res, report::ErrorPage(res.status, res.status == 404 ? "not found" : "error"));
-  });
+  AddRoutes(svr, site, a.save_path);
 
   int port = a.port;
   if (port == 0) {

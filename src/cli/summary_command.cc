@@ -85,6 +85,28 @@ std::string StepsText(const std::vector<int64_t>& steps) {
   return s;
 }
 
+// One input of `summary --json`: what it is, the capture it holds, its tables, diagnostics.
+nlohmann::json InputJson(const analysis::InputResult& r, const std::optional<format::Manifest>& man,
+                         const std::vector<analysis::Table>& tables) {
+  nlohmann::json in{{"input", r.input}, {"name", r.name}, {"format", r.analysis.format},
+                    {"rank", r.analysis.rank}, {"cpu_only", r.analysis.cpu_only}};
+  if (man) {
+    in["capture"] = {{"scope", man->scope}, {"stage", man->stage}, {"steps", man->steps},
+                     {"close_reason", man->close_reason}, {"holds", Holds(*man)}};
+    if (!man->sampling.unit.empty())
+      in["capture"]["sub_steps"] = {{"unit", man->sampling.unit},
+                                    {"first", man->sampling.first},
+                                    {"count", man->sampling.count},
+                                    {"complete", man->sampling.complete}};
+  }
+  in["tables"] = nlohmann::json::object();
+  for (const auto& t : tables) in["tables"][t.name] = analysis::ToJson(t);
+  in["diagnostics"] = DiagnosticsJson(r.analysis.diagnostics);
+  if (!r.analysis.diagnostics.details.empty())
+    in["diagnostic_details"] = DiagnosticDetailsJson(r.analysis.diagnostics);
+  return in;
+}
+
 int Run(const SummaryArgs& a, Io& io) {
   analysis::RunConfig cfg;
   if (int rc = PrepareAnalysis(a.analysis, "summary", io, &cfg.options, &cfg.classifier); rc != kExitOk) return rc;
@@ -129,23 +151,7 @@ int Run(const SummaryArgs& a, Io& io) {
       any_sampled = any_sampled || !man->sampling.unit.empty();
     }
     if (a.json) {
-      nlohmann::json in{{"input", r.input}, {"name", r.name}, {"format", r.analysis.format},
-                        {"rank", r.analysis.rank}, {"cpu_only", r.analysis.cpu_only}};
-      if (man) {
-        in["capture"] = {{"scope", man->scope}, {"stage", man->stage}, {"steps", man->steps},
-                         {"close_reason", man->close_reason}, {"holds", Holds(*man)}};
-        if (!man->sampling.unit.empty())
-          in["capture"]["sub_steps"] = {{"unit", man->sampling.unit},
-                                        {"first", man->sampling.first},
-                                        {"count", man->sampling.count},
-                                        {"complete", man->sampling.complete}};
-      }
-      in["tables"] = nlohmann::json::object();
-      for (const auto& t : tables) in["tables"][t.name] = analysis::ToJson(t);
-      in["diagnostics"] = DiagnosticsJson(r.analysis.diagnostics);
-      if (!r.analysis.diagnostics.details.empty())
-        in["diagnostic_details"] = DiagnosticDetailsJson(r.analysis.diagnostics);
-      j["inputs"].push_back(std::move(in));
+      j["inputs"].push_back(InputJson(r, man, tables));
       continue;
     }
     if (run_view_only) continue;
