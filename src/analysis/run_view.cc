@@ -46,6 +46,101 @@ const char* RunViewKindName(RunViewKind k) {
   return "stage";
 }
 
+namespace {
+
+// The rows of one step: per stage the gap before it and its duration on each lane, in the
+// order the stages start, then the gap after the last stage, the step window and the span.
+void AddStepRows(int64_t step, const std::vector<LaneStep>& lanes, RunView& v) {
+  const size_t n = v.lanes.size();
+  // The step's origin: the earliest step window start, else the earliest stage start.
+  int64_t origin = INT64_MAX;
+  for (const LaneStep& ls : lanes)
+    if (ls.window) origin = std::min(origin, ls.window->first);
+  if (origin == INT64_MAX)
+    for (const LaneStep& ls : lanes)
+      for (const auto& [key, st] : ls.stages) origin = std::min(origin, st.start);
+  // Stages of the step in time order: by their earliest start on any lane.
+  std::map<StageKey, int64_t> first_start;
+  for (const LaneStep& ls : lanes)
+    for (const auto& [key, st] : ls.stages) {
+      auto [it, fresh] = first_start.try_emplace(key, st.start);
+      if (!fresh) it->second = std::min(it->second, st.start);
+    }
+  std::vector<std::pair<int64_t, StageKey>> order;
+  for (const auto& [key, s] : first_start) order.emplace_back(s, key);
+  std::sort(order.begin(), order.end());
+
+  // Per lane: the gap before each stage (after the latest end of the stages that started
+  // before it on that lane, or after the step window's start), and after the last stage.
+  std::map<StageKey, RunViewRow> gaps;
+  RunViewRow end_gap{step, RunViewKind::kGap, "", "(end of step)", std::nullopt,
+                     std::vector<std::optional<int64_t>>(n), false};
+  RunViewRow span{step, RunViewKind::kStageSpan, "", "(first start → last end)",
+                  std::nullopt, std::vector<std::optional<int64_t>>(n), false};
+  RunViewRow window{step, RunViewKind::kStepWindow, "", "(step window)", std::nullopt,
+                    std::vector<std::optional<int64_t>>(n), false};
+  for (size_t l = 0; l < n; ++l) {
+    const LaneStep& ls = lanes[l];
+    if (ls.window) {
+      window.per_lane[l] = base::SatSub(ls.window->second, ls.window->first);
+      window.start = std::min(window.start.value_or(INT64_MAX), base::SatSub(ls.window->first, origin));
+    }
+    std::vector<std::pair<int64_t, const std::pair<const StageKey, LaneStage>*>> mine;
+    for (const auto& kv : ls.stages) mine.emplace_back(kv.second.start, &kv);
+    if (mine.empty()) continue;
+    std::sort(mine.begin(), mine.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::optional<int64_t> prev_end;
+    bool prev_partial = false;
+    if (ls.window) prev_end = ls.window->first;
+    for (const auto& [s, kv] : mine) {
+      const LaneStage& st = kv->second;
+      if (prev_end) {
+        RunViewRow& g = gaps[kv->first];
+        if (g.per_lane.empty()) {
+          g = {step, RunViewKind::kGap, std::get<0>(kv->first), std::get<1>(kv->first),
+               std::nullopt, std::vector<std::optional<int64_t>>(n), false};
+        }
+        g.per_lane[l] = std::max<int64_t>(0, base::SatSub(st.start, *prev_end));
+        g.partial = g.partial || prev_partial || st.partial;
+      }
+      prev_end = std::max(prev_end.value_or(st.end), st.end);
+      prev_partial = st.partial;
+    }
+    const LaneStage& first = mine.front().second->second;
+    const int64_t last_end = *prev_end;
+    span.per_lane[l] = base::SatSub(last_end, first.start);
+    span.start = std::min(span.start.value_or(INT64_MAX), base::SatSub(first.start, origin));
+    span.partial = span.partial || first.partial || prev_partial;
+    if (ls.window) {
+      end_gap.per_lane[l] = std::max<int64_t>(0, base::SatSub(ls.window->second, last_end));
+      end_gap.partial = end_gap.partial || prev_partial;
+    }
+  }
+
+  for (const auto& [s, key] : order) {
+    auto g = gaps.find(key);
+    if (g != gaps.end()) v.rows.push_back(std::move(g->second));
+    RunViewRow row{step, RunViewKind::kStage, std::get<0>(key), std::get<1>(key),
+                   base::SatSub(s, origin), std::vector<std::optional<int64_t>>(n), false};
+    for (size_t l = 0; l < n; ++l) {
+      auto it = lanes[l].stages.find(key);
+      if (it == lanes[l].stages.end()) continue;
+      row.per_lane[l] = it->second.duration;
+      row.partial = row.partial || it->second.partial;
+    }
+    v.rows.push_back(std::move(row));
+  }
+  auto any = [](const RunViewRow& r) {
+    return std::any_of(r.per_lane.begin(), r.per_lane.end(), [](const auto& x) { return x.has_value(); });
+  };
+  if (any(end_gap)) v.rows.push_back(std::move(end_gap));
+  if (any(window)) v.rows.push_back(std::move(window));
+  if (any(span)) v.rows.push_back(std::move(span));
+}
+
+}  // namespace
+
 RunView BuildRunView(const std::vector<InputResult>& results) {
   RunView v;
   // Lanes: one per rank (its captures merged), inputs without a rank one each; ranks first.
@@ -113,93 +208,7 @@ RunView BuildRunView(const std::vector<InputResult>& results) {
     }
   }
 
-  for (auto& [step, lanes] : steps) {
-    // The step's origin: the earliest step window start, else the earliest stage start.
-    int64_t origin = INT64_MAX;
-    for (const LaneStep& ls : lanes)
-      if (ls.window) origin = std::min(origin, ls.window->first);
-    if (origin == INT64_MAX)
-      for (const LaneStep& ls : lanes)
-        for (const auto& [key, st] : ls.stages) origin = std::min(origin, st.start);
-    // Stages of the step in time order: by their earliest start on any lane.
-    std::map<StageKey, int64_t> first_start;
-    for (const LaneStep& ls : lanes)
-      for (const auto& [key, st] : ls.stages) {
-        auto [it, fresh] = first_start.try_emplace(key, st.start);
-        if (!fresh) it->second = std::min(it->second, st.start);
-      }
-    std::vector<std::pair<int64_t, StageKey>> order;
-    for (const auto& [key, s] : first_start) order.emplace_back(s, key);
-    std::sort(order.begin(), order.end());
-
-    // Per lane: the gap before each stage (after the latest end of the stages that started
-    // before it on that lane, or after the step window's start), and after the last stage.
-    std::map<StageKey, RunViewRow> gaps;
-    RunViewRow end_gap{step, RunViewKind::kGap, "", "(end of step)", std::nullopt,
-                       std::vector<std::optional<int64_t>>(n), false};
-    RunViewRow span{step, RunViewKind::kStageSpan, "", "(first start → last end)",
-                    std::nullopt, std::vector<std::optional<int64_t>>(n), false};
-    RunViewRow window{step, RunViewKind::kStepWindow, "", "(step window)", std::nullopt,
-                      std::vector<std::optional<int64_t>>(n), false};
-    for (size_t l = 0; l < n; ++l) {
-      const LaneStep& ls = lanes[l];
-      if (ls.window) {
-        window.per_lane[l] = base::SatSub(ls.window->second, ls.window->first);
-        window.start = std::min(window.start.value_or(INT64_MAX), base::SatSub(ls.window->first, origin));
-      }
-      std::vector<std::pair<int64_t, const std::pair<const StageKey, LaneStage>*>> mine;
-      for (const auto& kv : ls.stages) mine.emplace_back(kv.second.start, &kv);
-      if (mine.empty()) continue;
-      std::sort(mine.begin(), mine.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::optional<int64_t> prev_end;
-      bool prev_partial = false;
-      if (ls.window) prev_end = ls.window->first;
-      for (const auto& [s, kv] : mine) {
-        const LaneStage& st = kv->second;
-        if (prev_end) {
-          RunViewRow& g = gaps[kv->first];
-          if (g.per_lane.empty()) {
-            g = {step, RunViewKind::kGap, std::get<0>(kv->first), std::get<1>(kv->first),
-                 std::nullopt, std::vector<std::optional<int64_t>>(n), false};
-          }
-          g.per_lane[l] = std::max<int64_t>(0, base::SatSub(st.start, *prev_end));
-          g.partial = g.partial || prev_partial || st.partial;
-        }
-        prev_end = std::max(prev_end.value_or(st.end), st.end);
-        prev_partial = st.partial;
-      }
-      const LaneStage& first = mine.front().second->second;
-      const int64_t last_end = *prev_end;
-      span.per_lane[l] = base::SatSub(last_end, first.start);
-      span.start = std::min(span.start.value_or(INT64_MAX), base::SatSub(first.start, origin));
-      span.partial = span.partial || first.partial || prev_partial;
-      if (ls.window) {
-        end_gap.per_lane[l] = std::max<int64_t>(0, base::SatSub(ls.window->second, last_end));
-        end_gap.partial = end_gap.partial || prev_partial;
-      }
-    }
-
-    for (const auto& [s, key] : order) {
-      auto g = gaps.find(key);
-      if (g != gaps.end()) v.rows.push_back(std::move(g->second));
-      RunViewRow row{step, RunViewKind::kStage, std::get<0>(key), std::get<1>(key),
-                     base::SatSub(s, origin), std::vector<std::optional<int64_t>>(n), false};
-      for (size_t l = 0; l < n; ++l) {
-        auto it = lanes[l].stages.find(key);
-        if (it == lanes[l].stages.end()) continue;
-        row.per_lane[l] = it->second.duration;
-        row.partial = row.partial || it->second.partial;
-      }
-      v.rows.push_back(std::move(row));
-    }
-    auto any = [](const RunViewRow& r) {
-      return std::any_of(r.per_lane.begin(), r.per_lane.end(), [](const auto& x) { return x.has_value(); });
-    };
-    if (any(end_gap)) v.rows.push_back(std::move(end_gap));
-    if (any(window)) v.rows.push_back(std::move(window));
-    if (any(span)) v.rows.push_back(std::move(span));
-  }
+  for (const auto& [step, lanes] : steps) AddStepRows(step, lanes, v);
   return v;
 }
 
