@@ -95,9 +95,11 @@ double BusBandwidthFactor(const std::string& name, size_t n) {
   return 1;
 }
 
-ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
-  ClusterResult out;
-  Diagnostics& diag = out.diagnostics;
+namespace {
+
+// Each input's steps and collectives, by rank (inputs without one get a negative rank of
+// their own); a second process claiming a rank's step is merged and said.
+std::map<int64_t, RankData> GatherRanks(const std::vector<InputResult>& results, Diagnostics& diag) {
   std::map<int64_t, RankData> ranks;
   // rank → step → the input whose own step markers cover it (not a window capture): a second
   // such input claiming the same rank and step is another process with the same rank (traces
@@ -145,6 +147,11 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
     std::stable_sort(d.collectives.begin(), d.collectives.end(),
                      [](const CollectiveRow& a, const CollectiveRow& b) { return a.start < b.start; });
 
+  return ranks;
+}
+
+// cluster_step_trace_time (msprof's columns per rank and step) and cluster_balance.
+void StepTimeAndBalance(const std::map<int64_t, RankData>& ranks, ClusterResult& out) {
   // Per (rank, step): the msprof columns (a step of a rank seen in several discrete captures is
   // one row per capture window).
   out.step_time = {"cluster_step_trace_time", {I("rank"), I("step")}, {}};
@@ -153,8 +160,11 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
   for (const auto& [rank, d] : ranks) {
     for (const auto& s : d.steps) {
       const auto v = Columns(s);
-      std::vector<Cell> row{rank, s.window.step};
-      for (double x : v) row.push_back(Us(x));
+      std::vector<Cell> row;
+      row.reserve(2 + v.size());
+      row.emplace_back(rank);
+      row.emplace_back(s.window.step);
+      for (double x : v) row.emplace_back(Us(x));
       out.step_time.rows.push_back(std::move(row));
       auto& acc = per_step[s.window.step][rank];
       for (int k = 0; k < kColumns; ++k) acc[k] += v[k];
@@ -183,7 +193,12 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
                                   static_cast<int64_t>(imb > 5.0)});
     }
   }
+}
 
+// The collectives table (each instance across ranks: latency, skew, bandwidth, the slow rank)
+// and slow_rank (how often each rank held the others up).
+void CollectivesAndSlowRanks(const std::map<int64_t, RankData>& ranks, ClusterResult& out) {
+  Diagnostics& diag = out.diagnostics;
   // Collective instances: the k-th occurrence of (group, name) on every rank.
   std::map<std::pair<std::string, std::string>, std::map<int64_t, std::vector<const CollectiveRow*>>> ops;
   for (const auto& [rank, d] : ranks)
@@ -270,7 +285,16 @@ ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
     for (const auto& s : slow_ops[rank]) names += (names.empty() ? "" : ", ") + s;
     out.slow_ranks.rows.push_back({rank, n, names});
   }
-  if (ranks.size() < 2) diag.Add("fewer_than_two_ranks");
+}
+
+}  // namespace
+
+ClusterResult AnalyseCluster(const std::vector<InputResult>& results) {
+  ClusterResult out;
+  const std::map<int64_t, RankData> ranks = GatherRanks(results, out.diagnostics);
+  StepTimeAndBalance(ranks, out);
+  CollectivesAndSlowRanks(ranks, out);
+  if (ranks.size() < 2) out.diagnostics.Add("fewer_than_two_ranks");
   return out;
 }
 
