@@ -115,6 +115,90 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// How many nsys capture ranges each worker's processes have (the exact capture-range-end).
+void PrintNsys(std::ostream& out, const config::CaptureSummary& sum) {
+  if (sum.nsys.empty()) return;
+  // rlprof calls cudaProfilerStart/Stop at each capture window (docs/config.md, "nsys").
+  out << "\nnsys (rlprof starts and stops the CUDA profiler at each capture window)\n";
+  for (const auto& n : sum.nsys) {
+    out << "  " << n.worker << " (ranks " << n.ranks << "): ";
+    if (n.ranges < 0) {
+      out << "capture ranges unknown (steps: all, or a schedule that repeats for ever): pass "
+             "--total-steps, or use capture-range-end: repeat\n";
+      continue;
+    }
+    out << n.ranges << " capture range" << (n.ranges == 1 ? "" : "s") << " per process ("
+        << (n.mode == config::CaptureMode::kDiscrete ? "discrete: one per stage call"
+            : n.continuous ? "continuous: one per run of consecutive steps"
+                           : "end-to-end: one per step")
+        << ")\n";
+    if (!n.excluded.empty())
+      out << "    not counted: " << base::Join(n.excluded, ", ")
+          << " (Agent-Loop rollout: runs in the rollout servers, not in this process)\n";
+    out << "    worker_nsight_options: {capture-range: cudaProfilerApi, capture-range-end: \""
+        << n.CaptureRangeEnd(true) << "\"}\n";
+    out << "    " << n.Command() << "\n";
+    out << "    report finalised when the last window closes; " << n.CaptureRangeEnd(false)
+        << " keeps the job running after it";
+    if (n.ranges != n.verl_default)
+      out << "; verl's default " << n.verl_default
+          << (n.ranges < n.verl_default ? " would finalise the report only at exit"
+                                        : " would shut the job down before its last window");
+    out << "\n";
+  }
+}
+
+// What each scheduled stage records per call, and the size it saves.
+void PrintSampling(std::ostream& out, const config::CaptureSummary& sum,
+                   const config::EstimateModel& model) {
+  using namespace config;
+  bool any_schedule = false;
+  for (const auto& s : sum.sampling) any_schedule |= s.schedule.enabled();
+  if (!any_schedule) return;
+  std::string assumed;
+  for (const auto& [unit, n] : model.sub_steps)
+    assumed += (assumed.empty() ? "" : ", ") + std::string(SubStepKindName(unit)) + "=" + std::to_string(n);
+  out << "\nSampling (per stage call; sub-steps assumed: "
+      << (assumed.empty() ? std::string("none, pass --sub-steps decode=N,micro_batch=N,mini_batch=N")
+                          : assumed)
+      << ")\n";
+  Table t({"worker", "stage", "schedule", "from", "records", "est. size/call"});
+  for (const auto& s : sum.sampling) {
+    std::string sched = !s.schedule.enabled() ? "-"
+                        : s.token_window     ? std::string("decode: ") + ScheduleParamsText(s.schedule)
+                                             : std::string(SubStepKindName(s.schedule.unit)) + ": " +
+                                                   ScheduleParamsText(s.schedule);
+    std::string records;
+    if (!s.schedule.enabled()) {
+      records = "whole stage";
+    } else if (s.periods.empty()) {
+      records = "nothing (the stage ends before an active period)";
+    } else {
+      for (const auto& p : s.periods) records += (records.empty() ? "" : "; ") + PeriodText(s.schedule.unit, p);
+      if (s.more) records += s.schedule.repeat == 0 ? "; ... every " +
+                                                          std::to_string(s.schedule.wait + s.schedule.warmup + s.schedule.active) +
+                                                          " until the stage ends"
+                                                    : "; ...";
+    }
+    std::string size = base::FormatBytes(s.bytes_sampled);
+    if (s.schedule.enabled()) size += " of " + base::FormatBytes(s.bytes_whole);
+    t.Add({s.worker, s.stage.empty() ? "(step window)" : s.stage, sched, s.from.empty() ? "-" : s.from,
+           records, size});
+  }
+  t.Print(out, "  ");
+  uint64_t sampled = 0, whole = 0;
+  for (const auto& s : sum.sampling) {
+    sampled += s.bytes_sampled;
+    whole += s.bytes_whole;
+  }
+  if (sampled > 0) {
+    std::ostringstream ratio;
+    ratio << std::fixed << std::setprecision(1) << static_cast<double>(whole) / static_cast<double>(sampled);
+    out << "  per step, one rank of each row: ~" << base::FormatBytes(sampled) << " sampled instead of ~"
+        << base::FormatBytes(whole) << " for whole stages (" << ratio.str() << "x less)\n";
+  }
+}
+
 void PrintText(std::ostream& out, const config::Plan& plan, const config::CaptureSummary& sum,
                const PlanArgs& a, const config::EstimateModel& model) {
   using namespace config;
@@ -177,83 +261,8 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
   }
   for (const auto& n : sum.notes) out << "  note: " << n << "\n";
 
-  if (!sum.nsys.empty()) {
-    // rlprof calls cudaProfilerStart/Stop at each capture window (docs/config.md, "nsys").
-    out << "\nnsys (rlprof starts and stops the CUDA profiler at each capture window)\n";
-    for (const auto& n : sum.nsys) {
-      out << "  " << n.worker << " (ranks " << n.ranks << "): ";
-      if (n.ranges < 0) {
-        out << "capture ranges unknown (steps: all, or a schedule that repeats for ever): pass "
-               "--total-steps, or use capture-range-end: repeat\n";
-        continue;
-      }
-      out << n.ranges << " capture range" << (n.ranges == 1 ? "" : "s") << " per process ("
-          << (n.mode == config::CaptureMode::kDiscrete ? "discrete: one per stage call"
-              : n.continuous ? "continuous: one per run of consecutive steps"
-                             : "end-to-end: one per step")
-          << ")\n";
-      if (!n.excluded.empty())
-        out << "    not counted: " << base::Join(n.excluded, ", ")
-            << " (Agent-Loop rollout: runs in the rollout servers, not in this process)\n";
-      out << "    worker_nsight_options: {capture-range: cudaProfilerApi, capture-range-end: \""
-          << n.CaptureRangeEnd(true) << "\"}\n";
-      out << "    " << n.Command() << "\n";
-      out << "    report finalised when the last window closes; " << n.CaptureRangeEnd(false)
-          << " keeps the job running after it";
-      if (n.ranges != n.verl_default)
-        out << "; verl's default " << n.verl_default
-            << (n.ranges < n.verl_default ? " would finalise the report only at exit"
-                                          : " would shut the job down before its last window");
-      out << "\n";
-    }
-  }
-
-  bool any_schedule = false;
-  for (const auto& s : sum.sampling) any_schedule |= s.schedule.enabled();
-  if (any_schedule) {
-    std::string assumed;
-    for (const auto& [unit, n] : model.sub_steps)
-      assumed += (assumed.empty() ? "" : ", ") + std::string(SubStepKindName(unit)) + "=" + std::to_string(n);
-    out << "\nSampling (per stage call; sub-steps assumed: "
-        << (assumed.empty() ? std::string("none, pass --sub-steps decode=N,micro_batch=N,mini_batch=N")
-                            : assumed)
-        << ")\n";
-    Table t({"worker", "stage", "schedule", "from", "records", "est. size/call"});
-    for (const auto& s : sum.sampling) {
-      std::string sched = !s.schedule.enabled() ? "-"
-                          : s.token_window     ? std::string("decode: ") + ScheduleParamsText(s.schedule)
-                                               : std::string(SubStepKindName(s.schedule.unit)) + ": " +
-                                                     ScheduleParamsText(s.schedule);
-      std::string records;
-      if (!s.schedule.enabled()) {
-        records = "whole stage";
-      } else if (s.periods.empty()) {
-        records = "nothing (the stage ends before an active period)";
-      } else {
-        for (const auto& p : s.periods) records += (records.empty() ? "" : "; ") + PeriodText(s.schedule.unit, p);
-        if (s.more) records += s.schedule.repeat == 0 ? "; ... every " +
-                                                            std::to_string(s.schedule.wait + s.schedule.warmup + s.schedule.active) +
-                                                            " until the stage ends"
-                                                      : "; ...";
-      }
-      std::string size = base::FormatBytes(s.bytes_sampled);
-      if (s.schedule.enabled()) size += " of " + base::FormatBytes(s.bytes_whole);
-      t.Add({s.worker, s.stage.empty() ? "(step window)" : s.stage, sched, s.from.empty() ? "-" : s.from,
-             records, size});
-    }
-    t.Print(out, "  ");
-    uint64_t sampled = 0, whole = 0;
-    for (const auto& s : sum.sampling) {
-      sampled += s.bytes_sampled;
-      whole += s.bytes_whole;
-    }
-    if (sampled > 0) {
-      std::ostringstream ratio;
-      ratio << std::fixed << std::setprecision(1) << static_cast<double>(whole) / static_cast<double>(sampled);
-      out << "  per step, one rank of each row: ~" << base::FormatBytes(sampled) << " sampled instead of ~"
-          << base::FormatBytes(whole) << " for whole stages (" << ratio.str() << "x less)\n";
-    }
-  }
+  PrintNsys(out, sum);
+  PrintSampling(out, sum, model);
 
   if (!plan.warnings.empty() || !sum.warnings.empty()) {
     out << "\nWarnings\n";
