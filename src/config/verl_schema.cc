@@ -293,17 +293,11 @@ void CheckVerlRoleBlockNames(ParseContext& ctx, const std::vector<KeyPath>& role
   }
 }
 
-void ParseVerlGen3(ParseContext& ctx) {
+// global_profiler.global_tool_config: checks its blocks and reads rlprof's globals; returns
+// nsys.discrete (verl applies it to every role).
+std::optional<bool> ParseGlobalToolConfig(ParseContext& ctx, const Ref& gp) {
   Doc& doc = ctx.doc;
   Reader& rd = ctx.rd;
-  Plan& plan = ctx.plan;
-  plan.dialect = Dialect::kVerlGen3;
-
-  Ref gp = doc.Get({"global_profiler"});
-  if (!rd.IsBlock(gp)) return;
-  rd.CheckKeys(gp, {"tool", "steps", "profile_continuous_steps", "save_path", "relocate_results",
-                    "finish_hook_cmd", "finish_hook_all_ranks", "finish_hook_ranks",
-                    "global_tool_config"});
   Ref gtc = doc.Child(gp, "global_tool_config");
   std::optional<bool> nsys_discrete;
   if (rd.IsBlock(gtc)) {
@@ -327,26 +321,16 @@ void ParseVerlGen3(ParseContext& ctx) {
     }
     ParseRlprofGlobals(ctx, doc.Child(gtc, "rlprof"), {});
   }
-  std::optional<std::string> tool = rd.Enum(gp, "tool", KnownTools());
-  plan.tool = tool ? ToolFromName(*tool) : Tool::kNone;
-  plan.steps = ParseSteps(ctx, doc.Child(gp, "steps"));
-  plan.continuous_steps = rd.Bool(gp, "profile_continuous_steps").value_or(false);
-  if (auto sp = rd.String(gp, "save_path")) plan.save_path = *sp;
-  rd.Bool(gp, "relocate_results");
-  rd.String(gp, "finish_hook_cmd");
-  rd.Bool(gp, "finish_hook_all_ranks");
-  rd.IntList(gp, "finish_hook_ranks", 0);
+  return nsys_discrete;
+}
 
-  if (gp.present() && !tool && plan.steps.kind == StepSelection::Kind::kNone)
-    plan.notes.push_back("profiling is off: global_profiler.tool and global_profiler.steps are "
-                         "null (verl's defaults); set both to profile");
-  if (!tool && plan.steps.kind != StepSelection::Kind::kNone)
-    plan.warnings.push_back("global_profiler.tool is null: verl profiles nothing; set tool "
-                            "(nsys, npu, torch, torch_memory or rlprof)");
-  if (plan.tool == Tool::kPrecisionDebugger)
-    plan.warnings.push_back("tool precision_debugger is msprobe's tensor dump, not a profiler: "
-                            "rlprof captures nothing for it");
-
+// Each role block as written (the rollout's unset fields come from the actor's, as verl's
+// role YAML interpolates them).
+std::vector<RawRole> ParseRawRoles(ParseContext& ctx, const std::optional<std::string>& tool,
+                                   std::optional<bool> nsys_discrete) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
   const std::string tool_name = tool.value_or("");
   std::vector<RawRole> raws;
   for (const auto& spec : RoleBlocks()) {
@@ -385,46 +369,56 @@ void ParseVerlGen3(ParseContext& ctx) {
   if (!rollout.level) rollout.level = actor.level;
   if (!rollout.extras.stages) rollout.extras.stages = actor.extras.stages;
   if (!rollout.extras.contents) rollout.extras.contents = actor.extras.contents;
+  return raws;
+}
 
-  for (size_t i = 0; i < raws.size(); ++i) {
-    RawRole& raw = raws[i];
-    RolePlan r;
-    r.role = RoleBlocks()[i].role;
-    r.block_path = raw.block_path;
-    r.enabled = raw.enable.value_or(false);
-    r.all_ranks = raw.all_ranks.value_or(false);
-    r.ranks = raw.ranks.value_or(std::vector<int64_t>{});
-    if (r.enabled && !r.all_ranks && r.ranks.empty()) {
-      r.ranks = {0};
-      plan.warnings.push_back(raw.block_path + ": enable with empty ranks profiles rank 0 only "
-                              "(verl Gen 3 rule)");
-    }
-    std::sort(r.ranks.begin(), r.ranks.end());
-    r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
-    r.mode = raw.discrete.value_or(false) ? CaptureMode::kDiscrete : CaptureMode::kEndToEnd;
-    if (plan.tool == Tool::kTorchMemory) r.mode = CaptureMode::kEndToEnd;
-    r.level = raw.level.value_or("level0");
-    r.contents = MapContents(plan.tool, raw, r.level);
-    if (raw.schedules) r.schedules = *raw.schedules;
-    r.stages = raw.extras.stages.value_or(std::vector<std::string>{});
-    r.token_start = raw.token_start;
-    r.token_end = raw.token_end;
-    if (r.role == "rollout") {
-      r.ranks_are_replica_owners = true;
-      if (r.token_start || r.token_end) {
-        // A token window is a schedule over decode iterations.
-        int64_t start = r.token_start.value_or(0);
-        if (r.token_end && *r.token_end <= start)
-          doc.Error(doc.Child(doc.Child(doc.Child(raw.block, "tool_config"), tool_name),
-                              "profile_token_end"),
-                    "profile_token_end (" + std::to_string(*r.token_end) +
-                        ") must be greater than profile_token_start (" + std::to_string(start) + ")");
-      }
-    }
-    plan.roles.push_back(std::move(r));
+// A role's plan from its block, by verl Gen 3's rules.
+RolePlan RolePlanOf(ParseContext& ctx, const std::string& role, RawRole& raw,
+                    const std::string& tool_name) {
+  Doc& doc = ctx.doc;
+  Plan& plan = ctx.plan;
+  RolePlan r;
+  r.role = role;
+  r.block_path = raw.block_path;
+  r.enabled = raw.enable.value_or(false);
+  r.all_ranks = raw.all_ranks.value_or(false);
+  r.ranks = raw.ranks.value_or(std::vector<int64_t>{});
+  if (r.enabled && !r.all_ranks && r.ranks.empty()) {
+    r.ranks = {0};
+    plan.warnings.push_back(raw.block_path + ": enable with empty ranks profiles rank 0 only "
+                            "(verl Gen 3 rule)");
   }
-  if (!doc.Get({"global_profiler", "global_tool_config", "rlprof", "combine"}).present())
-    RefFollowsActor(plan, raws[2].present);
+  std::sort(r.ranks.begin(), r.ranks.end());
+  r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
+  r.mode = raw.discrete.value_or(false) ? CaptureMode::kDiscrete : CaptureMode::kEndToEnd;
+  if (plan.tool == Tool::kTorchMemory) r.mode = CaptureMode::kEndToEnd;
+  r.level = raw.level.value_or("level0");
+  r.contents = MapContents(plan.tool, raw, r.level);
+  if (raw.schedules) r.schedules = *raw.schedules;
+  r.stages = raw.extras.stages.value_or(std::vector<std::string>{});
+  r.token_start = raw.token_start;
+  r.token_end = raw.token_end;
+  if (r.role == "rollout") {
+    r.ranks_are_replica_owners = true;
+    if (r.token_start || r.token_end) {
+      // A token window is a schedule over decode iterations.
+      int64_t start = r.token_start.value_or(0);
+      if (r.token_end && *r.token_end <= start)
+        doc.Error(doc.Child(doc.Child(doc.Child(raw.block, "tool_config"), tool_name),
+                            "profile_token_end"),
+                  "profile_token_end (" + std::to_string(*r.token_end) +
+                      ") must be greater than profile_token_start (" + std::to_string(start) + ")");
+    }
+  }
+  return r;
+}
+
+// What the rest of verl's config says about the job's processes: the reward loop's workers, a
+// served reward model's replicas, the single controller.
+void ParseVerlJob(ParseContext& ctx) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
   // verl >= 0.9 scores in its reward loop's workers (reward.num_workers of them; the reward
   // model, when there is one, is served by rollout servers): the reward block selects those.
   if (Ref reward = doc.Get({"reward"}); reward.present() && reward.node.IsMap())
@@ -473,6 +467,47 @@ void ParseVerlGen3(ParseContext& ctx) {
     c.contents.cpu = true;
     plan.roles.push_back(std::move(c));
   }
+}
+
+void ParseVerlGen3(ParseContext& ctx) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
+  plan.dialect = Dialect::kVerlGen3;
+
+  Ref gp = doc.Get({"global_profiler"});
+  if (!rd.IsBlock(gp)) return;
+  rd.CheckKeys(gp, {"tool", "steps", "profile_continuous_steps", "save_path", "relocate_results",
+                    "finish_hook_cmd", "finish_hook_all_ranks", "finish_hook_ranks",
+                    "global_tool_config"});
+  const std::optional<bool> nsys_discrete = ParseGlobalToolConfig(ctx, gp);
+  std::optional<std::string> tool = rd.Enum(gp, "tool", KnownTools());
+  plan.tool = tool ? ToolFromName(*tool) : Tool::kNone;
+  plan.steps = ParseSteps(ctx, doc.Child(gp, "steps"));
+  plan.continuous_steps = rd.Bool(gp, "profile_continuous_steps").value_or(false);
+  if (auto sp = rd.String(gp, "save_path")) plan.save_path = *sp;
+  rd.Bool(gp, "relocate_results");
+  rd.String(gp, "finish_hook_cmd");
+  rd.Bool(gp, "finish_hook_all_ranks");
+  rd.IntList(gp, "finish_hook_ranks", 0);
+
+  if (gp.present() && !tool && plan.steps.kind == StepSelection::Kind::kNone)
+    plan.notes.push_back("profiling is off: global_profiler.tool and global_profiler.steps are "
+                         "null (verl's defaults); set both to profile");
+  if (!tool && plan.steps.kind != StepSelection::Kind::kNone)
+    plan.warnings.push_back("global_profiler.tool is null: verl profiles nothing; set tool "
+                            "(nsys, npu, torch, torch_memory or rlprof)");
+  if (plan.tool == Tool::kPrecisionDebugger)
+    plan.warnings.push_back("tool precision_debugger is msprobe's tensor dump, not a profiler: "
+                            "rlprof captures nothing for it");
+
+  const std::string tool_name = tool.value_or("");
+  std::vector<RawRole> raws = ParseRawRoles(ctx, tool, nsys_discrete);
+  for (size_t i = 0; i < raws.size(); ++i)
+    plan.roles.push_back(RolePlanOf(ctx, RoleBlocks()[i].role, raws[i], tool_name));
+  if (!doc.Get({"global_profiler", "global_tool_config", "rlprof", "combine"}).present())
+    RefFollowsActor(plan, raws[2].present);
+  ParseVerlJob(ctx);
   std::vector<KeyPath> parents;
   for (const auto& spec : RoleBlocks())
     parents.emplace_back(spec.path.begin(), spec.path.end() - 1);
