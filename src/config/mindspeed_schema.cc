@@ -6,49 +6,14 @@
 
 namespace rlprof::config {
 
-void ParseMindSpeed(ParseContext& ctx) {
+namespace {
+
+// profile_step_start / profile_step_end: the steps [start, end) (DPO: start..end). Returns
+// whether this is DPO (megatron_training.stage: dpo).
+bool ParseMindSpeedSteps(ParseContext& ctx, const Ref& b, bool profile) {
   Doc& doc = ctx.doc;
   Reader& rd = ctx.rd;
   Plan& plan = ctx.plan;
-  plan.dialect = Dialect::kMindSpeedRl;
-  plan.tool = Tool::kNpu;
-  plan.save_path = "./profiler_data";
-
-  Ref pc = doc.Get({"profiler_config"});
-  if (!pc.present()) {
-    // MindSpeed-RL builds its profiler only from profiler_config.integrated; without the
-    // block nothing is profiled (none of its shipped configs has one).
-    RolePlan off;
-    off.role = "*";
-    off.block_path = "profiler_config.integrated";
-    off.contents.ops = off.contents.device = true;
-    plan.roles.push_back(off);
-    plan.notes.push_back("no profiler_config block: profiling is off, as in MindSpeed-RL; add "
-                         "profiler_config.integrated with profile: true to profile");
-    return;
-  }
-  if (!rd.IsBlock(pc)) return;
-  rd.CheckKeys(pc, {"integrated", "rlprof"});
-  ParseRlprofGlobals(ctx, doc.Child(pc, "rlprof"), {});
-  Ref b = doc.Child(pc, "integrated");
-  if (!rd.IsBlock(b) || b.null()) return;
-  rd.CheckKeys(b, {"profile", "mstx", "stage", "profile_save_path", "profile_export_type",
-                   "profile_step_start", "profile_step_end", "profile_level",
-                   "profile_with_memory", "profile_record_shapes", "profile_with_cpu",
-                   "profile_with_npu", "profile_with_module", "profile_analysis",
-                   "profile_ranks"});
-  bool profile = rd.Bool(b, "profile").value_or(false);
-  bool mstx = rd.Bool(b, "mstx").value_or(false);
-  Ref save = doc.Child(b, "profile_save_path");
-  if (auto sp = rd.String(b, "profile_save_path")) {
-    if (sp->empty())
-      plan.warnings.push_back(doc.Where(save) + ": profile_save_path is empty: MindSpeed-RL would "
-                              "write into the worker's working directory; rlprof uses "
-                              "./profiler_data");
-    else plan.save_path = *sp;
-  }
-  if (auto t = rd.Enum(b, "profile_export_type", {"text", "db"}))
-    plan.exports = {*t == "db" ? ExportFormat::kDb : ExportFormat::kText};
   int64_t start = rd.Int(b, "profile_step_start").value_or(1);
   int64_t end = rd.Int(b, "profile_step_end").value_or(2);
   bool steps_ok = true;
@@ -78,13 +43,13 @@ void ParseMindSpeed(ParseContext& ctx) {
                            "iterations: steps " + std::to_string(start) + ".." +
                            std::to_string(end));
   }
-  std::string level = rd.Enum(b, "profile_level", KnownLevels()).value_or("level0");
+  return dpo;
+}
 
-  RolePlan r;
-  r.role = "*";
-  r.block_path = "profiler_config.integrated";
-  r.enabled = profile;
-  r.level = level;
+// profile_ranks: 'all' (or null) or a list.
+void ParseMindSpeedRanks(ParseContext& ctx, const Ref& b, RolePlan& r) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
   Ref ranks = doc.Child(b, "profile_ranks");
   if (ranks.null() || (ranks.node.IsScalar() && ranks.node.Scalar() == "all")) {
     r.all_ranks = true;
@@ -97,6 +62,13 @@ void ParseMindSpeed(ParseContext& ctx) {
                            : "";
     doc.Error(ranks, "expected 'all' or a list of ranks, got " + Describe(ranks.node) + hint);
   }
+}
+
+// stage: one integrated window (all) or per-stage windows.
+void ParseMindSpeedStages(ParseContext& ctx, const Ref& b, bool dpo, RolePlan& r) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
   // stage: all ⇒ one integrated window over [start, end); else per-stage windows.
   Ref stage = doc.Child(b, "stage");
   std::vector<std::string> vocab = {"all", "actor_generate", "actor_compute_log_prob",
@@ -140,6 +112,63 @@ void ParseMindSpeed(ParseContext& ctx) {
     r.mode = CaptureMode::kDiscrete;
     r.stages = stages;
   }
+}
+
+}  // namespace
+
+void ParseMindSpeed(ParseContext& ctx) {
+  Doc& doc = ctx.doc;
+  Reader& rd = ctx.rd;
+  Plan& plan = ctx.plan;
+  plan.dialect = Dialect::kMindSpeedRl;
+  plan.tool = Tool::kNpu;
+  plan.save_path = "./profiler_data";
+
+  Ref pc = doc.Get({"profiler_config"});
+  if (!pc.present()) {
+    // MindSpeed-RL builds its profiler only from profiler_config.integrated; without the
+    // block nothing is profiled (none of its shipped configs has one).
+    RolePlan off;
+    off.role = "*";
+    off.block_path = "profiler_config.integrated";
+    off.contents.ops = off.contents.device = true;
+    plan.roles.push_back(off);
+    plan.notes.push_back("no profiler_config block: profiling is off, as in MindSpeed-RL; add "
+                         "profiler_config.integrated with profile: true to profile");
+    return;
+  }
+  if (!rd.IsBlock(pc)) return;
+  rd.CheckKeys(pc, {"integrated", "rlprof"});
+  ParseRlprofGlobals(ctx, doc.Child(pc, "rlprof"), {});
+  Ref b = doc.Child(pc, "integrated");
+  if (!rd.IsBlock(b) || b.null()) return;
+  rd.CheckKeys(b, {"profile", "mstx", "stage", "profile_save_path", "profile_export_type",
+                   "profile_step_start", "profile_step_end", "profile_level",
+                   "profile_with_memory", "profile_record_shapes", "profile_with_cpu",
+                   "profile_with_npu", "profile_with_module", "profile_analysis",
+                   "profile_ranks"});
+  bool profile = rd.Bool(b, "profile").value_or(false);
+  bool mstx = rd.Bool(b, "mstx").value_or(false);
+  Ref save = doc.Child(b, "profile_save_path");
+  if (auto sp = rd.String(b, "profile_save_path")) {
+    if (sp->empty())
+      plan.warnings.push_back(doc.Where(save) + ": profile_save_path is empty: MindSpeed-RL would "
+                              "write into the worker's working directory; rlprof uses "
+                              "./profiler_data");
+    else plan.save_path = *sp;
+  }
+  if (auto t = rd.Enum(b, "profile_export_type", {"text", "db"}))
+    plan.exports = {*t == "db" ? ExportFormat::kDb : ExportFormat::kText};
+  const bool dpo = ParseMindSpeedSteps(ctx, b, profile);
+  std::string level = rd.Enum(b, "profile_level", KnownLevels()).value_or("level0");
+
+  RolePlan r;
+  r.role = "*";
+  r.block_path = "profiler_config.integrated";
+  r.enabled = profile;
+  r.level = level;
+  ParseMindSpeedRanks(ctx, b, r);
+  ParseMindSpeedStages(ctx, b, dpo, r);
   bool with_cpu = rd.Bool(b, "profile_with_cpu").value_or(true);
   bool with_npu = rd.Bool(b, "profile_with_npu").value_or(true);
   r.contents.cpu = with_cpu;
