@@ -146,6 +146,120 @@ std::vector<std::vector<WorkInterval>> AssignByLaunch(const std::vector<WorkInte
   return out;
 }
 
+// The stage rows of every step (windows from the trace's stage markers), and each step's
+// "(none)": the time no stage covers.
+std::vector<StageResult> StageResults(const Trace& t, const std::vector<StepWindow>& windows,
+                                      const std::vector<WorkInterval>& work,
+                                      const std::vector<int64_t>& launch, const Timeline& tl,
+                                      const MergedSet& cset, const MergedSet& mset,
+                                      const RecvIndex& recv, Diagnostics* diag) {
+  std::vector<StageResult> out;
+  std::vector<StageWindow> stage_windows = BuildStageWindows(t, windows, work, launch);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> covered(windows.size());
+  for (const auto& sw : stage_windows) {
+    StageResult r;
+    r.step = sw.step;
+    r.role = sw.role;
+    r.name = sw.name;
+    r.start = sw.start;
+    r.end = sw.end;
+    r.duration = sw.end - sw.start;
+    MaskHistogram h = tl.Histogram(sw.start, sw.end);
+    r.atoms = h.atoms();
+    CheckInvariants(r.atoms, r.duration, cset.Length(sw.start, sw.end), mset.Length(sw.start, sw.end),
+                    true, diag);
+    r.recv_sum = recv.Sum(sw.start, sw.end, AssignMode::kClip);
+    covered[sw.step_index].push_back({sw.start, sw.end});
+    out.push_back(std::move(r));
+  }
+  for (size_t k = 0; k < windows.size(); ++k) {
+    const auto& w = windows[k];
+    MergedSet u = MergedSet::Build(covered[k]);
+    std::vector<std::pair<int64_t, int64_t>> rest = Subtract({{w.start, w.end}}, u.intervals());
+    StageResult r;
+    r.step = w.step;
+    r.name = "(none)";
+    r.start = w.start;
+    r.end = w.end;
+    MaskHistogram sum;
+    for (const auto& [s, e] : rest) {
+      MaskHistogram h = tl.Histogram(s, e);
+      for (int m = 0; m < kMaskCount; ++m) sum.time[m] += h.time[m];
+      r.duration += e - s;
+      r.recv_sum += recv.Sum(s, e, AssignMode::kClip);
+    }
+    r.atoms = sum.atoms();
+    if (r.duration > 0 || covered[k].empty()) out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const StageResult& x, const StageResult& y) {
+    return x.step != y.step ? x.step < y.step : x.start < y.start;
+  });
+  return out;
+}
+
+// One row per device kernel, in stream order, with its wait after the previous one.
+std::vector<KernelRow> KernelRows(const Trace& t, const Classification& c,
+                                  const std::vector<WorkInterval>& work,
+                                  const std::vector<StepWindow>& windows) {
+  std::vector<KernelRow> out;
+  int64_t prev_end = -1;
+  uint32_t prev_track = UINT32_MAX;
+  size_t rows = 0;
+  for (const auto& x : work) rows += x.slice >= 0;
+  out.reserve(rows);
+  // "device:stream" once per track, not once per kernel.
+  std::vector<std::string> stream_of(t.tracks.size());
+  for (const auto& x : work) {
+    if (x.slice < 0) continue;
+    KernelRow k;
+    const uint32_t tr = t.track[x.slice];
+    k.name = t.str(t.name[x.slice]);
+    k.cls = c.of[x.slice];
+    std::string& stream = stream_of[tr];
+    if (stream.empty())
+      stream = std::to_string(t.tracks[tr].device) + ":" + std::to_string(t.tracks[tr].stream);
+    k.stream = stream;
+    k.start = x.start;
+    k.dur = x.end - x.start;
+    if (tr == prev_track && x.start > prev_end) k.wait = x.start - prev_end;
+    prev_track = tr;
+    prev_end = x.end;
+    auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
+                               [](int64_t v, const StepWindow& w) { return v < w.end; });
+    if (it != windows.end() && it->start <= x.start) k.step = it->step;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+// Work outside every step window (windows are disjoint and sorted), counted.
+void CountWorkOutsideSteps(const std::vector<WorkInterval>& work,
+                           const std::vector<StepWindow>& windows, Diagnostics* diag) {
+  if (windows.empty() || windows.front().whole_trace) return;
+  uint64_t outside = 0;
+  for (const auto& x : work) {
+    auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
+                               [](int64_t v, const StepWindow& w) { return v < w.end; });
+    if (it == windows.end() || it->start >= x.end) ++outside;
+  }
+  if (outside) diag->Add("work_outside_step_windows", outside);
+}
+
+// The collectives (not point-to-point), in start order, for the cluster view.
+std::vector<CollectiveRow> Collectives(const Trace& t, const std::vector<WorkInterval>& work) {
+  std::vector<CollectiveRow> out;
+  for (const auto& w : work) {
+    if (w.bit != kBitComm || w.recv || w.slice < 0) continue;
+    const std::string& name = t.str(t.name[w.slice]);
+    if (IsPointToPoint(name)) continue;
+    out.push_back({name, t.str(t.group[w.slice]), t.ts[w.slice], t.ts[w.slice] + t.dur[w.slice],
+                             t.bytes[w.slice]});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CollectiveRow& x, const CollectiveRow& y) { return x.start < y.start; });
+  return out;
+}
+
 }  // namespace
 
 TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const AnalysisOptions& opts) {
@@ -239,101 +353,17 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
     if (opts.assign != AssignMode::kByLaunch) r.recv_sum = recv.Sum(w.start, w.end, opts.assign);
     a.steps.push_back(std::move(r));
   }
-  // Work outside every step window (windows are disjoint and sorted).
-  if (!windows.empty() && !windows.front().whole_trace) {
-    uint64_t outside = 0;
-    for (const auto& x : work) {
-      auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
-                                 [](int64_t v, const StepWindow& w) { return v < w.end; });
-      if (it == windows.end() || it->start >= x.end) ++outside;
-    }
-    if (outside) diag.Add("work_outside_step_windows", outside);
-  }
+  CountWorkOutsideSteps(work, windows, &diag);
 
   a.comm_by_group = CommByGroup(t, work, cset, windows);
-  for (const auto& w : work) {
-    if (w.bit != kBitComm || w.recv || w.slice < 0) continue;
-    const std::string& name = t.str(t.name[w.slice]);
-    if (IsPointToPoint(name)) continue;
-    a.collectives.push_back({name, t.str(t.group[w.slice]), t.ts[w.slice], t.ts[w.slice] + t.dur[w.slice],
-                             t.bytes[w.slice]});
-  }
-  std::sort(a.collectives.begin(), a.collectives.end(),
-            [](const CollectiveRow& x, const CollectiveRow& y) { return x.start < y.start; });
+  a.collectives = Collectives(t, work);
 
   // Stages, and the "(none)" remainder of each step.
-  std::vector<StageWindow> stage_windows = BuildStageWindows(t, windows, work, launch);
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> covered(windows.size());
-  for (const auto& sw : stage_windows) {
-    StageResult r;
-    r.step = sw.step;
-    r.role = sw.role;
-    r.name = sw.name;
-    r.start = sw.start;
-    r.end = sw.end;
-    r.duration = sw.end - sw.start;
-    MaskHistogram h = tl.Histogram(sw.start, sw.end);
-    r.atoms = h.atoms();
-    CheckInvariants(r.atoms, r.duration, cset.Length(sw.start, sw.end), mset.Length(sw.start, sw.end),
-                    true, &diag);
-    r.recv_sum = recv.Sum(sw.start, sw.end, AssignMode::kClip);
-    covered[sw.step_index].push_back({sw.start, sw.end});
-    a.stages.push_back(std::move(r));
-  }
-  for (size_t k = 0; k < windows.size(); ++k) {
-    const auto& w = windows[k];
-    MergedSet u = MergedSet::Build(covered[k]);
-    std::vector<std::pair<int64_t, int64_t>> rest = Subtract({{w.start, w.end}}, u.intervals());
-    StageResult r;
-    r.step = w.step;
-    r.name = "(none)";
-    r.start = w.start;
-    r.end = w.end;
-    MaskHistogram sum;
-    for (const auto& [s, e] : rest) {
-      MaskHistogram h = tl.Histogram(s, e);
-      for (int m = 0; m < kMaskCount; ++m) sum.time[m] += h.time[m];
-      r.duration += e - s;
-      r.recv_sum += recv.Sum(s, e, AssignMode::kClip);
-    }
-    r.atoms = sum.atoms();
-    if (r.duration > 0 || covered[k].empty()) a.stages.push_back(std::move(r));
-  }
-  std::stable_sort(a.stages.begin(), a.stages.end(), [](const StageResult& x, const StageResult& y) {
-    return x.step != y.step ? x.step < y.step : x.start < y.start;
-  });
+  a.stages = StageResults(t, windows, work, launch, tl, cset, mset, recv, &diag);
 
   // Per-kernel rows (device work only), in stream order; one per kernel, so views that never
   // show kernel_details leave them out (AnalysisOptions::kernel_rows).
-  if (!a.cpu_only && opts.kernel_rows) {
-    int64_t prev_end = -1;
-    uint32_t prev_track = UINT32_MAX;
-    size_t rows = 0;
-    for (const auto& x : work) rows += x.slice >= 0;
-    a.kernel_rows.reserve(rows);
-    // "device:stream" once per track, not once per kernel.
-    std::vector<std::string> stream_of(t.tracks.size());
-    for (const auto& x : work) {
-      if (x.slice < 0) continue;
-      KernelRow k;
-      const uint32_t tr = t.track[x.slice];
-      k.name = t.str(t.name[x.slice]);
-      k.cls = c.of[x.slice];
-      std::string& stream = stream_of[tr];
-      if (stream.empty())
-        stream = std::to_string(t.tracks[tr].device) + ":" + std::to_string(t.tracks[tr].stream);
-      k.stream = stream;
-      k.start = x.start;
-      k.dur = x.end - x.start;
-      if (tr == prev_track && x.start > prev_end) k.wait = x.start - prev_end;
-      prev_track = tr;
-      prev_end = x.end;
-      auto it = std::upper_bound(windows.begin(), windows.end(), x.start,
-                                 [](int64_t v, const StepWindow& w) { return v < w.end; });
-      if (it != windows.end() && it->start <= x.start) k.step = it->step;
-      a.kernel_rows.push_back(std::move(k));
-    }
-  }
+  if (!a.cpu_only && opts.kernel_rows) a.kernel_rows = KernelRows(t, c, work, windows);
 
   // HTA fails on traces without device work; those keep the host-based rows (§4.1).
   if (opts.compat == CompatMode::kHta && !a.cpu_only) internal::ComputeHtaCompat(t, c, launch, opts, &a);
