@@ -179,77 +179,11 @@ struct Step {
   int64_t start, end, number;
 };
 
-}  // namespace
-
-std::vector<TbStepRow> TbStepTime(const Trace& t, TbRules rules) {
+// The plugin's step bounds: each step's host range stretched over the device work launched
+// by runtime calls inside it, steps made contiguous, and trailing steps without (enough)
+// device work dropped.
+void FitStepsToDeviceWork(const Trace& t, const std::vector<Kind>& kind, std::vector<Step>& steps) {
   const size_t n = t.size();
-  std::vector<Kind> kind(n, Kind::kNone);
-  for (size_t i = 0; i < n; ++i) {
-    if (t.kind[i] != SliceKind::kRange) continue;
-    const std::string& nm = t.str(t.name[i]);
-    kind[i] = KindOf(t.str(t.category[i]), nm, rules);
-  }
-
-  enum Role { kKernelRole, kMemcpyRole, kMemsetRole, kCommRole, kRuntimeRole, kDataLoaderRole, kCpuRole, kRoles };
-  std::array<Ranges, kRoles> roles;
-  std::vector<std::pair<size_t, Step>> steps_found;  // (row, step) for a stable start order
-  int64_t cpu_min = std::numeric_limits<int64_t>::max(), cpu_max = std::numeric_limits<int64_t>::min();
-
-  // Launches by correlation id (any runtime category), for the collective test of kernels: the
-  // plugin takes a kernel for communication when its External id is a collective operator's.
-  std::unordered_map<int64_t, int32_t> launch_of;
-  for (size_t i = 0; i < n; ++i)
-    if (t.correlation[i] >= 0 && t.tracks[t.track[i]].type != TrackType::kDeviceStream &&
-        IsRuntimeCategory(t.str(t.category[i])))
-      launch_of.emplace(t.correlation[i], static_cast<int32_t>(i));
-  auto launched_by_collective = [&](size_t i) {
-    auto it = launch_of.find(t.correlation[i]);
-    if (t.correlation[i] < 0 || it == launch_of.end()) return false;
-    const int32_t op = LaunchingOperator(t, it->second);
-    return op >= 0 && IsCollectiveName(t.str(t.name[op]));
-  };
-
-  for (size_t i = 0; i < n; ++i) {
-    const Kind k = kind[i];
-    if (k == Kind::kNone) continue;
-    const Range r{t.ts[i], t.ts[i] + t.dur[i]};
-    const std::string& nm = t.str(t.name[i]);
-    switch (k) {
-      case Kind::kKernel:
-        roles[launched_by_collective(i) ? kCommRole : kKernelRole].push_back(r);
-        break;
-      case Kind::kMemcpy: roles[kMemcpyRole].push_back(r); break;
-      case Kind::kMemset: roles[kMemsetRole].push_back(r); break;
-      case Kind::kRuntime: roles[kRuntimeRole].push_back(r); break;
-      case Kind::kStep: {
-        int64_t number = 0;
-        if (StepNumber(nm, &number)) steps_found.push_back({i, Step{r.first, r.second, number}});
-        break;
-      }
-      case Kind::kOperator:
-      case Kind::kAnnotation:
-      case Kind::kPython:
-        if (k != Kind::kPython && IsDataLoaderName(nm)) roles[kDataLoaderRole].push_back(r);
-        else roles[IsCollectiveName(nm) ? kCommRole : kCpuRole].push_back(r);
-        break;
-      default: break;
-    }
-    if (k == Kind::kPython || k == Kind::kOperator || k == Kind::kStep) {
-      cpu_min = std::min(cpu_min, r.first);
-      cpu_max = std::max(cpu_max, r.second);
-    }
-  }
-  for (Ranges& r : roles) r = Merge(std::move(r));
-
-  std::stable_sort(steps_found.begin(), steps_found.end(),
-                   [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
-  std::vector<Step> steps;
-  for (const auto& [row, s] : steps_found) steps.push_back(s);
-  if (steps.empty()) {
-    if (cpu_min > cpu_max) return {};  // no host event: nothing to measure
-    steps.push_back({cpu_min, cpu_max, 0});
-  }
-
   // Device work and the runtime call that launched it (same correlation id: the last call
   // before the work starts, else the first after it).
   struct Launch {
@@ -340,6 +274,81 @@ std::vector<TbStepRow> TbStepTime(const Trace& t, TbRules rules) {
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<TbStepRow> TbStepTime(const Trace& t, TbRules rules) {
+  const size_t n = t.size();
+  std::vector<Kind> kind(n, Kind::kNone);
+  for (size_t i = 0; i < n; ++i) {
+    if (t.kind[i] != SliceKind::kRange) continue;
+    const std::string& nm = t.str(t.name[i]);
+    kind[i] = KindOf(t.str(t.category[i]), nm, rules);
+  }
+
+  enum Role { kKernelRole, kMemcpyRole, kMemsetRole, kCommRole, kRuntimeRole, kDataLoaderRole, kCpuRole, kRoles };
+  std::array<Ranges, kRoles> roles;
+  std::vector<std::pair<size_t, Step>> steps_found;  // (row, step) for a stable start order
+  int64_t cpu_min = std::numeric_limits<int64_t>::max(), cpu_max = std::numeric_limits<int64_t>::min();
+
+  // Launches by correlation id (any runtime category), for the collective test of kernels: the
+  // plugin takes a kernel for communication when its External id is a collective operator's.
+  std::unordered_map<int64_t, int32_t> launch_of;
+  for (size_t i = 0; i < n; ++i)
+    if (t.correlation[i] >= 0 && t.tracks[t.track[i]].type != TrackType::kDeviceStream &&
+        IsRuntimeCategory(t.str(t.category[i])))
+      launch_of.emplace(t.correlation[i], static_cast<int32_t>(i));
+  auto launched_by_collective = [&](size_t i) {
+    auto it = launch_of.find(t.correlation[i]);
+    if (t.correlation[i] < 0 || it == launch_of.end()) return false;
+    const int32_t op = LaunchingOperator(t, it->second);
+    return op >= 0 && IsCollectiveName(t.str(t.name[op]));
+  };
+
+  for (size_t i = 0; i < n; ++i) {
+    const Kind k = kind[i];
+    if (k == Kind::kNone) continue;
+    const Range r{t.ts[i], t.ts[i] + t.dur[i]};
+    const std::string& nm = t.str(t.name[i]);
+    switch (k) {
+      case Kind::kKernel:
+        roles[launched_by_collective(i) ? kCommRole : kKernelRole].push_back(r);
+        break;
+      case Kind::kMemcpy: roles[kMemcpyRole].push_back(r); break;
+      case Kind::kMemset: roles[kMemsetRole].push_back(r); break;
+      case Kind::kRuntime: roles[kRuntimeRole].push_back(r); break;
+      case Kind::kStep: {
+        int64_t number = 0;
+        if (StepNumber(nm, &number)) steps_found.push_back({i, Step{r.first, r.second, number}});
+        break;
+      }
+      case Kind::kOperator:
+      case Kind::kAnnotation:
+      case Kind::kPython:
+        if (k != Kind::kPython && IsDataLoaderName(nm)) roles[kDataLoaderRole].push_back(r);
+        else roles[IsCollectiveName(nm) ? kCommRole : kCpuRole].push_back(r);
+        break;
+      default: break;
+    }
+    if (k == Kind::kPython || k == Kind::kOperator || k == Kind::kStep) {
+      cpu_min = std::min(cpu_min, r.first);
+      cpu_max = std::max(cpu_max, r.second);
+    }
+  }
+  for (Ranges& r : roles) r = Merge(std::move(r));
+
+  std::stable_sort(steps_found.begin(), steps_found.end(),
+                   [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+  std::vector<Step> steps;
+  for (const auto& [row, s] : steps_found) steps.push_back(s);
+  if (steps.empty()) {
+    if (cpu_min > cpu_max) return {};  // no host event: nothing to measure
+    steps.push_back({cpu_min, cpu_max, 0});
+  }
+
+  // Each step stretched over the device work its runtime calls launched (the plugin's rule).
+  FitStepsToDeviceWork(t, kind, steps);
 
   // The priority rule over the union of the steps.
   Ranges all_steps;
