@@ -183,6 +183,75 @@ json ActivityJson(const std::vector<analysis::InputResult>& results, bool detail
           {"left_out_inputs", !detail}};
 }
 
+struct Op {
+  int64_t count = 0;
+  double total = 0, self = 0;
+};
+using OpTotals = std::map<std::pair<std::string, std::string>, Op>;  // (type, name) → totals
+
+// An input's operators added to the run's totals; with `top_json`, its own top operators of
+// each type there too (small runs).
+void AddInputOps(const analysis::TraceAnalysis& a, bool detail, OpTotals& ops, json* top_json) {
+  const analysis::Table os = analysis::OpStatisticTable(a);
+  analysis::Table top{os.name, {}, {}};
+  for (const char* c : {"type", "name", "count", "total", "self"})
+    for (const auto& col : os.columns)
+      if (col.name == c) top.columns.push_back(col);
+  size_t host = 0, device = 0;
+  for (const auto& row : os.rows) {  // rows come sorted by total within each type
+    const std::string type = Text(CellOf(os, row, "type"));
+    if (type != "host" && type != "device") continue;
+    Op& o = ops[{type, Text(CellOf(os, row, "name"))}];
+    o.count += static_cast<int64_t>(Real(CellOf(os, row, "count")));
+    o.total += Real(CellOf(os, row, "total"));
+    o.self += Real(CellOf(os, row, "self"));
+    size_t& n = type == "host" ? host : device;
+    if (detail && n++ < kReportInputTopOps)
+      top.rows.push_back({type, Text(CellOf(os, row, "name")), CellOf(os, row, "count") ? *CellOf(os, row, "count") : analysis::Cell{},
+                          Real(CellOf(os, row, "total")), Real(CellOf(os, row, "self"))});
+  }
+  if (top_json != nullptr) *top_json = analysis::ToJson(top);
+}
+
+// Memory over time at stage resolution: for each (series, step, role, stage), the value when
+// the stage began and ended (mean over ranks) and its peak (max over ranks, and the rank that
+// reached it), at the stage's first start and last end on rank 0's clock (µs). Grows with
+// series × steps × stages, not with ranks or samples.
+json MemoryRows(const std::vector<analysis::InputResult>& results) {
+  struct Mem {
+    int64_t start = INT64_MAX, end = INT64_MIN;
+    double at_start = 0, at_end = 0, peak = -1;
+    int64_t peak_rank = -1, ranks = 0;
+  };
+  std::map<std::tuple<std::string, int64_t, std::string, std::string>, Mem> mem;
+  for (const auto& r : results) {
+    if (!r.status.ok()) continue;
+    for (const auto& m : r.analysis.memory_peaks) {
+      if (m.stage == "(none)") continue;  // the step's time outside every stage: no one span
+      const analysis::StageResult* st = nullptr;
+      for (const auto& s : r.analysis.stages)
+        if (s.step == m.step && s.role == m.role && s.name == m.stage) st = &s;
+      if (st == nullptr) continue;
+      Mem& e = mem[{m.series, m.step, m.role, m.stage}];
+      e.start = std::min(e.start, st->start);
+      e.end = std::max(e.end, st->end);
+      e.at_start += m.at_start;
+      e.at_end += m.at_end;
+      ++e.ranks;
+      if (m.peak > e.peak) {
+        e.peak = m.peak;
+        e.peak_rank = r.analysis.rank;
+      }
+    }
+  }
+  json mem_rows = json::array();  // [series, step, role, stage, start_us, end_us, at_start, peak, at_end, peak_rank, ranks]
+  for (const auto& [k, e] : mem)
+    mem_rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), Number(e.start / 1e3),
+                        Number(e.end / 1e3), Number(e.at_start / e.ranks), Number(e.peak), Number(e.at_end / e.ranks),
+                        e.peak_rank, e.ranks});
+  return mem_rows;
+}
+
 }  // namespace
 
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
@@ -207,11 +276,7 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
     std::set<int64_t> ranks;
   };
   std::map<std::string, Comm> comm;
-  struct Op {
-    int64_t count = 0;
-    double total = 0, self = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Op> ops;
+  OpTotals ops;
   struct DiagByName {
     uint64_t count = 0, inputs = 0;
     std::vector<size_t> examples;
@@ -249,25 +314,7 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
       c.exposed += Real(CellOf(cg, row, "comm_not_overlapped"));
       c.ranks.insert(a.rank);
     }
-    const analysis::Table os = analysis::OpStatisticTable(a);
-    analysis::Table top{os.name, {}, {}};
-    for (const char* c : {"type", "name", "count", "total", "self"})
-      for (const auto& col : os.columns)
-        if (col.name == c) top.columns.push_back(col);
-    size_t host = 0, device = 0;
-    for (const auto& row : os.rows) {  // rows come sorted by total within each type
-      const std::string type = Text(CellOf(os, row, "type"));
-      if (type != "host" && type != "device") continue;
-      Op& o = ops[{type, Text(CellOf(os, row, "name"))}];
-      o.count += static_cast<int64_t>(Real(CellOf(os, row, "count")));
-      o.total += Real(CellOf(os, row, "total"));
-      o.self += Real(CellOf(os, row, "self"));
-      size_t& n = type == "host" ? host : device;
-      if (detail && n++ < kReportInputTopOps)
-        top.rows.push_back({type, Text(CellOf(os, row, "name")), CellOf(os, row, "count") ? *CellOf(os, row, "count") : analysis::Cell{},
-                            Real(CellOf(os, row, "total")), Real(CellOf(os, row, "self"))});
-    }
-    if (detail) input_ops[std::to_string(k)] = analysis::ToJson(top);
+    AddInputOps(a, detail, ops, detail ? &input_ops[std::to_string(k)] : nullptr);
   }
   json diag_rows = json::array();  // [name, count, inputs, [example input indices]]
   for (const auto& [name, d] : diag_by_name) diag_rows.push_back({name, d.count, d.inputs, d.examples});
@@ -304,42 +351,7 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
                {"diagnostics_by_name", std::move(diag_rows)}, {"input_ops", std::move(input_ops)},
                {"input_ops_left_out", !detail}, {"comm", std::move(comm_rows)}, {"ops", std::move(op_rows)}};
   data["dict"] = std::move(dict).ToJson();
-  // Memory over time at stage resolution: for each (series, step, role, stage), the value when
-  // the stage began and ended (mean over ranks) and its peak (max over ranks, and the rank that
-  // reached it), at the stage's first start and last end on rank 0's clock (µs). Grows with
-  // series × steps × stages, not with ranks or samples.
-  struct Mem {
-    int64_t start = INT64_MAX, end = INT64_MIN;
-    double at_start = 0, at_end = 0, peak = -1;
-    int64_t peak_rank = -1, ranks = 0;
-  };
-  std::map<std::tuple<std::string, int64_t, std::string, std::string>, Mem> mem;
-  for (const auto& r : results) {
-    if (!r.status.ok()) continue;
-    for (const auto& m : r.analysis.memory_peaks) {
-      if (m.stage == "(none)") continue;  // the step's time outside every stage: no one span
-      const analysis::StageResult* st = nullptr;
-      for (const auto& s : r.analysis.stages)
-        if (s.step == m.step && s.role == m.role && s.name == m.stage) st = &s;
-      if (st == nullptr) continue;
-      Mem& e = mem[{m.series, m.step, m.role, m.stage}];
-      e.start = std::min(e.start, st->start);
-      e.end = std::max(e.end, st->end);
-      e.at_start += m.at_start;
-      e.at_end += m.at_end;
-      ++e.ranks;
-      if (m.peak > e.peak) {
-        e.peak = m.peak;
-        e.peak_rank = r.analysis.rank;
-      }
-    }
-  }
-  json mem_rows = json::array();  // [series, step, role, stage, start_us, end_us, at_start, peak, at_end, peak_rank, ranks]
-  for (const auto& [k, e] : mem)
-    mem_rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), Number(e.start / 1e3),
-                        Number(e.end / 1e3), Number(e.at_start / e.ranks), Number(e.peak), Number(e.at_end / e.ranks),
-                        e.peak_rank, e.ranks});
-  data["memory"] = std::move(mem_rows);
+  data["memory"] = MemoryRows(results);
   data["activity"] = ActivityJson(results, detail);
   // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
   // collectives with the largest start skew (the table comes sorted by it).
