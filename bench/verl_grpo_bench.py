@@ -13,7 +13,10 @@ Modes (separate processes, one after another):
            (verl drives its rollout servers' torch profiler in discrete mode only, so the
            rollout is not profiled by it here)
 
-    .venv/bin/python bench/verl_grpo_bench.py [--modes none,markers,ops,torch] [--steps 9] [--repeat 2]
+    .venv/bin/python bench/verl_grpo_bench.py [--modes none,markers,ops,torch] [--steps 9]
+                                              [--profiled 4-5] [--repeat 2]
+
+(--profiled A-B: the profiled steps; the baseline is B+1 .. --steps of the same run.)
 
 Prints, per mode: the mean step and gen time of the profiled and the unprofiled steps, the
 added share, and verl's start/stop_profile time on the profiled steps (where a profiler's
@@ -34,7 +37,7 @@ from typing import Dict, List
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_SH = os.path.join(ROOT, "examples", "verl_grpo", "run.sh")
-PROFILED = [4, 5]  # after the warm-up steps (step 1 compiles, 2-3 are still slower)
+PROFILED = [4, 5]  # after the warm-up steps (step 1 compiles, 2-3 are still slower); --profiled
 
 MODES: Dict[str, List[str]] = {
     "none": [],
@@ -77,8 +80,14 @@ def main() -> None:
     ap.add_argument("--modes", default="none,markers,ops,torch")
     ap.add_argument("--steps", type=int, default=9)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--profiled", default="4-5", help="the profiled steps A-B (after warm-up)")
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv-integ", "bin", "python"))
     args = ap.parse_args()
+    global PROFILED
+    a, _, b = args.profiled.partition("-")
+    PROFILED = list(range(int(a), int(b or a) + 1))
+    if PROFILED[-1] >= args.steps:
+        raise SystemExit("verl_grpo_bench: --steps must leave unprofiled steps after --profiled")
     cli = os.path.join(ROOT, "build", "bin", "rlprof")
     rows: Dict[str, List[tuple]] = {}
     base = tempfile.mkdtemp(prefix="verl_bench_")
