@@ -472,12 +472,19 @@ void SessionImpl::OnBudget(uint32_t gen) try {
 RLPROF_SESSION_GUARD("closing a window over budget", )
 
 void SessionImpl::OnFatal(const std::string& message) try {
-  Disable("cannot write captures under " + run_dir_ + " (" + message +
-          "); profiling is disabled, the program continues");
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_) return;
-  if (manual_gen_ != 0) CloseManualLocked("error");
-  if (ctl_gen_ != 0) Apply(ctl_->OnError(MonotonicNowNs()));
+  const std::string why = "cannot write captures under " + run_dir_ + " (" + message +
+                          "); profiling is disabled, the program continues";
+  {
+    // The open windows close with reason "error" before the session says it is disabled: a
+    // program that ends its step as soon as enabled() turns false would otherwise close the
+    // window first, as step_end (seen under load: CrashTest.DiskErrorMidCapture…).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopped_) {
+      if (manual_gen_ != 0) CloseManualLocked("error");
+      if (ctl_gen_ != 0) Apply(ctl_->OnError(MonotonicNowNs()));
+    }
+  }
+  Disable(why);
 }
 RLPROF_SESSION_GUARD("disabling after a write error", )
 

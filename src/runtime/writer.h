@@ -71,7 +71,7 @@ struct WindowClose {
   uint64_t close_ticks = 0;
   // Scheduled captures: the manifest's window.sampling (schedule, sub-steps held); unit "" =
   // not sampled.
-  format::Manifest::Sampling sampling;
+  format::Manifest::Sampling sampling{};
 };
 
 struct WriterOptions {
