@@ -267,8 +267,7 @@ std::vector<Worker> WorkersOf(const Plan& plan, const LoadOptions& opt) {
 
 // The step windows: each selected step, or each run of consecutive steps when continuous; a
 // symbolic "all" when every step is selected and the run's length is unknown.
-std::vector<Window> WindowsOf(const Plan& plan, const LoadOptions& opt, bool symbolic_all,
-                              const std::vector<int64_t>& steps) {
+std::vector<Window> WindowsOf(const Plan& plan, bool symbolic_all, const std::vector<int64_t>& steps) {
   std::vector<Window> windows;
   if (symbolic_all) windows.push_back({{}, "all"});
   for (size_t i = 0; i < steps.size();) {
@@ -281,7 +280,6 @@ std::vector<Window> WindowsOf(const Plan& plan, const LoadOptions& opt, bool sym
     windows.push_back(w);
     i = j + 1;
   }
-  (void)opt;
   return windows;
 }
 
@@ -562,7 +560,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
   if (!plan.profiling_enabled()) return sum;
   const bool symbolic_all = plan.steps.kind == StepSelection::Kind::kAll && opt.total_steps <= 0;
   const std::vector<int64_t> steps = plan.steps.Expand(opt.total_steps);
-  const std::vector<Window> windows = WindowsOf(plan, opt, symbolic_all, steps);
+  const std::vector<Window> windows = WindowsOf(plan, symbolic_all, steps);
   bool any_memory = false, any_stack = false, any_module = false;
   for (const Worker& wk : WorkersOf(plan, opt)) {
     for (const Group& g : GroupsOf(plan, opt, wk)) {

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 
 class _Worker:
@@ -146,27 +146,31 @@ class _Trainer:
     servers_failed = False
 
 
+def _wait_all(flag: str, what: str, calls: Callable[[], List[Any]]) -> None:
+    """Makes the actor calls (`calls()` returns their object refs) and waits for them; the first
+    failure turns that group off for the run (`_Trainer.<flag>`) with one warning, and training
+    goes on."""
+    try:
+        import ray
+        ray.get(calls(), timeout=120)
+    except Exception as e:  # an older verl without the patched class, a dead worker: go on
+        setattr(_Trainer, flag, True)
+        _warn(f"cannot {what}", e)
+
+
 def trainer_begin(trainer: Any, step: Optional[int]) -> None:
     """Begins `step` in every reward loop worker and reward model server (and waits), when the
     reward block is on."""
     if step is None or not _reward_block_on():
         return
-    import ray
     workers = [] if _Trainer.failed else _workers(trainer)
     if workers:
-        try:
-            ray.get([w.rlprof_begin_step.remote(int(step), i) for i, w in enumerate(workers)],
-                    timeout=120)
-        except Exception as e:  # an older verl without the patched class, a dead worker: go on
-            _Trainer.failed = True
-            _warn("cannot start rlprof in the reward loop's workers", e)
+        _wait_all("failed", "start rlprof in the reward loop's workers",
+                  lambda: [w.rlprof_begin_step.remote(int(step), i) for i, w in enumerate(workers)])
     servers = [] if _Trainer.servers_failed else _servers(trainer)
     if servers:
-        try:
-            ray.get([s.rlprof_begin_reward_step.remote(int(step)) for s in servers], timeout=120)
-        except Exception as e:
-            _Trainer.servers_failed = True
-            _warn("cannot start rlprof in the reward model's servers", e)
+        _wait_all("servers_failed", "start rlprof in the reward model's servers",
+                  lambda: [s.rlprof_begin_reward_step.remote(int(step)) for s in servers])
 
 
 def trainer_end(trainer: Any) -> None:
@@ -174,18 +178,11 @@ def trainer_end(trainer: Any) -> None:
     captures)."""
     if not _reward_block_on():
         return
-    import ray
     workers = [] if _Trainer.failed else _workers(trainer)
     if workers:
-        try:
-            ray.get([w.rlprof_end_step.remote() for w in workers], timeout=120)
-        except Exception as e:
-            _Trainer.failed = True
-            _warn("cannot end the step in the reward loop's workers", e)
+        _wait_all("failed", "end the step in the reward loop's workers",
+                  lambda: [w.rlprof_end_step.remote() for w in workers])
     servers = [] if _Trainer.servers_failed else _servers(trainer)
     if servers:
-        try:
-            ray.get([s.rlprof_end_reward_step.remote() for s in servers], timeout=120)
-        except Exception as e:
-            _Trainer.servers_failed = True
-            _warn("cannot end the step in the reward model's servers", e)
+        _wait_all("servers_failed", "end the step in the reward model's servers",
+                  lambda: [s.rlprof_end_reward_step.remote() for s in servers])
