@@ -11,7 +11,7 @@ import sys
 
 ALLOWED = {
     "base": {"base"},
-    "config": {"base", "config"},
+    "config": {"base", "format", "config"},
     "format": {"base", "format"},
     "runtime": {"base", "config", "format", "runtime"},
     "sources": {"base", "config", "format", "runtime", "sources"},

@@ -30,6 +30,7 @@
 #include "src/analysis/readers/readers.h"
 #include "src/analysis/run_pipeline.h"
 #include "src/analysis/tables.h"
+#include "src/base/version.h"
 #include "src/format/diagnostics.h"
 #include "src/report/html_report.h"
 
@@ -320,7 +321,7 @@ py::list Write(const RunPtr& run, const std::string& dir, const std::vector<std:
                             : run->paths.size() == 1 ? run->paths[0]
                                                      : std::to_string(run->paths.size()) + " paths";
       page = report::WriteHtmlReport(dir + "/report.html",
-                                     report::ReportData(run->inputs, w->summary, t, RLPROF_VERSION));
+                                     report::ReportData(run->inputs, w->summary, t, base::Version()));
     }
   }
   if (!w.ok()) {

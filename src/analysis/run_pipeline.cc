@@ -34,18 +34,8 @@ base::Status ExportCapture(const std::string& input, const std::vector<std::stri
   std::vector<format::Capture> one;
   one.push_back(std::move(c));
   for (const auto& e : exports) {
-    std::string file;
-    format::ExportFormat f;
-    if (e == "text") {
-      file = dir + "/trace.json.gz";
-      f = format::ExportFormat::kChromeJson;
-    } else if (e == "db") {
-      file = dir + "/trace.db";
-      f = format::ExportFormat::kSqlite;
-    } else {
-      file = dir + "/trace.pftrace";
-      f = format::ExportFormat::kPftrace;
-    }
+    RLPROF_ASSIGN_OR_RETURN(format::ExportFormat f, format::ParseExportFormat(e));
+    const std::string file = dir + "/" + format::ExportFileName(f);
     auto st = format::ExportCaptures(one, f, file);
     if (!st.ok()) return base::IoError(file + ": " + st.status().message());
     written->push_back(file);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "src/analysis/tables.h"
+#include "src/format/sqlite_file.h"
 
 namespace rlprof::analysis {
 
@@ -243,81 +244,41 @@ base::StatusOr<int64_t> SqliteWriter::StringId(std::string_view text) {
   sqlite3_stmt* st = strings_->insert;
   sqlite3_bind_int64(st, 1, id);
   sqlite3_bind_text(st, 2, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
-  if (sqlite3_step(st) != SQLITE_DONE) return Fail("insert strings");
-  sqlite3_reset(st);
+  RLPROF_RETURN_IF_ERROR(file_->Step(st, "insert strings"));
   strings_->ids.emplace(std::string(text), id);
   return id;
 }
 
 base::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::Open(const std::string& path) {
   std::unique_ptr<SqliteWriter> w(new SqliteWriter);
-  w->path_ = path;
-  w->tmp_ = path + ".tmp";
-  std::error_code ec;
-  std::filesystem::remove(w->tmp_, ec);
-  // One connection used by one thread: no SQLite mutexes.
-  if (sqlite3_open_v2(w->tmp_.c_str(), &w->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string msg = w->db_ ? sqlite3_errmsg(w->db_) : "out of memory";
-    return base::IoError(path + ": cannot create database: " + msg);  // ~SqliteWriter closes it
-  }
-  auto exec = [&](const char* sql) { return sqlite3_exec(w->db_, sql, nullptr, nullptr, nullptr); };
-  // A fresh file written in one transaction and renamed into place at the end: no journal, no
-  // fsync and no locking are needed (a crash leaves only the .tmp file). A page cache of up to
-  // 256 MiB keeps the pages in memory until the commit writes each once (with SQLite's default
-  // 2 MiB the cache spills and pages are written more than once). 64 KiB pages (SQLite's
-  // largest): a quarter less CPU writing the run's tables than 4 KiB ones (fewer b-tree pages,
-  // cells split over fewer overflow pages, 16× fewer page writes at the commit).
-  if (exec("PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-           "PRAGMA cache_size=-262144; BEGIN") != SQLITE_OK)
-    return w->Fail("begin");
-  if (exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-           "INSERT INTO meta VALUES('format','rlprof-analysis'),('schema_version','1')") != SQLITE_OK)
-    return w->Fail("meta");
+  // A page cache of up to 256 MiB keeps the pages in memory until the commit writes each once
+  // (with SQLite's default 2 MiB the cache spills and pages are written more than once). 64 KiB
+  // pages (SQLite's largest): a quarter less CPU writing the run's tables than 4 KiB ones (fewer
+  // b-tree pages, cells split over fewer overflow pages, 16x fewer page writes at the commit).
+  RLPROF_ASSIGN_OR_RETURN(w->file_, format::SqliteFile::Create(
+                                        path, {.tmp_path = path + ".tmp", .page_size = 65536, .cache_kib = 262144}));
+  RLPROF_RETURN_IF_ERROR(w->file_->Exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                                        "INSERT INTO meta VALUES('format','rlprof-analysis'),('schema_version','1')",
+                                        "meta"));
   return w;
 }
 
-void SqliteWriter::FinalizeAll() {
-  if (strings_) {
-    sqlite3_finalize(strings_->insert);
-    strings_->insert = nullptr;
-  }
-  for (auto& t : tables_) {
-    sqlite3_finalize(t->batch);
-    sqlite3_finalize(t->single);
-    t->batch = t->single = nullptr;
-  }
-}
-
-SqliteWriter::~SqliteWriter() {
-  std::error_code ec;
-  if (closed_) std::filesystem::remove(tmp_, ec);  // closed, never published
-  if (db_ == nullptr) return;
-  FinalizeAll();
-  sqlite3_close(db_);  // not committed: the partial file goes
-  std::filesystem::remove(tmp_, ec);
-}
-
-base::Status SqliteWriter::Fail(const std::string& what) {
-  std::string msg = what + ": " + (db_ ? sqlite3_errmsg(db_) : "closed");
-  FinalizeAll();
-  sqlite3_close(db_);
-  db_ = nullptr;
-  std::error_code ec;
-  std::filesystem::remove(tmp_, ec);
-  return base::IoError(path_ + ": " + msg);
-}
+SqliteWriter::~SqliteWriter() = default;
 
 base::Status SqliteWriter::Add(const SqliteTable& st_parts) {
-  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
+  if (file_->db() == nullptr) return Gone();
   if (st_parts.parts.empty()) return base::Status::Ok();
   RLPROF_ASSIGN_OR_RETURN(size_t id, Create(*st_parts.parts.front().second, st_parts.with_input));
   for (const auto& [input, t] : st_parts.parts) RLPROF_RETURN_IF_ERROR(Append(id, input, *t));
   return base::Status::Ok();
 }
 
+base::Status SqliteWriter::Gone() const {
+  return base::IoError(file_->path() + ": database already failed or committed");
+}
+
 base::StatusOr<size_t> SqliteWriter::Create(const Table& like, bool with_input) {
-  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
+  if (file_->db() == nullptr) return Gone();
   auto t = std::make_unique<TableInserts>();
   t->name = like.name;
   t->with_input = with_input;
@@ -345,12 +306,9 @@ base::StatusOr<size_t> SqliteWriter::Create(const Table& like, bool with_input) 
   create += ")";
   if (any) {
     if (!strings_) {
-      if (sqlite3_exec(db_, "CREATE TABLE strings(id INTEGER PRIMARY KEY, text TEXT)", nullptr, nullptr, nullptr) !=
-          SQLITE_OK)
-        return Fail("create strings");
+      RLPROF_RETURN_IF_ERROR(file_->Exec("CREATE TABLE strings(id INTEGER PRIMARY KEY, text TEXT)", "create strings"));
       strings_ = std::make_unique<Strings>();
-      if (sqlite3_prepare_v2(db_, "INSERT INTO strings VALUES(?,?)", -1, &strings_->insert, nullptr) != SQLITE_OK)
-        return Fail("prepare strings");
+      RLPROF_ASSIGN_OR_RETURN(strings_->insert, file_->Prepare("INSERT INTO strings VALUES(?,?)", "prepare strings"));
     }
     // SELECT * of the view: `like`'s columns, names and declared types (an interned column's is
     // strings.text's, TEXT), the rows in insertion order (the rows' table is scanned by rowid).
@@ -368,24 +326,24 @@ base::StatusOr<size_t> SqliteWriter::Create(const Table& like, bool with_input) 
     create += "; CREATE VIEW " + Quoted(like.name) + " AS SELECT " + cols + " FROM " + Quoted(t->name) + " AS r" +
               joins + " ORDER BY r.rowid";
   }
-  if (sqlite3_exec(db_, create.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("create " + like.name);
-  auto prepare = [&](size_t rows, sqlite3_stmt** st) {
+  RLPROF_RETURN_IF_ERROR(file_->Exec(create.c_str(), "create " + like.name));
+  auto insert = [&](size_t rows) {
     std::string one = "(";
     for (size_t i = 0; i < t->ncols; ++i) one += i ? ",?" : "?";
     one += ")";
     std::string sql = "INSERT INTO " + Quoted(t->name) + " VALUES";
     for (size_t r = 0; r < rows; ++r) sql += (r ? "," : "") + one;
-    return sqlite3_prepare_v2(db_, sql.c_str(), -1, st, nullptr) == SQLITE_OK;
+    return sql;
   };
-  const bool ok = prepare(kBatch, &t->batch) && prepare(1, &t->single);
-  tables_.push_back(std::move(t));  // finalized by Fail, Commit or the destructor
-  if (!ok) return Fail("prepare " + like.name);
+  RLPROF_ASSIGN_OR_RETURN(t->batch, file_->Prepare(insert(kBatch), "prepare " + like.name));
+  RLPROF_ASSIGN_OR_RETURN(t->single, file_->Prepare(insert(1), "prepare " + like.name));
+  tables_.push_back(std::move(t));  // its statements belong to file_
   return tables_.size() - 1;
 }
 
 base::Status SqliteWriter::Append(size_t id, const std::string& input, const Table& rows) {
-  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
-  if (id >= tables_.size()) return base::IoError(path_ + ": no such table");
+  if (file_->db() == nullptr) return Gone();
+  if (id >= tables_.size()) return base::IoError(file_->path() + ": no such table");
   const TableInserts& t = *tables_[id];
   const int shift = t.with_input ? 1 : 0;
   int64_t input_id = 0;
@@ -423,44 +381,15 @@ base::Status SqliteWriter::Append(size_t id, const std::string& input, const Tab
     }
     ++done;
     if (++in_stmt < (st == t.batch ? kBatch : 1)) continue;
-    if (sqlite3_step(st) != SQLITE_DONE) return Fail("insert " + t.name);
-    sqlite3_reset(st);
+    RLPROF_RETURN_IF_ERROR(file_->Step(st, "insert " + t.name));
     in_stmt = 0;
     st = total - done >= kBatch ? t.batch : t.single;
   }
   return base::Status::Ok();
 }
 
-base::Status SqliteWriter::Commit() {
-  RLPROF_RETURN_IF_ERROR(Close());
-  return Publish();
-}
-
-base::Status SqliteWriter::Close() {
-  if (db_ == nullptr) return base::IoError(path_ + ": database already failed or committed");
-  FinalizeAll();
-  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return Fail("commit");
-  const int rc = sqlite3_close(db_);
-  db_ = nullptr;
-  std::error_code ec;
-  if (rc != SQLITE_OK) {
-    std::filesystem::remove(tmp_, ec);
-    return base::IoError(path_ + ": close failed");
-  }
-  closed_ = true;
-  return base::Status::Ok();
-}
-
-base::Status SqliteWriter::Publish() {
-  if (!closed_) return base::IoError(path_ + ": database not closed, or already published");
-  closed_ = false;
-  std::error_code ec;
-  std::filesystem::rename(tmp_, path_, ec);
-  if (ec) {
-    std::filesystem::remove(tmp_, ec);
-    return base::IoError(path_ + ": " + ec.message());
-  }
-  return base::Status::Ok();
-}
+base::Status SqliteWriter::Commit() { return file_->Commit(); }
+base::Status SqliteWriter::Close() { return file_->Close(); }
+base::Status SqliteWriter::Publish() { return file_->Publish(); }
 
 }  // namespace rlprof::analysis

@@ -25,6 +25,9 @@
 #include "src/base/status.h"
 
 struct sqlite3;
+namespace rlprof::format {
+class SqliteFile;
+}
 
 namespace rlprof::analysis {
 
@@ -131,11 +134,8 @@ class SqliteWriter {
  private:
   struct TableInserts;  // a created table and its prepared INSERTs
   SqliteWriter();
-  base::Status Fail(const std::string& what);  // closes, removes the partial file
-  void FinalizeAll();
-  sqlite3* db_ = nullptr;
-  bool closed_ = false;  // Close done, Publish not yet
-  std::string path_, tmp_;
+  base::Status Gone() const;
+  std::unique_ptr<format::SqliteFile> file_;  // the file, its transaction and its statements
   std::vector<std::unique_ptr<TableInserts>> tables_;
   struct Strings;  // the `strings` table: each repeating text once, by id
   std::unique_ptr<Strings> strings_;

@@ -209,7 +209,7 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
   head.Add({"steps", plan.steps.ToString() + (plan.continuous_steps ? " (continuous windows)" : "")});
   head.Add({"save_path", plan.save_path});
   std::vector<std::string> ex;
-  for (auto f : plan.exports) ex.push_back(ExportFormatName(f));
+  for (auto f : plan.exports) ex.push_back(format::ExportFormatConfigWord(f));
   head.Add({"exports", base::Join(ex, ", ")});
   head.Add({"combine", CombinePolicyName(plan.combine)});
   head.Add({"world size", a.world_size > 0 ? std::to_string(a.world_size) : "unknown (--world-size)"});

@@ -189,8 +189,8 @@ uint64_t BytesPerEvent(const Contents& c, const std::vector<ExportFormat>& expor
   if (c.shapes) b += 6.0;
   if (c.stack) b += 24.0;
   for (auto f : exports) {
-    if (f == ExportFormat::kText) b += 30.0;     // Chrome JSON, gzip
-    if (f == ExportFormat::kDb) b += 60.0;       // SQLite rows + indexes
+    if (f == ExportFormat::kChromeJson) b += 30.0;     // Chrome JSON, gzip
+    if (f == ExportFormat::kSqlite) b += 60.0;       // SQLite rows + indexes
     if (f == ExportFormat::kPftrace) b += 12.0;  // Perfetto protobuf, interned names
   }
   return static_cast<uint64_t>(b + 0.5);

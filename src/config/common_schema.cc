@@ -4,6 +4,7 @@
 #include "src/base/strings.h"
 #include "src/config/schemas.h"
 #include "src/config/stages.h"
+#include "src/format/export.h"
 
 namespace rlprof::config {
 
@@ -78,9 +79,7 @@ void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
   if (auto ex = rd.EnumList(block, "export", {"text", "db", "pftrace"})) {
     p.exports.clear();
     for (const auto& e : *ex) {
-      ExportFormat f = e == "db" ? ExportFormat::kDb
-                       : e == "pftrace" ? ExportFormat::kPftrace
-                                        : ExportFormat::kText;
+      ExportFormat f = *format::ParseExportFormat(e);  // one of the words EnumList allowed
       if (std::find(p.exports.begin(), p.exports.end(), f) == p.exports.end()) p.exports.push_back(f);
     }
   }

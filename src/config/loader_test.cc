@@ -331,7 +331,7 @@ TEST(CapturesTest, SizeModelScalesWithContents) {
   ops.ops = true;
   EXPECT_GT(EventsPerSecond(Tool::kRlprof, ops, "level0"),
             10 * EventsPerSecond(Tool::kRlprof, markers, "level0"));
-  EXPECT_GT(BytesPerEvent(markers, {ExportFormat::kText, ExportFormat::kDb}),
+  EXPECT_GT(BytesPerEvent(markers, {ExportFormat::kChromeJson, ExportFormat::kSqlite}),
             BytesPerEvent(markers, {}));
   EXPECT_EQ(RankListToString({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
 }

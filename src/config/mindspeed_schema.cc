@@ -158,7 +158,7 @@ void ParseMindSpeed(ParseContext& ctx) {
     else plan.save_path = *sp;
   }
   if (auto t = rd.Enum(b, "profile_export_type", {"text", "db"}))
-    plan.exports = {*t == "db" ? ExportFormat::kDb : ExportFormat::kText};
+    plan.exports = {*t == "db" ? ExportFormat::kSqlite : ExportFormat::kChromeJson};
   const bool dpo = ParseMindSpeedSteps(ctx, b, profile);
   std::string level = rd.Enum(b, "profile_level", KnownLevels()).value_or("level0");
 

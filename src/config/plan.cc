@@ -47,15 +47,6 @@ const char* SubStepKindName(SubStepKind k) {
   return "?";
 }
 
-const char* ExportFormatName(ExportFormat f) {
-  switch (f) {
-    case ExportFormat::kText: return "text";
-    case ExportFormat::kDb: return "db";
-    case ExportFormat::kPftrace: return "pftrace";
-  }
-  return "?";
-}
-
 const char* CombinePolicyName(CombinePolicy p) {
   return p == CombinePolicy::kPriority ? "priority" : "union";
 }

@@ -66,7 +66,7 @@ nlohmann::ordered_json PlanToJson(const Plan& p) {
   j["continuous_steps"] = p.continuous_steps;
   j["save_path"] = p.save_path;
   std::vector<std::string> ex;
-  for (auto f : p.exports) ex.push_back(ExportFormatName(f));
+  for (auto f : p.exports) ex.push_back(format::ExportFormatConfigWord(f));
   j["exports"] = ex;
   j["combine"] = CombinePolicyName(p.combine);
   j["budget"] = {{"max_bytes", p.budget.max_bytes}, {"max_events", p.budget.max_events}};

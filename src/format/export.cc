@@ -19,8 +19,21 @@ const char* ExportFormatName(ExportFormat f) {
   return "unknown";
 }
 
+const char* ExportFormatConfigWord(ExportFormat f) {
+  return f == ExportFormat::kChromeJson ? "text" : ExportFormatName(f);
+}
+
+const char* ExportFileName(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::kChromeJson: return "trace.json.gz";
+    case ExportFormat::kPftrace: return "trace.pftrace";
+    case ExportFormat::kSqlite: return "trace.db";
+  }
+  return "trace";
+}
+
 base::StatusOr<ExportFormat> ParseExportFormat(std::string_view name) {
-  if (name == "json" || name == "chrome") return ExportFormat::kChromeJson;
+  if (name == "json" || name == "chrome" || name == "text") return ExportFormat::kChromeJson;
   if (name == "pftrace" || name == "perfetto") return ExportFormat::kPftrace;
   if (name == "db" || name == "sqlite") return ExportFormat::kSqlite;
   return base::InvalidArgument("unknown export format '" + std::string(name) +

@@ -17,15 +17,14 @@
 #include <string_view>
 #include <vector>
 
+#include "rlprof/format/export_format.h"
 #include "src/base/status.h"
 #include "src/format/capture.h"
 #include "src/format/diagnostics.h"
 
 namespace rlprof::format {
 
-enum class ExportFormat { kChromeJson, kPftrace, kSqlite };
-const char* ExportFormatName(ExportFormat f);  // "json", "pftrace", "db"
-// "json" | "pftrace" | "db" (also "chrome", "perfetto", "sqlite").
+// "json" | "pftrace" | "db" (also "chrome", "perfetto", "sqlite", and a config's "text").
 base::StatusOr<ExportFormat> ParseExportFormat(std::string_view name);
 // From the output's extension: .json/.json.gz → json, .pftrace/.perfetto-trace/.pb → pftrace,
 // .db/.sqlite/.sqlite3 → db.

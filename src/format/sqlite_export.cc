@@ -1,7 +1,6 @@
 #include "src/format/sqlite_export.h"
 
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include "src/base/time_math.h"
 #include "src/format/event_schema.h"
 #include "src/format/json_escape.h"
+#include "src/format/sqlite_file.h"
 
 namespace rlprof::format {
 namespace {
@@ -69,75 +69,30 @@ CREATE INDEX events_by_time ON events(ts_ns);
 CREATE INDEX events_by_track ON events(track_id, ts_ns);
 )sql";
 
-using DbPtr = std::unique_ptr<sqlite3, int (*)(sqlite3*)>;
-using StmtPtr = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
-
-class Db {
- public:
-  Db(sqlite3* db, std::string path) : db_(db, sqlite3_close), path_(std::move(path)) {}
-
-  base::Status Exec(const char* sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_.get(), sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err != nullptr ? err : "unknown error";
-      sqlite3_free(err);
-      return base::IoError(path_ + ": sqlite: " + msg);
-    }
-    return base::Status::Ok();
-  }
-
-  base::StatusOr<StmtPtr> Prepare(const char* sql) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_.get(), sql, -1, &s, nullptr) != SQLITE_OK) {
-      return Error();
-    }
-    return StmtPtr(s, sqlite3_finalize);
-  }
-
-  // Steps an insert and resets it for the next row.
-  base::Status Insert(sqlite3_stmt* s) {
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc == SQLITE_DONE ? base::Status::Ok() : Error();
-  }
-
-  base::Status Error() { return base::IoError(path_ + ": sqlite: " + sqlite3_errmsg(db_.get())); }
-
- private:
-  DbPtr db_;
-  std::string path_;
-};
-
 void BindText(sqlite3_stmt* s, int i, const std::string& v) {
   sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
 
 class Exporter {
  public:
-  Exporter(Db* db, std::span<const Capture> captures, ExportStats* stats)
+  Exporter(SqliteFile* db, std::span<const Capture> captures, ExportStats* stats)
       : db_(db), captures_(captures), stats_(stats) {}
 
   base::Status Run() {
-    RLPROF_RETURN_IF_ERROR(db_->Exec("BEGIN"));
-    RLPROF_RETURN_IF_ERROR(db_->Exec(kSchema));
+    RLPROF_RETURN_IF_ERROR(db_->Exec(kSchema, "sqlite"));
     RLPROF_RETURN_IF_ERROR(Enums());
-    RLPROF_ASSIGN_OR_RETURN(strings_, db_->Prepare("INSERT INTO strings VALUES(?,?)"));
-    RLPROF_ASSIGN_OR_RETURN(tracks_, db_->Prepare("INSERT INTO tracks VALUES(?,?,?,?,?,?,?)"));
-    RLPROF_ASSIGN_OR_RETURN(events_, db_->Prepare("INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?)"));
+    RLPROF_ASSIGN_OR_RETURN(strings_, db_->Prepare("INSERT INTO strings VALUES(?,?)", "sqlite"));
+    RLPROF_ASSIGN_OR_RETURN(tracks_, db_->Prepare("INSERT INTO tracks VALUES(?,?,?,?,?,?,?)", "sqlite"));
+    RLPROF_ASSIGN_OR_RETURN(events_, db_->Prepare("INSERT INTO events VALUES(?,?,?,?,?,?,?,?,?)", "sqlite"));
     RLPROF_ASSIGN_OR_RETURN(uint32_t empty, StringId(""));
     (void)empty;  // id 0 is always the empty string
     for (size_t i = 0; i < captures_.size(); ++i) RLPROF_RETURN_IF_ERROR(CaptureRows(i));
-    RLPROF_RETURN_IF_ERROR(db_->Exec(kIndexes));
-    strings_.reset();
-    tracks_.reset();
-    events_.reset();
-    return db_->Exec("COMMIT");
+    return db_->Exec(kIndexes, "sqlite");
   }
 
  private:
   base::Status Enums() {
-    RLPROF_ASSIGN_OR_RETURN(StmtPtr meta, db_->Prepare("INSERT INTO meta VALUES(?,?)"));
+    RLPROF_ASSIGN_OR_RETURN(sqlite3_stmt * meta, db_->Prepare("INSERT INTO meta VALUES(?,?)", "sqlite"));
     std::pair<const char*, std::string> rows[] = {
         {"format", "rlprof-export"},
         {"schema_version", std::to_string(kSqliteSchemaVersion)},
@@ -146,18 +101,20 @@ class Exporter {
         {"producer", "rlprof"},
         {"captures", std::to_string(captures_.size())}};
     for (auto& [k, v] : rows) {
-      sqlite3_bind_text(meta.get(), 1, k, -1, SQLITE_STATIC);
-      BindText(meta.get(), 2, v);
-      RLPROF_RETURN_IF_ERROR(db_->Insert(meta.get()));
+      sqlite3_bind_text(meta, 1, k, -1, SQLITE_STATIC);
+      BindText(meta, 2, v);
+      RLPROF_RETURN_IF_ERROR(db_->Step(meta, "sqlite"));
     }
+    db_->Finalize(meta);
     auto fill = [&](const char* table, int n, const char* (*name)(int)) -> base::Status {
       std::string sql = std::string("INSERT INTO ") + table + " VALUES(?,?)";
-      RLPROF_ASSIGN_OR_RETURN(StmtPtr s, db_->Prepare(sql.c_str()));
+      RLPROF_ASSIGN_OR_RETURN(sqlite3_stmt * s, db_->Prepare(sql, "sqlite"));
       for (int i = 0; i < n; ++i) {
-        sqlite3_bind_int(s.get(), 1, i);
-        sqlite3_bind_text(s.get(), 2, name(i), -1, SQLITE_STATIC);
-        RLPROF_RETURN_IF_ERROR(db_->Insert(s.get()));
+        sqlite3_bind_int(s, 1, i);
+        sqlite3_bind_text(s, 2, name(i), -1, SQLITE_STATIC);
+        RLPROF_RETURN_IF_ERROR(db_->Step(s, "sqlite"));
       }
+      db_->Finalize(s);
       return base::Status::Ok();
     };
     RLPROF_RETURN_IF_ERROR(fill("categories", kCategoryCount,
@@ -173,9 +130,9 @@ class Exporter {
     auto it = string_ids_.find(value);
     if (it != string_ids_.end()) return it->second;
     uint32_t id = static_cast<uint32_t>(string_ids_.size());
-    sqlite3_bind_int64(strings_.get(), 1, id);
-    BindText(strings_.get(), 2, value);
-    RLPROF_RETURN_IF_ERROR(db_->Insert(strings_.get()));
+    sqlite3_bind_int64(strings_, 1, id);
+    BindText(strings_, 2, value);
+    RLPROF_RETURN_IF_ERROR(db_->Step(strings_, "sqlite"));
     string_ids_.emplace(std::move(value), id);
     return id;
   }
@@ -184,10 +141,9 @@ class Exporter {
     const Capture& c = captures_[ci];
     const Manifest& m = c.manifest;
     RLPROF_ASSIGN_OR_RETURN(
-        StmtPtr s, db_->Prepare("INSERT INTO captures VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+        sqlite3_stmt * st, db_->Prepare("INSERT INTO captures VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", "sqlite"));
     std::string diag;
     for (const auto& d : c.diagnostics.Lines()) diag += (diag.empty() ? "" : "\n") + d;
-    sqlite3_stmt* st = s.get();
     sqlite3_bind_int64(st, 1, static_cast<int64_t>(ci + 1));
     BindText(st, 2, SanitizeUtf8(c.Label()));
     sqlite3_bind_int64(st, 3, m.rank);
@@ -205,12 +161,14 @@ class Exporter {
     sqlite3_bind_int64(st, 15, m.dropped_events);
     sqlite3_bind_int(st, 16, m.complete ? 1 : 0);
     BindText(st, 17, SanitizeUtf8(diag));
-    return db_->Insert(st);
+    RLPROF_RETURN_IF_ERROR(db_->Step(st, "sqlite"));
+    db_->Finalize(st);
+    return base::Status::Ok();
   }
 
   base::StatusOr<int64_t> TrackRow(size_t ci, const TrackEntry& t, bool defined) {
     int64_t id = ++last_track_id_;
-    sqlite3_stmt* s = tracks_.get();
+    sqlite3_stmt* s = tracks_;
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, static_cast<int>(t.kind));
     sqlite3_bind_int64(s, 3, static_cast<int64_t>(t.os_id));
@@ -219,7 +177,7 @@ class Exporter {
     sqlite3_bind_int64(s, 6, static_cast<int64_t>(ci + 1));
     if (defined) sqlite3_bind_int64(s, 7, t.id);
     else sqlite3_bind_null(s, 7);  // an id the capture used but never defined
-    RLPROF_RETURN_IF_ERROR(db_->Insert(s));
+    RLPROF_RETURN_IF_ERROR(db_->Step(s, "sqlite"));
     return id;
   }
 
@@ -240,7 +198,7 @@ class Exporter {
       }
       return string_ids[id];
     };
-    sqlite3_stmt* s = events_.get();
+    sqlite3_stmt* s = events_;
     for (const Event& e : c.raw.events) {
       if (track_ids[e.track] == 0) {
         TrackEntry t{e.track, TrackKind::kThread, e.track, 0, "track " + std::to_string(e.track)};
@@ -267,18 +225,18 @@ class Exporter {
       } else if (e.kind == EventKind::kBegin || e.kind == EventKind::kEnd) {
         sqlite3_bind_int64(s, 9, e.payload);  // the async range id
       }
-      RLPROF_RETURN_IF_ERROR(db_->Insert(s));
+      RLPROF_RETURN_IF_ERROR(db_->Step(s, "sqlite"));
       ++stats_->events;
     }
     return base::Status::Ok();
   }
 
-  Db* db_;
+  SqliteFile* db_;
   std::span<const Capture> captures_;
   ExportStats* stats_;
-  StmtPtr strings_{nullptr, sqlite3_finalize};
-  StmtPtr tracks_{nullptr, sqlite3_finalize};
-  StmtPtr events_{nullptr, sqlite3_finalize};
+  sqlite3_stmt* strings_ = nullptr;  // statements owned by db_
+  sqlite3_stmt* tracks_ = nullptr;
+  sqlite3_stmt* events_ = nullptr;
   std::unordered_map<std::string, uint32_t> string_ids_;
   int64_t last_track_id_ = 0;
 };
@@ -289,33 +247,11 @@ const char* SqliteSchema() { return kSchema; }
 
 base::StatusOr<ExportStats> WriteSqliteFile(std::span<const Capture> captures,
                                             const std::string& path) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove(tmp, ec);
   ExportStats stats;
-  base::Status st;
-  {
-    sqlite3* raw = nullptr;
-    int rc = sqlite3_open_v2(tmp.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                             nullptr);
-    Db db(raw, path);
-    if (rc != SQLITE_OK) {
-      st = base::IoError(path + ": cannot write: " +
-                         (raw != nullptr ? sqlite3_errmsg(raw) : "out of memory"));
-    } else {
-      st = db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;");
-      if (st.ok()) st = Exporter(&db, captures, &stats).Run();
-    }
-  }
-  if (!st.ok()) {
-    fs::remove(tmp, ec);
-    return st;
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return base::IoError(path + ": cannot rename into place: " + ec.message());
-  }
+  RLPROF_ASSIGN_OR_RETURN(std::unique_ptr<SqliteFile> db, SqliteFile::Create(path));
+  RLPROF_RETURN_IF_ERROR(Exporter(db.get(), captures, &stats).Run());
+  RLPROF_RETURN_IF_ERROR(db->Commit());
+  std::error_code ec;
   stats.bytes = fs::file_size(path, ec);
   stats.diagnostics.Add("export_null_counter_values", stats.skipped_events);
   return stats;

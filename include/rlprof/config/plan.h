@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rlprof/format/export_format.h"
+
 namespace rlprof::config {
 
 // Which dialect the config was written in (printed by `rlprof plan`).
@@ -25,7 +27,8 @@ enum class Tool { kNone, kRlprof, kNsys, kNpu, kTorch, kTorchMemory, kPrecisionD
 enum class CaptureMode { kEndToEnd, kDiscrete };
 // The counter a schedule advances on.
 enum class SubStepKind { kStep, kDecode, kMicroBatch, kMiniBatch };
-enum class ExportFormat { kText, kDb, kPftrace };
+// What a config's `export:` list asks for: format::ExportFormat (one enum, format's public header).
+using format::ExportFormat;
 // How a process hosting several roles (verl's fused actor_rollout_ref) combines their blocks.
 enum class CombinePolicy { kUnion, kPriority };
 enum class BufferPolicy { kDrop, kFlush };
@@ -34,7 +37,6 @@ const char* DialectName(Dialect d);
 const char* ToolName(Tool t);
 const char* CaptureModeName(CaptureMode m);
 const char* SubStepKindName(SubStepKind k);
-const char* ExportFormatName(ExportFormat f);
 const char* CombinePolicyName(CombinePolicy p);
 
 // torch.profiler.schedule semantics (skip_first, wait, warmup, active, repeat; repeat 0 =
@@ -130,7 +132,7 @@ struct Plan {
     return pool > 0 ? pool / reward_model_replica_size : 0;
   }
   std::string save_path = "outputs/profile";
-  std::vector<ExportFormat> exports = {ExportFormat::kText};
+  std::vector<ExportFormat> exports = {ExportFormat::kChromeJson};
   CombinePolicy combine = CombinePolicy::kUnion;
   Budget budget;
   uint64_t buffer_events_per_thread = 1 << 16;  // ring size of each thread's buffer
