@@ -12,6 +12,9 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kIoError: return "i/o error";
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kUsage: return "usage";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kCannotExecute: return "cannot execute";
   }
   return "unknown";
 }

@@ -28,6 +28,9 @@ enum class StatusCode {
   kIoError,           // cannot write output (exit 4)
   kInternal,          // analysis or programmer error (exit 3)
   kUnimplemented,
+  kUsage,             // the command line itself is wrong (exit 1)
+  kUnavailable,       // a capability this machine lacks, e.g. device capture (exit 5)
+  kCannotExecute,     // a command to run could not be started (exit 127, as a shell's)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -54,6 +57,7 @@ inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status UsageError(std::string m) { return {StatusCode::kUsage, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }

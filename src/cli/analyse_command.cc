@@ -41,12 +41,10 @@ struct AnalyseArgs {
 };
 
 // --ray: the same analysis, where the captures are, by rlprof.distributed (Python).
-int RunOnRay(const AnalyseArgs& a, Io& io) {
-  if (!a.exports.empty()) {
-    io.err << "rlprof analyse: --export reads the traces themselves: run it on the node that holds them "
-              "(without --ray)\n";
-    return kExitUsage;
-  }
+base::Status RunOnRay(const AnalyseArgs& a, Io& io) {
+  if (!a.exports.empty())
+    return base::UsageError("--export reads the traces themselves: run it on the node that holds them "
+                            "(without --ray)");
   std::vector<std::string> args = a.paths;
   args.insert(args.end(), {"--ray", a.ray->empty() ? "auto" : *a.ray, "-o", a.output, "--assign",
                            a.analysis.assign, "--compat", a.analysis.compat});
@@ -111,13 +109,12 @@ base::Status Analyse(const AnalyseArgs& a, analysis::RunConfig cfg, Io& io) {
   return partial;
 }
 
-int Run(const AnalyseArgs& a, Io& io) {
+base::Status Run(const AnalyseArgs& a, Io& io) {
   if (a.ray) return RunOnRay(a, io);
   analysis::RunConfig cfg;
-  if (int rc = PrepareAnalysis(a.analysis, "analyse", io, &cfg.options, &cfg.classifier); rc != kExitOk)
-    return rc;  // usage (bad regex) or bad input (rules file)
+  RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &cfg.options, &cfg.classifier));
   cfg.jobs = a.jobs;
-  return ReportStatus(Analyse(a, std::move(cfg), io), "analyse", io);
+  return Analyse(a, std::move(cfg), io);
 }
 
 }  // namespace

@@ -28,8 +28,7 @@ void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args) {
       ->check(CLI::IsMember({"native", "hta", "tracelens"}));
 }
 
-int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
-                    analysis::AnalysisOptions* opts, analysis::Classifier* cls) {
+base::Status PrepareAnalysis(const AnalysisArgs& args, analysis::AnalysisOptions* opts, analysis::Classifier* cls) {
   *opts = analysis::AnalysisOptions{};
   opts->assign = args.assign == "by_start"    ? analysis::AssignMode::kByStart
                  : args.assign == "by_launch" ? analysis::AssignMode::kByLaunch
@@ -39,21 +38,15 @@ int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
                                               : analysis::CompatMode::kNative;
   if (!args.step_marker.empty()) {
     auto re = analysis::CompileStepMarker(args.step_marker);
-    if (!re.ok()) {
-      io.err << "rlprof " << command << ": " << re.status().message() << "\n";
-      return kExitUsage;
-    }
+    if (!re.ok()) return base::UsageError(re.status().message());
     opts->step_marker = args.step_marker;
   }
   *cls = analysis::Classifier::Default();
-  if (args.rules.empty()) return kExitOk;
+  if (args.rules.empty()) return base::Status::Ok();
   auto c = analysis::Classifier::FromRulesFile(args.rules);
-  if (!c.ok()) {
-    io.err << "rlprof " << command << ": " << c.status().message() << "\n";
-    return kExitBadInput;
-  }
+  if (!c.ok()) return base::InvalidArgument(c.status().message());  // a bad rules file is bad input
   *cls = std::move(*c);
-  return kExitOk;
+  return base::Status::Ok();
 }
 
 base::Status AnalysePath(const std::string& path, const char* command, const std::string& side,

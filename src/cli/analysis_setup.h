@@ -7,7 +7,7 @@
 //   …
 //   analysis::AnalysisOptions opts;
 //   analysis::Classifier cls;
-//   if (int rc = PrepareAnalysis(args, "summary", io, &opts, &cls); rc != kExitOk) return rc;
+//   RLPROF_RETURN_IF_ERROR(PrepareAnalysis(args, &opts, &cls));
 #ifndef RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 #define RLPROF_SRC_CLI_ANALYSIS_SETUP_H_
 
@@ -32,11 +32,9 @@ struct AnalysisArgs {
 
 void AddAnalysisOptions(CLI::App* cmd, AnalysisArgs* args);
 
-// Options and classifier from the arguments. On a bad regex (usage error, exit 1) or rules
-// file (bad input, exit 2) it prints "rlprof <command>: <why>" and returns that exit code;
-// kExitOk otherwise.
-int PrepareAnalysis(const AnalysisArgs& args, const char* command, Io& io,
-                    analysis::AnalysisOptions* opts, analysis::Classifier* cls);
+// Options and classifier from the arguments: UsageError for a bad --step-marker regex (exit 1),
+// InvalidArgument for a bad rules file (exit 2).
+base::Status PrepareAnalysis(const AnalysisArgs& args, analysis::AnalysisOptions* opts, analysis::Classifier* cls);
 
 // Finds the traces under `path` and analyses them into `out` (analysis::AnalyseRun). When `path`
 // holds no trace, returns that Status ("[<side>: ]no trace found under …" and why, one reason

@@ -19,12 +19,15 @@ int ExitCodeFor(const base::Status& s) {
     case StatusCode::kDataLoss:
     case StatusCode::kFailedPrecondition: return kExitBadInput;
     case StatusCode::kIoError: return kExitOutputError;
+    case StatusCode::kUsage: return kExitUsage;
+    case StatusCode::kUnavailable: return kExitUnavailable;
+    case StatusCode::kCannotExecute: return kExitCannotExecute;
     default: return kExitAnalysisError;
   }
 }
 
 int ReportStatus(const base::Status& s, const char* command, Io& io) {
-  if (s.ok()) return kExitOk;
+  if (s.ok() || s.message().empty()) return ExitCodeFor(s);
   // One prefixed line per line of the message (e.g. "no trace found" and why).
   const std::string& m = s.message();
   for (size_t at = 0; at <= m.size();) {
@@ -66,7 +69,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   if (argc >= 2 && std::string(argv[1]) == "run") {
     Io io{out, err};
-    return RunRunCommand(std::vector<std::string>(argv + 2, argv + argc), io);
+    return ReportStatus(RunRunCommand(std::vector<std::string>(argv + 2, argv + argc), io), "run", io);
   }
 
   try {
@@ -90,7 +93,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Io io{out, err};
   for (auto* sub : app.get_subcommands()) {
     auto it = commands.find(sub);
-    if (it != commands.end()) return it->second(io);
+    if (it != commands.end()) return ReportStatus(it->second(io), sub->get_name().c_str(), io);
   }
   err << "rlprof: no subcommand\n";
   return kExitUsage;

@@ -1,5 +1,6 @@
 // The `rlprof` command line: RunCli parses argv and runs one subcommand.
-// Exit codes: 0 ok, 1 usage, 2 bad input, 3 analysis error, 4 output error, 5 unavailable (doctor).
+// Exit codes: 0 ok, 1 usage, 2 bad input, 3 analysis error, 4 output error, 5 unavailable (doctor),
+// 127 the command of `rlprof run` could not be started.
 #ifndef RLPROF_SRC_CLI_CLI_H_
 #define RLPROF_SRC_CLI_CLI_H_
 
@@ -13,6 +14,7 @@ inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitAnalysisError = 3;
 inline constexpr int kExitOutputError = 4;
 inline constexpr int kExitUnavailable = 5;  // doctor: device capture would be off
+inline constexpr int kExitCannotExecute = 127;  // run: the command could not be started
 
 int RunCli(int argc, char** argv);
 // Same, with explicit streams (tests).

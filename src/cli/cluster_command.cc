@@ -69,12 +69,12 @@ base::Status Cluster(const ClusterArgs& a, const analysis::AnalysisOptions& opts
   return UnreadableInputs(bad);
 }
 
-int Run(const ClusterArgs& a, Io& io) {
+base::Status Run(const ClusterArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "cluster", io, &opts, &cls); rc != kExitOk) return rc;
+  RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &opts, &cls));
   opts.kernel_rows = false;  // never shown here: memory grows with steps × stages, not kernels
-  return ReportStatus(Cluster(a, opts, cls, io), "cluster", io);
+  return Cluster(a, opts, cls, io);
 }
 
 }  // namespace

@@ -19,20 +19,26 @@ struct Io {
   std::ostream& err;
 };
 
-// Runs the parsed subcommand; returns the process exit code.
-using CommandFn = std::function<int(Io&)>;
+// Runs the parsed subcommand. RunCli turns what it returns into the exit code once
+// (ExitCodeFor) and prints a failure's message as "rlprof <command>: <line>" for each of its
+// lines; a failure whose reasons the command already printed has an empty message.
+using CommandFn = std::function<base::Status(Io&)>;
 
 struct Command {
   CLI::App* app;  // the registered sub-app
   CommandFn run;
 };
 
-// Maps a Status to the CLI's exit code (bad input 2, analysis 3, output 4).
+// Maps a Status to the CLI's exit code (usage 1, bad input 2, analysis 3, output 4,
+// unavailable 5, cannot execute 127).
 int ExitCodeFor(const base::Status& s);
 
-// The end of a subcommand written as `base::Status Run(…)`: a failure prints
-// "rlprof <command>: <line>" on io.err for each line of the message; returns ExitCodeFor(s).
+// Prints a failure as "rlprof <command>: <line>" on io.err, one per line of its message
+// (nothing for an empty message); returns ExitCodeFor(s).
 int ReportStatus(const base::Status& s, const char* command, Io& io);
+
+// A failure whose reasons are already printed: exit code only.
+inline base::Status Silent(base::StatusCode code) { return base::Status(code, ""); }
 
 Command AddVersionCommand(CLI::App& app);
 // The version `rlprof version` and `rlprof --version` print.
@@ -49,8 +55,9 @@ Command AddServeCommand(CLI::App& app);
 Command AddTriggerCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 
-// `rlprof run ...` (run_command.cc): the words after `run`; execs the command.
-int RunRunCommand(const std::vector<std::string>& args, Io& io);
+// `rlprof run ...` (run_command.cc): the words after `run`; execs the command (returns only
+// when it cannot).
+base::Status RunRunCommand(const std::vector<std::string>& args, Io& io);
 
 }  // namespace rlprof::cli
 

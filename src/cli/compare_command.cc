@@ -76,11 +76,11 @@ base::Status Compare(const CompareArgs& a, const analysis::AnalysisOptions& opts
   return UnreadableInputs(bad);
 }
 
-int Run(const CompareArgs& a, Io& io) {
+base::Status Run(const CompareArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "compare", io, &opts, &cls); rc != kExitOk) return rc;
-  return ReportStatus(Compare(a, opts, cls, io), "compare", io);
+  RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &opts, &cls));
+  return Compare(a, opts, cls, io);
 }
 
 }  // namespace

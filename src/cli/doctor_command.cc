@@ -177,9 +177,9 @@ Command AddDoctorCommand(CLI::App& app) {
     if (!words->empty()) {
       const std::vector<std::string> overrides(words->begin() + 1, words->end());
       auto loaded = config::LoadPlan(words->front(), overrides, config::LoadOptions{});
-      if (!loaded.ok()) {
+      if (!loaded.ok()) {  // printed here: a config error's later lines are indented, not prefixed
         io.err << "rlprof doctor: " << loaded.status().message() << "\n";
-        return ExitCodeFor(loaded.status());
+        return Silent(loaded.status().code());
       }
       plan = std::move(*loaded);
       report["config"] = ConfigNeeds(*plan);
@@ -219,8 +219,9 @@ Command AddDoctorCommand(CLI::App& app) {
       if (!writable)
         io.out << "profiling would turn itself off at start (rlprof: warning: cannot write captures under …)\n";
     }
-    if (!writable) return kExitOutputError;
-    return on || !wants_device ? kExitOk : kExitUnavailable;
+    // What is missing is said above (the report is the output).
+    if (!writable) return Silent(base::StatusCode::kIoError);
+    return on || !wants_device ? base::Status::Ok() : Silent(base::StatusCode::kUnavailable);
   }};
 }
 

@@ -85,28 +85,21 @@ base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
   return out;
 }
 
-int Run(const ExportArgs& a, Io& io) {
-  auto fail = [&](const base::Status& s) {
-    io.err << "rlprof export: " << s.message() << "\n";
-    return ExitCodeFor(s);
-  };
+base::Status Run(const ExportArgs& a, Io& io) {
   auto fmt = a.format.empty() ? format::ExportFormatFromPath(a.output)
                               : format::ParseExportFormat(a.format);
-  if (!fmt.ok()) {
-    io.err << "rlprof export: " << fmt.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!fmt.ok()) return base::UsageError(fmt.status().message());
   analysis::Diagnostics diagnostics;  // one sink: finding, reading and writing
   auto captures = LoadInput(a.input, &diagnostics);
   if (!captures.ok()) {
     for (const auto& d : diagnostics.details) io.err << "rlprof export: " << d << "\n";
-    return fail(captures.status());
+    return captures.status();
   }
   uint64_t source_events = 0;
   for (const auto& c : *captures) source_events += c.raw.events.size();
   const uint64_t left_out = format::ApplyLevelOfDetail(a.lod, &*captures);
   auto stats = format::ExportCaptures(*captures, *fmt, a.output);
-  if (!stats.ok()) return fail(stats.status());
+  RLPROF_RETURN_IF_ERROR(stats.status());
   diagnostics.Merge(stats->diagnostics);
 
   if (a.json) {
@@ -130,7 +123,7 @@ int Run(const ExportArgs& a, Io& io) {
              << " operator/device/other events left out outside the detailed ranks and steps\n";
     PrintDiagnostics(io, diagnostics);
   }
-  return kExitOk;
+  return base::Status::Ok();
 }
 
 }  // namespace

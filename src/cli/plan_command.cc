@@ -299,17 +299,14 @@ Command AddPlanCommand(CLI::App& app) {
             opts.total_steps = a->total_steps;
             opts.replica_size = a->replica_size;
             auto plan = config::LoadPlan(a->config, a->overrides, opts);
-            if (!plan.ok()) {
+            if (!plan.ok()) {  // printed here: a config error's later lines are indented, not prefixed
               io.err << "rlprof plan: " << plan.status().message() << "\n";
-              return ExitCodeFor(plan.status());
+              return Silent(plan.status().code());
             }
             config::EstimateModel model;
             model.step_seconds = a->step_seconds;
             std::string error;
-            if (!ParseSubSteps(a->sub_steps, &model.sub_steps, &error)) {
-              io.err << "rlprof plan: " << error << "\n";
-              return kExitUsage;
-            }
+            if (!ParseSubSteps(a->sub_steps, &model.sub_steps, &error)) return base::UsageError(error);
             auto sum = config::EnumerateCaptures(*plan, opts, model);
             if (a->json) {
               nlohmann::ordered_json j = config::PlanToJson(*plan);
@@ -323,7 +320,7 @@ Command AddPlanCommand(CLI::App& app) {
             } else {
               PrintText(io.out, *plan, sum, *a, model);
             }
-            return kExitOk;
+            return base::Status::Ok();
           }};
 }
 

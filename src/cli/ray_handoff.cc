@@ -38,7 +38,7 @@ std::vector<std::string> PythonAnalyseCommand(const std::vector<std::string>& ar
   return cmd;
 }
 
-int ExecPythonAnalyse(const std::vector<std::string>& args, Io& io) {
+base::Status ExecPythonAnalyse(const std::vector<std::string>& args, Io& io) {
   if (const std::string root = PackageRoot(); !root.empty()) {
     const char* old = std::getenv("PYTHONPATH");
     setenv("PYTHONPATH", (old && *old ? root + ":" + old : root).c_str(), 1);
@@ -50,9 +50,8 @@ int ExecPythonAnalyse(const std::vector<std::string>& args, Io& io) {
   io.out.flush();
   io.err.flush();
   execvp(argv[0], argv.data());
-  io.err << "rlprof analyse: --ray runs " << cmd[0] << " -m rlprof, which could not be started ("
-         << std::strerror(errno) << "); set RLPROF_PYTHON to a Python with ray and rlprof\n";
-  return kExitUsage;
+  return base::UsageError("--ray runs " + cmd[0] + " -m rlprof, which could not be started (" +
+                          std::strerror(errno) + "); set RLPROF_PYTHON to a Python with ray and rlprof");
 }
 
 }  // namespace rlprof::cli

@@ -21,7 +21,7 @@ std::vector<std::string> PythonAnalyseCommand(const std::vector<std::string>& ar
 
 // Replaces this process with PythonAnalyseCommand(args). Returns (exit 1, with a message naming
 // the interpreter and RLPROF_PYTHON) only when it cannot be started.
-int ExecPythonAnalyse(const std::vector<std::string>& args, Io& io);
+base::Status ExecPythonAnalyse(const std::vector<std::string>& args, Io& io);
 
 }  // namespace rlprof::cli
 

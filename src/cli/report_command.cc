@@ -35,12 +35,12 @@ base::Status Report(const ReportArgs& a, const analysis::AnalysisOptions& opts, 
   return UnreadableInputs(r.bad_inputs);
 }
 
-int Run(const ReportArgs& a, Io& io) {
+base::Status Run(const ReportArgs& a, Io& io) {
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "report", io, &opts, &cls); rc != kExitOk) return rc;
+  RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &opts, &cls));
   opts.kernel_rows = false;  // never shown here: memory grows with steps × stages, not kernels
-  return ReportStatus(Report(a, opts, cls, io), "report", io);
+  return Report(a, opts, cls, io);
 }
 
 }  // namespace

@@ -86,7 +86,7 @@ struct RunArgs {
 
 }  // namespace
 
-int RunRunCommand(const std::vector<std::string>& args, Io& io) {
+base::Status RunRunCommand(const std::vector<std::string>& args, Io& io) {
   RunArgs a;
   size_t i = 0;
   bool dashdash = false;
@@ -100,41 +100,34 @@ int RunRunCommand(const std::vector<std::string>& args, Io& io) {
                 "bootstrap first on PYTHONPATH: verl's DistProfiler (global_profiler.tool:\n"
                 "rlprof) and vLLM's model runner record without source edits in every\n"
                 "Python process the command starts. See docs/integrations.md.\n";
-      return kExitOk;
+      return base::Status::Ok();
     }
     if (w == "--config" || w == "-c") {
-      if (i + 1 >= args.size()) { io.err << "rlprof run: --config needs a file\n"; return kExitUsage; }
+      if (i + 1 >= args.size()) return base::UsageError("--config needs a file");
       a.config = args[++i];
     } else if (w.rfind("--config=", 0) == 0) {
       a.config = w.substr(9);
     } else if (w.find('=') != std::string::npos && w[0] != '-') {
       a.overrides.push_back(w);
     } else {
-      io.err << "rlprof run: unexpected argument '" << w
-             << "' (overrides are KEY=VALUE; the command follows --)\n";
-      return kExitUsage;
+      return base::UsageError("unexpected argument '" + w + "' (overrides are KEY=VALUE; the command follows --)");
     }
   }
   if (!dashdash || i >= args.size()) {
     io.err << "rlprof run: no command: put it after --\n"
               "Usage: rlprof run [--config FILE] [KEY=VALUE ...] -- COMMAND [ARGS ...]\n";
-    return kExitUsage;
+    return Silent(base::StatusCode::kUsage);
   }
   a.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   std::error_code ec;
   if (!a.config.empty()) {
-    if (!fs::is_regular_file(a.config, ec)) {
-      io.err << "rlprof run: config file not found: " << a.config << "\n";
-      return kExitBadInput;
-    }
+    if (!fs::is_regular_file(a.config, ec)) return base::NotFound("config file not found: " + a.config);
     a.config = fs::absolute(a.config, ec).string();
   }
   std::string boot = FindBootstrap();
-  if (boot.empty()) {
-    io.err << "rlprof run: cannot find rlprof's Python bootstrap (rlprof/_bootstrap): install "
-              "the Python package (pip install ./python), or set RLPROF_BOOTSTRAP_DIR\n";
-    return kExitBadInput;
-  }
+  if (boot.empty())
+    return base::NotFound("cannot find rlprof's Python bootstrap (rlprof/_bootstrap): install "
+                          "the Python package (pip install ./python), or set RLPROF_BOOTSTRAP_DIR");
   setenv("RLPROF_ENABLE", "1", 1);
   setenv("RLPROF_BOOTSTRAP_DIR", boot.c_str(), 1);
   if (!a.config.empty()) setenv("RLPROF_CONFIG", a.config.c_str(), 1);
@@ -171,8 +164,8 @@ int RunRunCommand(const std::vector<std::string>& args, Io& io) {
   for (auto& w : a.command) argv.push_back(w.data());
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  io.err << "rlprof run: cannot run '" << a.command[0] << "': " << std::strerror(errno) << "\n";
-  return 127;
+  return base::Status(base::StatusCode::kCannotExecute,
+                      "cannot run '" + a.command[0] + "': " + std::strerror(errno));
 }
 
 Command AddRunCommand(CLI::App& app) {
@@ -182,10 +175,7 @@ Command AddRunCommand(CLI::App& app) {
       "run", "Run a command with rlprof's bootstrap in every Python process: "
              "rlprof run [--config FILE] [KEY=VALUE ...] -- COMMAND ...");
   cmd->allow_extras();
-  return {cmd, [](Io& io) {
-    io.err << "rlprof run: no command: put it after --\n";
-    return kExitUsage;
-  }};
+  return {cmd, [](Io&) { return base::UsageError("no command: put it after --"); }};
 }
 
 }  // namespace rlprof::cli

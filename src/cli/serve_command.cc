@@ -280,17 +280,14 @@ void AddRoutes(GuardedServer& svr, Site& site, const std::string& root) {
   });
 }
 
-int Run(const ServeArgs& in, Io& io) {
+base::Status Run(const ServeArgs& in, Io& io) {
   ServeArgs a = in;
   analysis::AnalysisOptions opts;
   analysis::Classifier cls;
-  if (int rc = PrepareAnalysis(a.analysis, "serve", io, &opts, &cls); rc != kExitOk) return rc;
+  RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &opts, &cls));
   opts.kernel_rows = false;  // reports never show per-kernel rows: memory grows with steps × stages
   std::error_code ec;
-  if (!fs::is_directory(a.save_path, ec)) {
-    io.err << "rlprof serve: " << a.save_path << ": not a folder\n";
-    return kExitBadInput;
-  }
+  if (!fs::is_directory(a.save_path, ec)) return base::InvalidArgument(a.save_path + ": not a folder");
   if (!IsLoopbackName(a.host) && a.token.empty()) a.token = RandomToken();
   Site site(a, opts, cls);
 
@@ -341,10 +338,7 @@ int Run(const ServeArgs& in, Io& io) {
   } else if (!svr.bind_to_port(a.host, port)) {
     port = -1;
   }
-  if (port < 0) {
-    io.err << "rlprof serve: cannot listen on " << a.host << ":" << a.port << "\n";
-    return kExitOutputError;
-  }
+  if (port < 0) return base::IoError("cannot listen on " + a.host + ":" + std::to_string(a.port));
   bound_port->store(port);
   // SIGINT / SIGTERM end the server: blocked here (the server's threads inherit the mask) and
   // waited for by this thread.
@@ -365,7 +359,7 @@ int Run(const ServeArgs& in, Io& io) {
   listener.join();
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   io.out << "rlprof serve: stopped\n";
-  return kExitOk;
+  return base::Status::Ok();
 }
 
 }  // namespace

@@ -107,18 +107,18 @@ nlohmann::json InputJson(const analysis::InputResult& r, const std::optional<for
   return in;
 }
 
-int Run(const SummaryArgs& a, Io& io) {
+base::Status Run(const SummaryArgs& a, Io& io) {
   analysis::RunConfig cfg;
-  if (int rc = PrepareAnalysis(a.analysis, "summary", io, &cfg.options, &cfg.classifier); rc != kExitOk) return rc;
+  RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &cfg.options, &cfg.classifier));
   cfg.options.kernel_rows = a.view == "kernels" || a.view == "all";  // one row per kernel: only when shown
   // Finding and analysing: the run pipeline (no trace under the path: its Status, exit 2).
   auto run = analysis::AnalyseRun({a.path}, cfg);
-  if (!run.ok()) return ReportStatus(run.status(), "summary", io);
+  RLPROF_RETURN_IF_ERROR(run.status());
   const analysis::AnalysisOptions& opts = cfg.options;
   analysis::Diagnostics found = std::move(run->found);
   const std::vector<analysis::InputResult>& results = run->inputs;
   const bool run_view_only = a.view == "rl" && !a.per_capture;  // one table for the run
-  int exit = kExitOk;
+  base::Status exit;  // an unreadable input (its reason printed): exit 2, the others shown
   bool any_sampled = false;  // some capture holds only the sub-steps a schedule kept
   // One row per rlprof capture: what it holds (the sub-steps a schedule kept).
   using analysis::Column;
@@ -139,7 +139,7 @@ int Run(const SummaryArgs& a, Io& io) {
   for (const auto& r : results) {
     if (!r.status.ok()) {
       io.err << "rlprof summary: " << r.input << ": " << r.status.message() << "\n";
-      exit = kExitBadInput;
+      exit = Silent(base::StatusCode::kInvalidArgument);
       j["inputs"].push_back({{"input", r.input}, {"name", r.name}, {"error", r.status.ToString()}});
       continue;
     }

@@ -106,11 +106,8 @@ std::vector<std::string> Acks(const std::string& dir, const std::string& id) {
   return out;
 }
 
-int Run(const TriggerArgs& a, Io& io) {
-  if ((a.steps > 0) == (a.decode_steps > 0)) {
-    io.err << "rlprof trigger: give one of --steps N or --decode-steps N\n";
-    return kExitUsage;
-  }
+base::Status Run(const TriggerArgs& a, Io& io) {
+  if ((a.steps > 0) == (a.decode_steps > 0)) return base::UsageError("give one of --steps N or --decode-steps N");
   runtime::TriggerRequest r;
   r.run = a.run;
   r.host = a.host;
@@ -119,19 +116,13 @@ int Run(const TriggerArgs& a, Io& io) {
   r.steps = a.steps;
   r.decode_steps = a.decode_steps;
   auto ranks = ParseRanks(a.ranks);
-  if (!ranks.ok()) {
-    io.err << "rlprof trigger: " << ranks.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!ranks.ok()) return base::UsageError(ranks.status().message());
   r.ranks = *ranks;
   r.created_s = Now();
   r.expires_s = r.created_s + a.expires_s;
   const std::string dir = a.dir.empty() ? runtime::TriggerDir() : a.dir;
   auto path = runtime::WriteTriggerRequest(&r, dir);
-  if (!path.ok()) {
-    io.err << "rlprof trigger: " << path.status().message() << "\n";
-    return kExitOutputError;
-  }
+  if (!path.ok()) return base::IoError(path.status().message());
   RemoveExpired(dir, r.created_s);
   std::vector<std::string> acks;
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.wait_s);
@@ -154,11 +145,10 @@ int Run(const TriggerArgs& a, Io& io) {
       for (const auto& l : acks) io.out << "  " << l << "\n";
     }
   }
-  if (a.expect > 0 && static_cast<int64_t>(acks.size()) < a.expect) {
-    io.err << "rlprof trigger: " << acks.size() << " of " << a.expect << " expected process(es) acknowledged\n";
-    return kExitBadInput;
-  }
-  return kExitOk;
+  if (a.expect > 0 && static_cast<int64_t>(acks.size()) < a.expect)
+    return base::FailedPrecondition(std::to_string(acks.size()) + " of " + std::to_string(a.expect) +
+                                    " expected process(es) acknowledged");
+  return base::Status::Ok();
 }
 
 }  // namespace

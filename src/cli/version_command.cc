@@ -17,7 +17,7 @@ Command AddVersionCommand(CLI::App& app) {
   return {cmd, [json](Io& io) {
     if (*json) io.out << "{\"version\": \"" << base::Version() << "\"}\n";
     else io.out << "rlprof " << base::Version() << "\n";
-    return kExitOk;
+    return base::Status::Ok();
   }};
 }
 
