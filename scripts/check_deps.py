@@ -3,6 +3,10 @@
 
 Each stage may include only the stages listed for it below. Public headers under
 include/rlprof/<stage>/ belong to <stage>; include/rlprof/rlprof.h(pp) belong to runtime.
+The Python binding (python/src) is to include only rlprof's public headers (include/rlprof/,
+docs/architecture.md): its internal includes (src/...) are listed in
+scripts/python_internal_includes.txt, a baseline that may only shrink (a new internal include
+fails; a listed one that is gone must be struck from the list).
 Exit 0 when clean, 1 with one line per violation otherwise.
 """
 import os
@@ -46,6 +50,38 @@ def stage_of_file(rel):
     return None
 
 
+def check_python(root, bad):
+    """python/src may include public headers, its own, and the baseline's internal ones."""
+    listed = set()
+    baseline = os.path.join(root, "scripts", "python_internal_includes.txt")
+    if os.path.exists(baseline):
+        for line in open(baseline, encoding="utf-8"):
+            line = line.split("#", 1)[0].strip()
+            if line:
+                listed.add(tuple(line.split()))
+    seen, checked = set(), 0
+    for dirpath, _, files in os.walk(os.path.join(root, "python", "src")):
+        for f in sorted(files):
+            if not f.endswith((".h", ".cc")):
+                continue
+            full = os.path.join(dirpath, f)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            checked += 1
+            text = open(full, encoding="utf-8", errors="replace").read()
+            for m in INCLUDE.finditer(text):
+                inc = m.group(1)
+                if not inc.startswith("src/"):
+                    continue
+                seen.add((rel, inc))
+                if (rel, inc) not in listed:
+                    line = text.count("\n", 0, m.start()) + 1
+                    bad.append(f"{rel}:{line}: the Python binding may include only public headers "
+                               f"(include/rlprof/), not '{inc}'")
+    for rel, inc in sorted(listed - seen):
+        bad.append(f"scripts/python_internal_includes.txt: '{rel} {inc}' is gone: strike it from the list")
+    return checked
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bad = []
@@ -70,6 +106,7 @@ def main():
                     bad.append(f"{rel}:{line}: stage '{stage}' may not include "
                                f"'{m.group(1)}' (stage '{target}'); allowed: "
                                f"{', '.join(sorted(ALLOWED[stage]))}")
+    checked += check_python(root, bad)
     for b in bad:
         print(b)
     print(f"check_deps: {checked} files, {len(bad)} violations")
