@@ -152,40 +152,37 @@ class Writer {
     MaybeFlush();
   }
 
-  void CaptureEvents(size_t ci) {
-    const Capture& c = captures_[ci];
-    const CaptureLayout& cl = layout_.captures[ci];
-    PerfettoPacketWriter seq(static_cast<uint32_t>(ci + 1), &out_);
-    seq_ = &seq;
-    std::vector<InternedString> cats, args;
-    for (int i = 0; i < kCategoryCount; ++i) {
-      cats.push_back({static_cast<uint64_t>(i + 1), CategoryName(static_cast<Category>(i))});
-    }
-    for (size_t i = 0; i < std::size(kArgNames); ++i) args.push_back({i + 1, kArgNames[i]});
+  // What writing one capture's sequence keeps between its events.
+  struct CaptureState {
+    CaptureState(const Capture& capture, const CaptureLayout& layout, size_t index)
+        : c(capture), cl(layout), ci(index), flows(capture) {}
+    const Capture& c;
+    const CaptureLayout& cl;
+    size_t ci;
     // Categories and argument names are interned when first used (as names are), not all up
     // front: a merged run timeline has thousands of small captures, one sequence each.
-    seq.SequenceStart({}, {});
-    std::vector<uint8_t> cat_done(cats.size() + 1, 0), arg_done(args.size() + 1, 0);
-    const Manifest& m = c.manifest;
-    // Saturating: the writer also takes captures that did not go through LoadCapture.
-    if (m.realtime_anchor_ns != 0 && base::SatAdd(m.monotonic_anchor_ns, cl.offset_ns) >= 0) {
-      seq.ClockSnapshot(static_cast<uint64_t>(base::SatAdd(m.monotonic_anchor_ns, cl.offset_ns)),
-                        static_cast<uint64_t>(m.realtime_anchor_ns));
-    }
-    ProcessUuid(cl.host_process);
-
-    std::vector<uint8_t> interned(c.raw.strings.size() + 1, 0);
-    std::string names_storage;
-    auto lanes = AsyncLanes(c);
-    LaunchFlows flows(c);
-    std::unordered_map<uint32_t, uint8_t> flow_done;  // correlation → ends written (bits)
+    std::vector<uint8_t> cat_done = std::vector<uint8_t>(kCategoryCount + 1, 0);
+    std::vector<uint8_t> arg_done = std::vector<uint8_t>(std::size(kArgNames) + 1, 0);
+    std::vector<uint8_t> interned;  // per string id: its name written
+    std::unordered_map<size_t, uint64_t> lanes;  // async event index → lane
+    LaunchFlows flows;
+    std::unordered_map<uint32_t, uint8_t> flow_done;          // correlation → ends written (bits)
     std::unordered_map<uint16_t, std::vector<int64_t>> open;  // per track: open slice ends
-    std::vector<std::string> arg_text(2);
     uint64_t order = 0;
-    for (size_t i = 0; i < c.raw.events.size(); ++i) {
-      const Event& ev = c.raw.events[i];
-      const TrackLayout& t = layout_.Track(ci, ev.track);
-      int64_t ts = base::SatAdd(ev.ts_ns, cl.offset_ns);
+    // The current event's packet parts (they must outlive seq.Event(p)).
+    std::string name_text, arg1_text;
+    InternedString new_name, new_cat, new_args[2];
+    DebugArg dargs[2];
+  };
+
+  void CaptureEvents(size_t ci) {
+    CaptureState st(captures_[ci], layout_.captures[ci], ci);
+    PerfettoPacketWriter seq(static_cast<uint32_t>(ci + 1), &out_);
+    seq_ = &seq;
+    StartSequence(st);
+    for (size_t i = 0; i < st.c.raw.events.size(); ++i) {
+      const Event& ev = st.c.raw.events[i];
+      const int64_t ts = base::SatAdd(ev.ts_ns, st.cl.offset_ns);
       if (ts < 0 || (ev.kind == EventKind::kComplete && ev.payload < 0)) {
         ++stats_->skipped_events;
         continue;
@@ -194,123 +191,153 @@ class Writer {
       TrackEventPacket p;
       p.ts = static_cast<uint64_t>(ts);
       p.sequence_flags = kSeqNeedsIncrementalState;
-      if (static_cast<uint8_t>(ev.category) < kCategoryCount) {
-        p.category_iid = static_cast<uint8_t>(ev.category) + 1;
-      }
-      uint32_t name = ev.name;
-      InternedString new_name;
-      auto use_name = [&](uint32_t id) {
-        p.name_iid = uint64_t{id} + 1;
-        if (id < c.raw.strings.size() && !interned[id]) {
-          interned[id] = 1;
-          names_storage = SanitizeUtf8(c.raw.str(id));
-          new_name = {p.name_iid, names_storage};
-          p.new_names = {&new_name, 1};
-        } else if (id >= c.raw.strings.size()) {
-          p.name_iid = 0;  // undefined id: written inline as ""
-        }
-      };
-      DebugArg dargs[2];
-      size_t nargs = 0;
-      ArgSpec spec = ArgSpecFor(ev.category);
-      if (spec.arg0 != nullptr || ev.arg0 != 0) {
-        dargs[nargs++] = {ArgIid(spec.arg0 != nullptr ? spec.arg0 : "arg0"), false, ev.arg0, {}};
-      }
-      if (spec.arg1_is_string && ev.arg1 != 0) {
-        arg_text[1] = SanitizeUtf8(c.raw.str(ev.arg1));
-        dargs[nargs++] = {ArgIid(spec.arg1), true, 0, arg_text[1]};
-      } else if (!spec.arg1_is_string && ev.arg1 != 0) {
-        dargs[nargs++] = {ArgIid(spec.arg1 != nullptr ? spec.arg1 : "arg1"), false, ev.arg1, {}};
-      }
-      switch (ev.kind) {
-        case EventKind::kComplete: {
-          auto& stack = open[ev.track];
-          while (!stack.empty() && stack.back() <= ev.ts_ns) stack.pop_back();
-          int64_t end = base::SatAdd(ev.ts_ns, ev.payload);
-          if (!stack.empty() && end > stack.back()) {
-            end = stack.back();
-            ++stats_->clipped_slices;
-          }
-          stack.push_back(end);
-          p.type = TrackEventType::kSliceBegin;
-          p.track_uuid = ThreadUuid(t);
-          use_name(name);
-          p.args = {dargs, nargs};
-          if (FlowEnd fe = flows.Role(ev); fe != FlowEnd::kNone) {
-            uint8_t bit = fe == FlowEnd::kSource ? 1 : 2;
-            if (!(flow_done[ev.arg0] & bit)) {
-              flow_done[ev.arg0] |= bit;
-              p.flow_id = Uuid(4, static_cast<int64_t>(ci), ev.arg0);
-              p.flow_terminating = fe == FlowEnd::kSink;
-            }
-          }
-          ends_.push({base::SatAdd(end, cl.offset_ns), order++, p.track_uuid});
-          break;
-        }
-        case EventKind::kInstant:
-          p.type = TrackEventType::kInstant;
-          p.track_uuid = ThreadUuid(t);
-          use_name(name);
-          p.args = {dargs, nargs};
-          break;
-        case EventKind::kCounter: {
-          double v = ev.counter_value();
-          if (!std::isfinite(v)) {
-            ++stats_->skipped_events;
-            continue;
-          }
-          const std::string& series =
-              t.kind == TrackKind::kCounter || ev.name == 0 ? t.name : c.raw.str(ev.name);
-          p.type = TrackEventType::kCounter;
-          p.track_uuid = NamedUuid(2, t.process, series, 0);
-          p.category_iid = 0;
-          if (std::fabs(v) < 9.0e15 && v == std::trunc(v)) {
-            p.counter_int = static_cast<int64_t>(v);
-          } else {
-            p.counter_is_double = true;
-            p.counter_double = v;
-          }
-          break;
-        }
-        case EventKind::kBegin:
-        case EventKind::kEnd: {
-          auto lane = lanes.find(i);
-          if (lane == lanes.end()) {
-            ++stats_->unmatched_async;
-            continue;
-          }
-          p.track_uuid = NamedUuid(3, t.process, t.name, lane->second);
-          if (ev.kind == EventKind::kBegin) {
-            p.type = TrackEventType::kSliceBegin;
-            use_name(name);
-            p.args = {dargs, nargs};
-          } else {
-            p.type = TrackEventType::kSliceEnd;
-          }
-          break;
-        }
-        default:
-          ++stats_->skipped_events;
-          continue;
-      }
-      InternedString new_cat, new_args[2];
-      if (p.category_iid != 0 && p.category_iid <= cats.size() && !cat_done[p.category_iid]) {
-        cat_done[p.category_iid] = 1;
-        new_cat = cats[p.category_iid - 1];
-        p.new_categories = {&new_cat, 1};
-      }
-      size_t n_new_args = 0;
-      for (const DebugArg& d : p.args) {
-        if (d.name_iid == 0 || d.name_iid > args.size() || arg_done[d.name_iid]) continue;
-        arg_done[d.name_iid] = 1;
-        new_args[n_new_args++] = args[d.name_iid - 1];
-      }
-      p.new_arg_names = {new_args, n_new_args};
+      if (static_cast<uint8_t>(ev.category) < kCategoryCount) p.category_iid = static_cast<uint8_t>(ev.category) + 1;
+      if (!FillEvent(st, i, ev, &p)) continue;  // counted
+      InternNewNames(st, &p);
       seq.Event(p);
       ++stats_->events;
     }
     FlushEnds(INT64_MAX);
     seq_ = nullptr;
+  }
+
+  void StartSequence(CaptureState& st) {
+    seq_->SequenceStart({}, {});
+    const Manifest& m = st.c.manifest;
+    // Saturating: the writer also takes captures that did not go through LoadCapture.
+    if (m.realtime_anchor_ns != 0 && base::SatAdd(m.monotonic_anchor_ns, st.cl.offset_ns) >= 0) {
+      seq_->ClockSnapshot(static_cast<uint64_t>(base::SatAdd(m.monotonic_anchor_ns, st.cl.offset_ns)),
+                          static_cast<uint64_t>(m.realtime_anchor_ns));
+    }
+    ProcessUuid(st.cl.host_process);
+    st.interned.assign(st.c.raw.strings.size() + 1, 0);
+    st.lanes = AsyncLanes(st.c);
+  }
+
+  // The packet's name: interned on first use in this sequence.
+  void UseName(CaptureState& st, uint32_t id, TrackEventPacket* p) {
+    p->name_iid = uint64_t{id} + 1;
+    if (id < st.c.raw.strings.size() && !st.interned[id]) {
+      st.interned[id] = 1;
+      st.name_text = SanitizeUtf8(st.c.raw.str(id));
+      st.new_name = {p->name_iid, st.name_text};
+      p->new_names = {&st.new_name, 1};
+    } else if (id >= st.c.raw.strings.size()) {
+      p->name_iid = 0;  // undefined id: written inline as ""
+    }
+  }
+
+  // The event's arguments (named by its category's ArgSpec) into st.dargs; their count.
+  size_t EventArgs(CaptureState& st, const Event& ev) {
+    size_t n = 0;
+    const ArgSpec spec = ArgSpecFor(ev.category);
+    if (spec.arg0 != nullptr || ev.arg0 != 0)
+      st.dargs[n++] = {ArgIid(spec.arg0 != nullptr ? spec.arg0 : "arg0"), false, ev.arg0, {}};
+    if (spec.arg1_is_string && ev.arg1 != 0) {
+      st.arg1_text = SanitizeUtf8(st.c.raw.str(ev.arg1));
+      st.dargs[n++] = {ArgIid(spec.arg1), true, 0, st.arg1_text};
+    } else if (!spec.arg1_is_string && ev.arg1 != 0) {
+      st.dargs[n++] = {ArgIid(spec.arg1 != nullptr ? spec.arg1 : "arg1"), false, ev.arg1, {}};
+    }
+    return n;
+  }
+
+  // Fills `p` for event `i` by its kind; false when it is not written (counted in stats_).
+  bool FillEvent(CaptureState& st, size_t i, const Event& ev, TrackEventPacket* p) {
+    const TrackLayout& t = layout_.Track(st.ci, ev.track);
+    switch (ev.kind) {
+      case EventKind::kComplete:
+        FillSlice(st, ev, t, p);
+        return true;
+      case EventKind::kInstant:
+        p->type = TrackEventType::kInstant;
+        p->track_uuid = ThreadUuid(t);
+        UseName(st, ev.name, p);
+        p->args = {st.dargs, EventArgs(st, ev)};
+        return true;
+      case EventKind::kCounter:
+        return FillCounter(st, ev, t, p);
+      case EventKind::kBegin:
+      case EventKind::kEnd: {
+        auto lane = st.lanes.find(i);
+        if (lane == st.lanes.end()) {
+          ++stats_->unmatched_async;
+          return false;
+        }
+        p->track_uuid = NamedUuid(3, t.process, t.name, lane->second);
+        if (ev.kind == EventKind::kBegin) {
+          p->type = TrackEventType::kSliceBegin;
+          UseName(st, ev.name, p);
+          p->args = {st.dargs, EventArgs(st, ev)};
+        } else {
+          p->type = TrackEventType::kSliceEnd;
+        }
+        return true;
+      }
+      default:
+        ++stats_->skipped_events;
+        return false;
+    }
+  }
+
+  // A complete event: a slice begin now, its end queued (clipped to nest in the open slice).
+  void FillSlice(CaptureState& st, const Event& ev, const TrackLayout& t, TrackEventPacket* p) {
+    auto& stack = st.open[ev.track];
+    while (!stack.empty() && stack.back() <= ev.ts_ns) stack.pop_back();
+    int64_t end = base::SatAdd(ev.ts_ns, ev.payload);
+    if (!stack.empty() && end > stack.back()) {
+      end = stack.back();
+      ++stats_->clipped_slices;
+    }
+    stack.push_back(end);
+    p->type = TrackEventType::kSliceBegin;
+    p->track_uuid = ThreadUuid(t);
+    UseName(st, ev.name, p);
+    p->args = {st.dargs, EventArgs(st, ev)};
+    if (FlowEnd fe = st.flows.Role(ev); fe != FlowEnd::kNone) {
+      const uint8_t bit = fe == FlowEnd::kSource ? 1 : 2;
+      if (!(st.flow_done[ev.arg0] & bit)) {
+        st.flow_done[ev.arg0] |= bit;
+        p->flow_id = Uuid(4, static_cast<int64_t>(st.ci), ev.arg0);
+        p->flow_terminating = fe == FlowEnd::kSink;
+      }
+    }
+    ends_.push({base::SatAdd(end, st.cl.offset_ns), st.order++, p->track_uuid});
+  }
+
+  bool FillCounter(CaptureState& st, const Event& ev, const TrackLayout& t, TrackEventPacket* p) {
+    const double v = ev.counter_value();
+    if (!std::isfinite(v)) {
+      ++stats_->skipped_events;
+      return false;
+    }
+    const std::string& series = t.kind == TrackKind::kCounter || ev.name == 0 ? t.name : st.c.raw.str(ev.name);
+    p->type = TrackEventType::kCounter;
+    p->track_uuid = NamedUuid(2, t.process, series, 0);
+    p->category_iid = 0;
+    if (std::fabs(v) < 9.0e15 && v == std::trunc(v)) {
+      p->counter_int = static_cast<int64_t>(v);
+    } else {
+      p->counter_is_double = true;
+      p->counter_double = v;
+    }
+    return true;
+  }
+
+  // The category and argument names the packet uses for the first time in this sequence.
+  void InternNewNames(CaptureState& st, TrackEventPacket* p) {
+    if (p->category_iid != 0 && p->category_iid <= kCategoryCount && !st.cat_done[p->category_iid]) {
+      st.cat_done[p->category_iid] = 1;
+      st.new_cat = {p->category_iid, CategoryName(static_cast<Category>(p->category_iid - 1))};
+      p->new_categories = {&st.new_cat, 1};
+    }
+    size_t n = 0;
+    for (const DebugArg& d : p->args) {
+      if (d.name_iid == 0 || d.name_iid > std::size(kArgNames) || st.arg_done[d.name_iid]) continue;
+      st.arg_done[d.name_iid] = 1;
+      st.new_args[n++] = {d.name_iid, kArgNames[d.name_iid - 1]};
+    }
+    p->new_arg_names = {st.new_args, n};
   }
 
   std::span<const Capture> captures_;

@@ -375,51 +375,59 @@ void ChromeTraceBuilder::Add(const JsonEvent& e) {
       break;
     case 'b':
     case 'e':
-    case 'n': {
-      std::string key(e.cat);
-      key += '\x1f';
-      key += e.id.is_string ? std::string(e.id.text) : std::to_string(e.id.num);
-      if (!e.id.present) t_->diagnostics.Add("async_without_id");
-      if (ph == 'b') {
-        open_async_[key].push_back({e.ts, name, cat, corr, bytes, shapes, group});
-      } else if (ph == 'n') {
-        if (opts_.keep_instants)
-          AddRange(e, e.ts, 0, name, cat, AsyncTrack(pid, name), SliceKind::kInstant, corr,
-                   bytes, shapes, group);
-      } else {
-        auto it = open_async_.find(key);
-        if (it == open_async_.end() || it->second.empty()) {
-          t_->diagnostics.Add("unmatched_async_end");
-          break;
-        }
-        Open o = it->second.back();
-        it->second.pop_back();
-        if (it->second.empty()) open_async_.erase(it);
-        AddRange(e, o.ts, e.ts - o.ts, o.name, o.cat, AsyncTrack(pid, o.name), SliceKind::kRange,
-                 o.correlation, o.bytes, o.shapes, o.group);
-      }
+    case 'n':
+      AsyncEvent(e, ph, pid, {e.ts, name, cat, corr, bytes, shapes, group});
       break;
-    }
-    default: {  // flows s / t / f
-      const std::string& c = t_->str(cat);
-      if (c == "fwdbwd" || c == "async_task_queue") break;  // not launch ↔ device links
-      int64_t id;
-      if (!e.id.present) {
-        t_->diagnostics.Add("flow_without_id");
-        break;
-      }
-      if (!e.id.is_string) {
-        id = e.id.num;
-      } else {
-        auto [it, added] = flow_string_ids_.try_emplace(
-            std::string(e.id.text), kStringIdBase + static_cast<int64_t>(flow_string_ids_.size()));
-        id = it->second;
-      }
-      int64_t tid = ResolveId(e.tid, false, pid);
-      flows_.push_back({pid, tid, e.ts, id, ph != 'f' || e.bind_enclosing, ph, c == "ac2g"});
+    default:  // flows s / t / f
+      FlowEvent(e, ph, pid, cat);
       break;
-    }
   }
+}
+
+void ChromeTraceBuilder::AsyncEvent(const JsonEvent& e, char ph, int64_t pid, const Open& here) {
+  std::string key(e.cat);
+  key += '\x1f';
+  key += e.id.is_string ? std::string(e.id.text) : std::to_string(e.id.num);
+  if (!e.id.present) t_->diagnostics.Add("async_without_id");
+  if (ph == 'b') {
+    open_async_[key].push_back(here);
+    return;
+  }
+  if (ph == 'n') {
+    if (opts_.keep_instants)
+      AddRange(e, e.ts, 0, here.name, here.cat, AsyncTrack(pid, here.name), SliceKind::kInstant, here.correlation,
+               here.bytes, here.shapes, here.group);
+    return;
+  }
+  auto it = open_async_.find(key);
+  if (it == open_async_.end() || it->second.empty()) {
+    t_->diagnostics.Add("unmatched_async_end");
+    return;
+  }
+  Open o = it->second.back();
+  it->second.pop_back();
+  if (it->second.empty()) open_async_.erase(it);
+  AddRange(e, o.ts, e.ts - o.ts, o.name, o.cat, AsyncTrack(pid, o.name), SliceKind::kRange, o.correlation, o.bytes,
+           o.shapes, o.group);
+}
+
+void ChromeTraceBuilder::FlowEvent(const JsonEvent& e, char ph, int64_t pid, uint32_t cat) {
+  const std::string& c = t_->str(cat);
+  if (c == "fwdbwd" || c == "async_task_queue") return;  // not launch ↔ device links
+  if (!e.id.present) {
+    t_->diagnostics.Add("flow_without_id");
+    return;
+  }
+  int64_t id;
+  if (!e.id.is_string) {
+    id = e.id.num;
+  } else {
+    auto [it, added] = flow_string_ids_.try_emplace(
+        std::string(e.id.text), kStringIdBase + static_cast<int64_t>(flow_string_ids_.size()));
+    id = it->second;
+  }
+  const int64_t tid = ResolveId(e.tid, false, pid);
+  flows_.push_back({pid, tid, e.ts, id, ph != 'f' || e.bind_enclosing, ph, c == "ac2g"});
 }
 
 void ChromeTraceBuilder::BindFlows() {

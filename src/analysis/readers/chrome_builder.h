@@ -104,6 +104,9 @@ class ChromeTraceBuilder {
   void AddMarker(int64_t ts, int64_t dur, uint32_t name, uint32_t cat, uint32_t track);
   void Metadata(const JsonEvent& e);
   void Counter(const JsonEvent& e);
+  // Add's phases: async begin/end/instant (b e n) on an async track; flow (s t f) ends, bound later.
+  void AsyncEvent(const JsonEvent& e, char ph, int64_t pid, const Open& here);
+  void FlowEvent(const JsonEvent& e, char ph, int64_t pid, uint32_t cat);
   void BindFlows();
   void NameTracks();
   void ClampOverhangs();

@@ -153,6 +153,125 @@ inline int Ctz(uint64_t x) { return __builtin_ctzll(x); }
 }  // namespace
 
 namespace {
+
+// Which bytes of a 64-byte block a backslash escapes (rare: handled bit by bit). `carry`: the
+// block's first byte is escaped by the previous block's last backslash (in), the next block's
+// is (out).
+[[gnu::always_inline]] inline uint64_t EscapedBits(uint64_t backslash, uint64_t* carry) {
+  uint64_t escaped = 0;
+  uint64_t bs = backslash;
+  if (*carry) {
+    escaped |= 1;
+    bs &= ~uint64_t{1};
+    *carry = 0;
+  }
+  while (bs) {
+    const int i = Ctz(bs);
+    bs &= bs - 1;
+    if (i == 63) {
+      *carry = 1;
+    } else {
+      escaped |= uint64_t{1} << (i + 1);
+      bs &= ~(uint64_t{1} << (i + 1));
+    }
+  }
+  return escaped;
+}
+
+// The scan's state between structural bytes: the open containers and where the events array is.
+struct Scan {
+  Scan(JsonLayout* layout, char* d, size_t size, size_t first_byte, size_t chunk)
+      : l(*layout), data(d), n(size), first(first_byte), chunk_bytes(chunk), top_end(size) {}
+  JsonLayout& l;
+  char* data;
+  size_t n, first, chunk_bytes;
+  // Open containers, by bracket byte (a fixed array: no capacity checks on the hot path).
+  char stack[kMaxDepth];
+  size_t depth = 0;
+  size_t events_depth = 0;  // stack size inside the events array (0: not inside)
+  size_t next_cut = 0;
+  bool done = false;
+  size_t top_end;
+
+  // '{' or '[' at i: the events array starts at a top-level array, or at "traceEvents".
+  [[gnu::always_inline]] void Open(size_t i, char c) {
+    if (depth >= kMaxDepth) {
+      ++l.too_deep;
+      return;
+    }
+    stack[depth++] = c;
+    if (c != '[' || (l.has_events && events_depth != 0)) return;
+    const bool events = (depth == 1 && l.form == JsonLayout::Form::kArray && !l.has_events) ||
+                        (depth == 2 && l.form == JsonLayout::Form::kObject && KeyBefore(data, i) == "traceEvents");
+    if (!events) return;
+    if (l.has_events) {
+      // "traceEvents" again: the last array wins (as Python's json, Chrome and Perfetto
+      // read it). The earlier one is blanked to "[ ]" so the metadata reads without it.
+      ++l.duplicate_events_keys;
+      l.duplicate_events_dropped += l.elements;
+      std::memset(data + l.events_open + 1, ' ', l.events_close - l.events_open - 1);
+      l.cuts.clear();
+      l.elements = 0;
+    }
+    l.has_events = true;
+    l.events_open = i;
+    l.cuts.push_back(i);
+    events_depth = depth;
+    next_cut = i + chunk_bytes;
+  }
+
+  // '}' or ']' at i: a trailing comma before it blanked; an element of the events array ends
+  // (a chunk cut after it once chunk_bytes have passed), or the array itself.
+  [[gnu::always_inline]] void Close(size_t i) {
+    size_t j = i;
+    while (j > first && IsBlank(data[j - 1])) --j;
+    if (j > first && data[j - 1] == ',') {
+      data[j - 1] = ' ';
+      ++l.trailing_commas;
+      if (l.cuts.size() > 1 && l.cuts.back() == j - 1) l.cuts.pop_back();
+    }
+    if (depth == 0) return;  // stray closer: the parser reports it
+    --depth;
+    if (events_depth != 0 && depth == events_depth) {
+      ++l.elements;
+      l.events_close = i + 1;  // provisional: where a truncated array would be cut
+      if (i >= next_cut) {
+        size_t k = i + 1;
+        while (k < n && IsBlank(data[k])) ++k;
+        if (k < n && data[k] == ',') {
+          l.cuts.push_back(k);
+          next_cut = k + chunk_bytes;
+        }
+      }
+    } else if (events_depth != 0 && depth + 1 == events_depth) {
+      l.events_close = i;  // the array's own ']'
+      l.cuts.push_back(i);
+      events_depth = 0;
+    }
+    if (depth == 1 && l.form == JsonLayout::Form::kObject) l.last_top_value_end = i + 1;
+    if (depth == 0) {
+      done = true;
+      top_end = i + 1;
+    }
+  }
+
+  // After the last block: trailing bytes, truncation, and the events array's last cut.
+  void Finish() {
+    if (done) {
+      for (size_t i = top_end; i < n; ++i)
+        if (!IsBlank(data[i])) ++l.trailing_garbage;
+    } else {
+      l.truncated = true;
+    }
+    if (l.has_events && events_depth != 0) {
+      // The events array never closed: cut after its last complete element.
+      if (l.elements == 0) l.events_close = l.events_open + 1;
+      while (l.cuts.size() > 1 && l.cuts.back() >= l.events_close) l.cuts.pop_back();
+      l.cuts.push_back(l.events_close);
+    }
+  }
+};
+
 template <BlockMasks (*ClassifyFn)(const char*)>
 JsonLayout ScanImpl(char* data, size_t n, size_t chunk_bytes) {
   JsonLayout l;
@@ -161,138 +280,32 @@ JsonLayout ScanImpl(char* data, size_t n, size_t chunk_bytes) {
   if (first >= n || (data[first] != '{' && data[first] != '[')) return l;
   l.top_open = first;
   l.form = data[first] == '{' ? JsonLayout::Form::kObject : JsonLayout::Form::kArray;
-  // Open containers, by bracket byte (a fixed array: no capacity checks on the hot path).
-  struct Stack {
-    char b[kMaxDepth];
-    size_t n = 0;
-    size_t size() const { return n; }
-    bool empty() const { return n == 0; }
-    void push_back(char c) { b[n++] = c; }
-    void pop_back() { --n; }
-  } stack;
-  size_t events_depth = 0;  // stack size inside the events array (0: not inside)
-  size_t next_cut = 0;
-  bool done = false;
-  size_t top_end = n;
+  Scan scan(&l, data, n, first, chunk_bytes);
   uint64_t escape_carry = 0;     // the first byte of the next block is escaped
   uint64_t in_string_carry = 0;  // all-ones when the previous block ended inside a string
   char tail[64];
-  for (size_t base = 0; base < n && !done; base += 64) {
+  for (size_t base = 0; base < n && !scan.done; base += 64) {
     const char* block = data + base;
     if (n - base < 64) {
       std::memset(tail, ' ', sizeof tail);
       std::memcpy(tail, data + base, n - base);
       block = tail;
     }
-    BlockMasks m = ClassifyFn(block);
-    // Escaped bytes: rare, handled bit by bit.
-    uint64_t escaped = 0;
-    uint64_t bs = m.backslash;
-    if (escape_carry) {
-      escaped |= 1;
-      bs &= ~uint64_t{1};
-      escape_carry = 0;
-    }
-    while (bs) {
-      int i = Ctz(bs);
-      bs &= bs - 1;
-      if (i == 63) {
-        escape_carry = 1;
-      } else {
-        escaped |= uint64_t{1} << (i + 1);
-        bs &= ~(uint64_t{1} << (i + 1));
-      }
-    }
-    uint64_t quotes = m.quote & ~escaped;
-    uint64_t in_string = PrefixXor(quotes) ^ in_string_carry;
+    const BlockMasks m = ClassifyFn(block);
+    const uint64_t quotes = m.quote & ~EscapedBits(m.backslash, &escape_carry);
+    const uint64_t in_string = PrefixXor(quotes) ^ in_string_carry;
     in_string_carry = static_cast<uint64_t>(static_cast<int64_t>(in_string) >> 63);
     uint64_t structural = m.structural & ~in_string;
-    while (structural) {
+    while (structural && !scan.done) {
       const size_t i = base + static_cast<size_t>(Ctz(structural));
       structural &= structural - 1;
       if (i < first) continue;
       const char c = data[i];
-      switch (c) {
-        case '{':
-        case '[': {
-          if (stack.size() >= kMaxDepth) {
-            ++l.too_deep;
-            break;
-          }
-          stack.push_back(c);
-          if (c == '[' && (!l.has_events || events_depth == 0) &&
-              ((stack.size() == 1 && l.form == JsonLayout::Form::kArray && !l.has_events) ||
-               (stack.size() == 2 && l.form == JsonLayout::Form::kObject &&
-                KeyBefore(data, i) == "traceEvents"))) {
-            if (l.has_events) {
-              // "traceEvents" again: the last array wins (as Python's json, Chrome and Perfetto
-              // read it). The earlier one is blanked to "[ ]" so the metadata reads without it.
-              ++l.duplicate_events_keys;
-              l.duplicate_events_dropped += l.elements;
-              std::memset(data + l.events_open + 1, ' ', l.events_close - l.events_open - 1);
-              l.cuts.clear();
-              l.elements = 0;
-            }
-            l.has_events = true;
-            l.events_open = i;
-            l.cuts.push_back(i);
-            events_depth = stack.size();
-            next_cut = i + chunk_bytes;
-          }
-          break;
-        }
-        case '}':
-        case ']': {
-          size_t j = i;
-          while (j > first && IsBlank(data[j - 1])) --j;
-          if (j > first && data[j - 1] == ',') {
-            data[j - 1] = ' ';
-            ++l.trailing_commas;
-            if (l.cuts.size() > 1 && l.cuts.back() == j - 1) l.cuts.pop_back();
-          }
-          if (stack.empty()) break;  // stray closer: the parser reports it
-          stack.pop_back();
-          if (events_depth != 0 && stack.size() == events_depth) {
-            ++l.elements;
-            l.events_close = i + 1;  // provisional: where a truncated array would be cut
-            if (i >= next_cut) {
-              size_t k = i + 1;
-              while (k < n && IsBlank(data[k])) ++k;
-              if (k < n && data[k] == ',') {
-                l.cuts.push_back(k);
-                next_cut = k + chunk_bytes;
-              }
-            }
-          } else if (events_depth != 0 && stack.size() + 1 == events_depth) {
-            l.events_close = i;  // the array's own ']'
-            l.cuts.push_back(i);
-            events_depth = 0;
-          }
-          if (stack.size() == 1 && l.form == JsonLayout::Form::kObject) l.last_top_value_end = i + 1;
-          if (stack.empty()) {
-            done = true;
-            top_end = i + 1;
-            structural = 0;
-          }
-          break;
-        }
-        default:
-          break;
-      }
+      if (c == '{' || c == '[') scan.Open(i, c);
+      else scan.Close(i);
     }
   }
-  if (done) {
-    for (size_t i = top_end; i < n; ++i)
-      if (!IsBlank(data[i])) ++l.trailing_garbage;
-  } else {
-    l.truncated = true;
-  }
-  if (l.has_events && events_depth != 0) {
-    // The events array never closed: cut after its last complete element.
-    if (l.elements == 0) l.events_close = l.events_open + 1;
-    while (l.cuts.size() > 1 && l.cuts.back() >= l.events_close) l.cuts.pop_back();
-    l.cuts.push_back(l.events_close);
-  }
+  scan.Finish();
   return l;
 }
 }  // namespace
