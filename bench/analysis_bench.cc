@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/partition.h"
-#include "src/analysis/test_traces.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/passes/partition.h"
+#include "src/analysis/model/test_traces.h"
 
 namespace rlprof::analysis {
 namespace {

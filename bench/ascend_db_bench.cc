@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 #include "src/analysis/readers/readers.h"
 
 namespace {

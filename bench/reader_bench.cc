@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/run.h"
+#include "src/analysis/run/run.h"
 
 namespace {
 

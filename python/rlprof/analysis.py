@@ -9,7 +9,7 @@
     c = ra.compare("runs/baseline", a)               # .steps, .stages, .ops
     k = ra.cluster(a)                                # .balance, .slow_ranks, .collectives
 
-The numbers are those of `rlprof analyse` (the same C++ library, src/analysis/run_pipeline.h):
+The numbers are those of `rlprof analyse` (the same C++ library, src/analysis/run/run_pipeline.h):
 every DataFrame equals the CSV of the same name that `rlprof analyse -o DIR` writes, with an
 `input` column naming the input (the sub-folder of DIR). Units are the CSVs': msprof, stage,
 operator and comm tables in µs (float64), step_breakdown in ns (int64); each frame's

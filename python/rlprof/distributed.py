@@ -14,7 +14,7 @@ On a Ray cluster (the one the RL job runs on, or any), the driver
  2. names the inputs over all nodes (as `rlprof analyse` would) and runs one task per input on
     a node that holds it (the least loaded of them), which analyses it with rlprof's C++ (the
     `_analysis` extension) and returns the per-input result, encoded — kilobytes, not the trace;
- 3. assembles the run on the driver (src/analysis/input_codec.h AssembleRemoteRun): run view,
+ 3. assembles the run on the driver (src/analysis/run/input_codec.h AssembleRemoteRun): run view,
     cluster view, compare and report are then computed here exactly as locally.
 A node that dies (or a task that fails) costs only its inputs: each is kept as an unreadable
 input and counted as `ray_node_lost`; a path no node holds is counted as `ray_input_missing`.

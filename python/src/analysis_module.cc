@@ -1,5 +1,5 @@
 // rlprof._analysis: the pybind11 extension behind `rlprof.analysis` (python/rlprof/analysis.py).
-// A thin layer over the analysis library's run pipeline (src/analysis/run_pipeline.h): the same
+// A thin layer over the analysis library's run pipeline (src/analysis/run/run_pipeline.h): the same
 // finding, reading, analysing and tables as `rlprof analyse`, handed to Python column by column
 // (numbers as native-endian bytearrays of int64 / float64 that numpy wraps without a copy,
 // np.frombuffer; text as lists of str) for pandas to wrap without building Python rows. The
@@ -24,12 +24,12 @@
 #include <utility>
 #include <vector>
 
-#include "src/analysis/cluster.h"
-#include "src/analysis/compare.h"
-#include "src/analysis/input_codec.h"
+#include "src/analysis/run/cluster.h"
+#include "src/analysis/run/compare.h"
+#include "src/analysis/run/input_codec.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/run_pipeline.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run_pipeline.h"
+#include "src/analysis/tables/tables.h"
 #include "src/base/version.h"
 #include "src/format/diagnostics.h"
 #include "src/report/html_report.h"
@@ -452,7 +452,7 @@ py::bytes AnalyseInputBytes(const std::string& input, const std::string& name, c
 }  // namespace
 
 PYBIND11_MODULE(_analysis, m) {
-  m.doc() = "rlprof's analysis library (src/analysis/run_pipeline.h); use rlprof.analysis";
+  m.doc() = "rlprof's analysis library (src/analysis/run/run_pipeline.h); use rlprof.analysis";
   py::class_<PyRun, std::shared_ptr<PyRun>>(m, "Run")
       .def_property_readonly("paths", [](const PyRun& r) {
         py::list out;  // bytes: paths need not be UTF-8
@@ -507,7 +507,7 @@ PYBIND11_MODULE(_analysis, m) {
         py::arg("inputs"), "The inputs' short unique names (as `rlprof analyse` names their folders)");
   m.def("analyse_input", &AnalyseInputBytes, py::arg("input"), py::arg("name"), py::arg("rules_yaml") = "",
         py::arg("rules_origin") = "", py::arg("assign") = "clip", py::arg("compat") = "native",
-        py::arg("step_marker") = "", "One input analysed here, encoded (src/analysis/input_codec.h)");
+        py::arg("step_marker") = "", "One input analysed here, encoded (src/analysis/run/input_codec.h)");
   m.def("assemble", [](const std::vector<std::string>& paths, const std::string& assign, const std::string& compat,
                        const std::string& step_marker, const std::vector<std::string>& found,
                        const std::vector<std::tuple<std::string, std::string, std::string, std::string>>& inputs,

@@ -43,7 +43,7 @@ def test_a_clean_tree_passes_and_tests_are_exempt(tmp_path):
     ("src/runtime/writer.h", "struct Manifest {\n};\n", "src/runtime/writer.h:1: the manifest struct"),
     ("src/runtime/writer.cc", 'j["monotonic_anchor_ns"] = 1;\n', "a manifest key spelled outside its codec"),
     ("src/config/plan.h", "enum class ExportFormat { kText };\n", "the export-format enum"),
-    ("src/analysis/table_io.cc", "sqlite3_open_v2(p, &db, SQLITE_OPEN_CREATE, 0);\n", "a SQLite database created"),
+    ("src/analysis/tables/table_io.cc", "sqlite3_open_v2(p, &db, SQLITE_OPEN_CREATE, 0);\n", "a SQLite database created"),
     ("python/src/module.cc", 'm.attr("__version__") = "0.1.0";\n', "python/src/module.cc:1: a version literal"),
     ("src/cli/version_command.cc", "puts(RLPROF_VERSION);\n", "the version compiled in"),
 ])

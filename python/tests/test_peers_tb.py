@@ -6,7 +6,7 @@ pipeline (python/tests/peers/tb_step_time.py: RunProfileData.parse → steps_cos
 `tb_step_time` table must give the same steps and the same µs for Kernel, Memcpy, Memset,
 Communication, Runtime, DataLoader, CPU Exec, Other and the step's total — to the ns, as those
 fixtures' times are exact in float64. The same numbers are golden in
-src/analysis/tb_steps_test.cc, for builds without the package. On every other Kineto trace of
+src/analysis/passes/tb_steps_test.cc, for builds without the package. On every other Kineto trace of
 the repository (HTA's and TraceLens's fixtures, rlprof's disagreement fixtures) the same,
 within the plugin's own precision: it adds float64 µs of the trace's timestamps, which at
 epoch-based times (≈ 10¹² – 10¹⁵ µs) are 2⁻¹² – 0.25 µs coarse; rlprof is exact in ns.

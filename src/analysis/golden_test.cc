@@ -28,14 +28,14 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/golden_test_util.h"
-#include "src/analysis/analyse.h"
-#include "src/analysis/compare.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/run/compare.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/run.h"
-#include "src/analysis/run_pipeline.h"
-#include "src/analysis/run_view.h"
-#include "src/analysis/tables.h"
-#include "src/analysis/test_traces.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/run/run_pipeline.h"
+#include "src/analysis/run/run_view.h"
+#include "src/analysis/tables/tables.h"
+#include "src/analysis/model/test_traces.h"
 #include "src/base/files.h"
 #include "src/base/strings.h"
 

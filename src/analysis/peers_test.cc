@@ -8,10 +8,10 @@
 #include <map>
 #include <string>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/passes/classify.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -6,7 +6,7 @@
 // analyses the inputs in parallel and writes, per input, DIR/<name>/{step_trace_time,
 // op_statistic, kernel_details, stage_time, …}.csv, and for the run DIR/summary.json and
 // DIR/analysis.db (the same tables, with an `input` column), DIR/run_view.csv (the run view) and
-// DIR/report.html. The pipeline is the analysis library's (src/analysis/run_pipeline.h); this
+// DIR/report.html. The pipeline is the analysis library's (src/analysis/run/run_pipeline.h); this
 // file parses options, shows progress, writes the report and prints. Exit codes: 1 usage, 2 bad
 // input (an unreadable input or rules file; the others are still analysed), 4 output error.
 #include <algorithm>
@@ -17,9 +17,9 @@
 #include <optional>
 #include <ostream>
 
-#include "src/analysis/run_pipeline.h"
+#include "src/analysis/run/run_pipeline.h"
 #include "src/base/version.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/tables/tables.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"

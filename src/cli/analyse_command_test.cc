@@ -284,7 +284,7 @@ TEST_F(AnalyseCommandTest, MissingInputAndBadRulesAreBadInput) {
   EXPECT_NE(err.find("rules[0].class"), std::string::npos) << err;
 }
 
-// --view tb: torch-tb-profiler 0.4.3's step time (src/analysis/tb_steps_test.cc has its figures),
+// --view tb: torch-tb-profiler 0.4.3's step time (src/analysis/passes/tb_steps_test.cc has its figures),
 // in --view all and in the files of `rlprof analyse`.
 TEST_F(AnalyseCommandTest, ViewTbPrintsTheTensorBoardPluginsStepTime) {
   const std::string trace = std::string(RLPROF_SOURCE_DIR) + "/test/data/tb_plugin/tb_legacy.json";

@@ -4,9 +4,9 @@
 #include <map>
 #include <ostream>
 
-#include "src/analysis/compare.h"
-#include "src/analysis/run.h"
-#include "src/analysis/run_pipeline.h"
+#include "src/analysis/run/compare.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/run/run_pipeline.h"
 #include "src/base/files.h"
 #include "src/base/version.h"
 #include "src/cli/cli.h"

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/classify.h"
-#include "src/analysis/run.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/passes/classify.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/tables/tables.h"
 #include "src/cli/command.h"
 
 namespace rlprof::cli {

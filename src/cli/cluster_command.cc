@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/analysis/cluster.h"
-#include "src/analysis/run.h"
+#include "src/analysis/run/cluster.h"
+#include "src/analysis/run/run.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"
 #include "src/cli/command.h"

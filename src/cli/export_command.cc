@@ -12,9 +12,9 @@
 #include <memory>
 #include <ostream>
 
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/classify.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/to_capture.h"
+#include "src/analysis/run/to_capture.h"
 #include "src/base/strings.h"
 #include "src/cli/analysis_setup.h"
 #include "src/cli/cli.h"

@@ -4,16 +4,16 @@
 // Analyses the traces under PATH (like `rlprof analyse`, without writing files) and prints
 // one view as aligned tables with units; --json prints the same tables as
 // {"view": …, "inputs": [{"input", "name", "tables": {name: {columns, rows}}, "diagnostics"}]}.
-// --view rl prints the run view, one table for the whole run (src/analysis/run_view.h);
+// --view rl prints the run view, one table for the whole run (src/analysis/run/run_view.h);
 // --per-capture adds each input's stage_time and stage_across_ranks before it.
 #include <memory>
 #include <optional>
 #include <ostream>
 
-#include "src/analysis/run.h"
-#include "src/analysis/run_pipeline.h"
-#include "src/analysis/run_view.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/run/run_pipeline.h"
+#include "src/analysis/run/run_view.h"
+#include "src/analysis/tables/tables.h"
 #include "src/base/files.h"
 #include "src/format/capture.h"
 #include "src/cli/analysis_setup.h"

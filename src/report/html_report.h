@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/analysis/compare.h"
-#include "src/analysis/run.h"
+#include "src/analysis/run/compare.h"
+#include "src/analysis/run/run.h"
 #include "src/base/status.h"
 
 namespace rlprof::report {

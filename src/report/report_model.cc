@@ -18,7 +18,7 @@
 
 #include "src/report/html_report.h"
 
-#include "src/analysis/cluster.h"
+#include "src/analysis/run/cluster.h"
 
 namespace rlprof::report {
 namespace {

@@ -3,7 +3,7 @@
 // steps × stages and not with each input's tables.
 #include <gtest/gtest.h>
 
-#include "src/analysis/run.h"
+#include "src/analysis/run/run.h"
 #include "src/report/html_report.h"
 
 namespace rlprof::report {

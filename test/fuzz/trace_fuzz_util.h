@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::fuzz {
 

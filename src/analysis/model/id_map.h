@@ -8,8 +8,8 @@
 //   if (const int64_t* ts = launch.Find(id)) …
 //
 // Negative ids are "none": Put ignores them, Find returns null. Not thread-safe.
-#ifndef RLPROF_SRC_ANALYSIS_ID_MAP_H_
-#define RLPROF_SRC_ANALYSIS_ID_MAP_H_
+#ifndef RLPROF_SRC_ANALYSIS_MODEL_ID_MAP_H_
+#define RLPROF_SRC_ANALYSIS_MODEL_ID_MAP_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -98,4 +98,4 @@ class IdMap {
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_ID_MAP_H_
+#endif  // RLPROF_SRC_ANALYSIS_MODEL_ID_MAP_H_

@@ -1,4 +1,4 @@
-#include "src/analysis/id_map.h"
+#include "src/analysis/model/id_map.h"
 
 #include <gtest/gtest.h>
 

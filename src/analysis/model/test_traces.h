@@ -1,11 +1,11 @@
 // Synthetic traces for the analysis tests and benchmarks, built per docs/definitions.md.
 // Times are given in µs and stored in ns. Header-only, test/bench use only.
-#ifndef RLPROF_SRC_ANALYSIS_TEST_TRACES_H_
-#define RLPROF_SRC_ANALYSIS_TEST_TRACES_H_
+#ifndef RLPROF_SRC_ANALYSIS_MODEL_TEST_TRACES_H_
+#define RLPROF_SRC_ANALYSIS_MODEL_TEST_TRACES_H_
 
 #include <string>
 
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::analysis::testing {
 
@@ -83,4 +83,4 @@ inline Trace ExampleA() {
 
 }  // namespace rlprof::analysis::testing
 
-#endif  // RLPROF_SRC_ANALYSIS_TEST_TRACES_H_
+#endif  // RLPROF_SRC_ANALYSIS_MODEL_TEST_TRACES_H_

@@ -1,4 +1,4 @@
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 
 #include <algorithm>
 #include <cstring>

@@ -9,8 +9,8 @@
 //   t.Finalize();   // sorts slices by (track, ts, -dur) and fills `parent`
 //
 // Thread-safety: a Trace is built by one thread, then read-only (share freely).
-#ifndef RLPROF_SRC_ANALYSIS_TRACE_H_
-#define RLPROF_SRC_ANALYSIS_TRACE_H_
+#ifndef RLPROF_SRC_ANALYSIS_MODEL_TRACE_H_
+#define RLPROF_SRC_ANALYSIS_MODEL_TRACE_H_
 
 #include <cstdint>
 #include <map>
@@ -167,4 +167,4 @@ struct Trace {
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_TRACE_H_
+#endif  // RLPROF_SRC_ANALYSIS_MODEL_TRACE_H_

@@ -1,5 +1,5 @@
 // Activity lanes (activity.h): per device stream and host thread, bounded-resolution spans.
-#include "src/analysis/activity.h"
+#include "src/analysis/passes/activity.h"
 
 #include <algorithm>
 #include <array>

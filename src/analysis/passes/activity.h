@@ -15,15 +15,15 @@
 // `max_device_lanes` streams and `max_host_lanes` threads are kept; how many were left out is
 // in ActivityLanesResult.
 // Thread-safety: pure functions of their arguments.
-#ifndef RLPROF_SRC_ANALYSIS_ACTIVITY_H_
-#define RLPROF_SRC_ANALYSIS_ACTIVITY_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_ACTIVITY_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_ACTIVITY_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "src/analysis/classify.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/passes/classify.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::analysis {
 
@@ -64,4 +64,4 @@ std::vector<ActivitySpan> CoarsenSpans(std::vector<ActivitySpan> spans, size_t m
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_ACTIVITY_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_ACTIVITY_H_

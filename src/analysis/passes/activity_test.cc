@@ -1,10 +1,10 @@
 // Activity lanes (activity.h) on hand-built traces whose spans are worked out below.
-#include "src/analysis/activity.h"
+#include "src/analysis/passes/activity.h"
 
 #include <gtest/gtest.h>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/test_traces.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/model/test_traces.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -1,10 +1,10 @@
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
-#include "src/analysis/analyse_internal.h"
+#include "src/analysis/passes/analyse_internal.h"
 #include "src/base/time_math.h"
 
 namespace rlprof::analysis {

@@ -1,6 +1,6 @@
 // One rank's analysis: classification → windows → atomic partition → every view's numbers,
 // operator statistics and diagnostics (docs/definitions.md). Inputs are Traces from
-// src/analysis/readers; outputs feed src/analysis/tables.h (CSV / SQLite / JSON / terminal).
+// src/analysis/readers; outputs feed src/analysis/tables/tables.h (CSV / SQLite / JSON / terminal).
 //
 //   Classifier cls = Classifier::Default();
 //   TraceAnalysis a = AnalyseTrace(trace, cls, AnalysisOptions{});
@@ -9,21 +9,21 @@
 // Never fails on bad data: what had to be skipped or repaired is counted in a.diagnostics
 // (including every violated invariant, "invariant_*").
 // Thread-safety: AnalyseTrace is reentrant; results are plain values.
-#ifndef RLPROF_SRC_ANALYSIS_ANALYSE_H_
-#define RLPROF_SRC_ANALYSIS_ANALYSE_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_ANALYSE_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_ANALYSE_H_
 
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "src/analysis/activity.h"
-#include "src/analysis/classify.h"
-#include "src/analysis/contents.h"
-#include "src/analysis/partition.h"
-#include "src/analysis/tb_steps.h"
-#include "src/analysis/trace.h"
-#include "src/analysis/windows.h"
+#include "src/analysis/passes/activity.h"
+#include "src/analysis/passes/classify.h"
+#include "src/analysis/passes/contents.h"
+#include "src/analysis/passes/partition.h"
+#include "src/analysis/passes/tb_steps.h"
+#include "src/analysis/model/trace.h"
+#include "src/analysis/passes/windows.h"
 
 namespace rlprof::analysis {
 
@@ -159,7 +159,7 @@ struct TraceAnalysis {
   std::vector<OpStat> host_ops, host_ops_by_shape, kernels;
   std::vector<KernelRow> kernel_rows;
   std::array<ClassTotal, kWorkClassCount> classes{};
-  // Framework contents (src/analysis/contents.h): empty when the capture has none.
+  // Framework contents (src/analysis/passes/contents.h): empty when the capture has none.
   std::vector<ModuleRow> modules;
   std::vector<RangeRow> user_ranges;  // --view ranges
   std::vector<MemoryPeakRow> memory_peaks;
@@ -182,4 +182,4 @@ std::vector<WorkInterval> CollectWork(const Trace& t, const Classification& c, b
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_ANALYSE_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_ANALYSE_H_

@@ -1,11 +1,11 @@
 // Internal pieces of AnalyseTrace, split by responsibility (not a public API).
-#ifndef RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
-#define RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_ANALYSE_INTERNAL_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_ANALYSE_INTERNAL_H_
 
 #include <array>
 #include <vector>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 
 namespace rlprof::analysis::internal {
 
@@ -34,4 +34,4 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
 
 }  // namespace rlprof::analysis::internal
 
-#endif  // RLPROF_SRC_ANALYSIS_ANALYSE_INTERNAL_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_ANALYSE_INTERNAL_H_

@@ -1,7 +1,7 @@
 // Golden cases: every worked example of docs/definitions.md §5 (reference
 // analysis-definitions.md), reproduced exactly, plus overlap, nesting, memcpy under compute,
 // receive bubbles and empty steps.
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 #include <random>
 #include <regex>
 
-#include "src/analysis/run.h"
-#include "src/analysis/test_traces.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/model/test_traces.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/views.h"
-#include "src/analysis/windows.h"
+#include "src/analysis/passes/views.h"
+#include "src/analysis/passes/windows.h"
 
 namespace rlprof::analysis {
 namespace {

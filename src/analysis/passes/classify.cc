@@ -1,4 +1,4 @@
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/classify.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "src/analysis/id_map.h"
+#include "src/analysis/model/id_map.h"
 #include "src/base/files.h"
 
 namespace rlprof::analysis {

@@ -17,8 +17,8 @@
 //
 // Thread-safety: a Classifier is immutable after construction; Classify may run concurrently
 // on different traces.
-#ifndef RLPROF_SRC_ANALYSIS_CLASSIFY_H_
-#define RLPROF_SRC_ANALYSIS_CLASSIFY_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_CLASSIFY_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_CLASSIFY_H_
 
 #include <cstdint>
 #include <memory>
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {
@@ -122,4 +122,4 @@ std::vector<int32_t> LaunchingOperators(const Trace& t);
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_CLASSIFY_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_CLASSIFY_H_

@@ -1,4 +1,4 @@
-#include "src/analysis/contents.h"
+#include "src/analysis/passes/contents.h"
 #include "src/base/time_math.h"
 
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "rlprof/format/event.h"
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 
 namespace rlprof::analysis {
 namespace {

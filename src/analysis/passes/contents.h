@@ -7,15 +7,15 @@
 //   std::vector<FrameRow> f = OpsByFrame(trace);              // by total time, descending
 //
 // Thread-safety: pure functions over a finalized Trace.
-#ifndef RLPROF_SRC_ANALYSIS_CONTENTS_H_
-#define RLPROF_SRC_ANALYSIS_CONTENTS_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_CONTENTS_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_CONTENTS_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::analysis {
 
@@ -82,4 +82,4 @@ std::vector<FrameRow> OpsByFrame(const Trace& t);
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_CONTENTS_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_CONTENTS_H_

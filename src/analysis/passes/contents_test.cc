@@ -1,16 +1,16 @@
-// The framework-content views (src/analysis/contents.h) on a hand-built trace whose numbers are
+// The framework-content views (src/analysis/passes/contents.h) on a hand-built trace whose numbers are
 // worked out below, plus golden CSVs of the three tables (test/golden/analysis/contents/;
 // RLPROF_UPDATE_GOLDEN=1 rewrites them).
-#include "src/analysis/contents.h"
+#include "src/analysis/passes/contents.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <map>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/tables/tables.h"
 #include "src/base/files.h"
 #include "src/base/golden_test_util.h"
 

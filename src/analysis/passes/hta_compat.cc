@@ -23,7 +23,7 @@
 #include <map>
 #include <string_view>
 
-#include "src/analysis/analyse_internal.h"
+#include "src/analysis/passes/analyse_internal.h"
 
 namespace rlprof::analysis::internal {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "src/analysis/analyse_internal.h"
-#include "src/analysis/id_map.h"
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/analyse_internal.h"
+#include "src/analysis/model/id_map.h"
+#include "src/analysis/passes/classify.h"
 #include "src/base/time_math.h"
 
 namespace rlprof::analysis::internal {

@@ -1,4 +1,4 @@
-#include "src/analysis/partition.h"
+#include "src/analysis/passes/partition.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 //   Atoms a = h.atoms();                              // compute_only, overlap, …, idle
 //
 // Thread-safety: immutable after Build; read concurrently.
-#ifndef RLPROF_SRC_ANALYSIS_PARTITION_H_
-#define RLPROF_SRC_ANALYSIS_PARTITION_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_PARTITION_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_PARTITION_H_
 
 #include <array>
 #include <cstdint>
@@ -106,4 +106,4 @@ std::vector<std::pair<int64_t, int64_t>> Subtract(const std::vector<std::pair<in
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_PARTITION_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_PARTITION_H_

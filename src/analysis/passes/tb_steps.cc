@@ -21,9 +21,9 @@
 //     As in the plugin, a class that finds nothing left to take takes its whole set and the
 //     union of the steps is offered again to the classes after it.
 //  5. Per step: each class's measure inside the step; total = the step's duration.
-#include "src/analysis/tb_steps.h"
+#include "src/analysis/passes/tb_steps.h"
 
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/classify.h"
 
 #include <algorithm>
 #include <array>

@@ -8,13 +8,13 @@
 //   TbStepTime(trace, TbRules::kKinetoMain);                     // the plugin's last source
 //
 // Thread-safety: pure function.
-#ifndef RLPROF_SRC_ANALYSIS_TB_STEPS_H_
-#define RLPROF_SRC_ANALYSIS_TB_STEPS_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_TB_STEPS_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_TB_STEPS_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::analysis {
 
@@ -40,4 +40,4 @@ std::vector<TbStepRow> TbStepTime(const Trace& t, TbRules rules = TbRules::kRele
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_TB_STEPS_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_TB_STEPS_H_

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/passes/classify.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/tables.h"
-#include "src/analysis/tb_steps.h"
+#include "src/analysis/tables/tables.h"
+#include "src/analysis/passes/tb_steps.h"
 
 namespace rlprof::analysis {
 namespace {

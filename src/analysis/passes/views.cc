@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "src/analysis/analyse_internal.h"
+#include "src/analysis/passes/analyse_internal.h"
 
 namespace rlprof::analysis::internal {
 
@@ -183,7 +183,7 @@ void ComputeTraceLens(const Trace& t, std::span<const WorkInterval> work, const 
 #include <cmath>
 #include <limits>
 
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 

@@ -5,12 +5,12 @@
 //   MsprofRow m = MsprofFromStep(analysis.steps[0]);   // m.computing, m.free, m.stage, …
 //
 // Thread-safety: pure functions.
-#ifndef RLPROF_SRC_ANALYSIS_VIEWS_H_
-#define RLPROF_SRC_ANALYSIS_VIEWS_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_VIEWS_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_VIEWS_H_
 
 #include <cstdint>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 
 namespace rlprof::analysis {
 
@@ -37,4 +37,4 @@ double Round2(double v);  // numpy.around(v, 2): half to even, as pandas' round(
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_VIEWS_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_VIEWS_H_

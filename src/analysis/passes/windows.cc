@@ -1,12 +1,12 @@
-#include "src/analysis/windows.h"
+#include "src/analysis/passes/windows.h"
 
 #include <algorithm>
 #include <map>
 #include <queue>
 #include <unordered_map>
 
-#include "src/analysis/classify.h"
-#include "src/analysis/id_map.h"
+#include "src/analysis/passes/classify.h"
+#include "src/analysis/model/id_map.h"
 #include "src/config/stages.h"
 
 namespace rlprof::analysis {

@@ -8,8 +8,8 @@
 //   auto stages = BuildStageWindows(trace, steps, device_work, launch);
 //
 // Thread-safety: pure functions.
-#ifndef RLPROF_SRC_ANALYSIS_WINDOWS_H_
-#define RLPROF_SRC_ANALYSIS_WINDOWS_H_
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_WINDOWS_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_WINDOWS_H_
 
 #include <cstdint>
 #include <regex>
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/partition.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/passes/partition.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::analysis {
 
@@ -67,4 +67,4 @@ std::vector<StageWindow> BuildStageWindows(const Trace& t, const std::vector<Ste
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_WINDOWS_H_
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_WINDOWS_H_

@@ -3,7 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 
 namespace rlprof::analysis {
 

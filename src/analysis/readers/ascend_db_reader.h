@@ -27,7 +27,7 @@
 #include <string_view>
 
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {

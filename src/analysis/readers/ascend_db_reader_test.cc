@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 namespace {

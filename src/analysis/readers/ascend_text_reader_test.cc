@@ -13,10 +13,10 @@
 #include <tuple>
 #include <vector>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 #include "src/analysis/readers/ascend_db_reader.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -11,7 +11,7 @@
 #define RLPROF_SRC_ANALYSIS_READERS_CAPTURE_READER_H_
 
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 #include "src/format/capture.h"
 
 namespace rlprof::analysis {

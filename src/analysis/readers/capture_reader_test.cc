@@ -6,8 +6,8 @@
 #include <fstream>
 #include <map>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/passes/classify.h"
 #include "src/analysis/readers/readers.h"
 #include "src/format/raw.h"
 #include "src/format/test_util.h"

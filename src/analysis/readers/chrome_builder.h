@@ -22,7 +22,7 @@
 
 #include "src/analysis/readers/chrome_event.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 
 namespace rlprof::analysis {
 

@@ -14,7 +14,7 @@
 
 #include "src/analysis/readers/input_buffer.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {

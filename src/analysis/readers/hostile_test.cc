@@ -12,10 +12,10 @@
 #include <sstream>
 #include <string>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/classify.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/passes/classify.h"
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/to_capture.h"
+#include "src/analysis/run/to_capture.h"
 #include "src/base/files.h"
 #include "src/base/time_math.h"
 #include "src/format/chrome_json.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {

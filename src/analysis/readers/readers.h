@@ -1,4 +1,4 @@
-// Readers: turn trace files into the analysis Trace model (src/analysis/trace.h).
+// Readers: turn trace files into the analysis Trace model (src/analysis/model/trace.h).
 //
 // Formats, detected from the content (gzip is transparent):
 //   - rlprof captures: a capture directory (manifest.json + events.rlp) or a bare events.rlp;
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/analysis/trace.h"
+#include "src/analysis/model/trace.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {

@@ -1,4 +1,4 @@
-#include "src/analysis/cluster.h"
+#include "src/analysis/run/cluster.h"
 
 #include <array>
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -9,13 +9,13 @@
 // Inputs of the same rank (discrete captures of one rank) are merged; an input without a rank
 // counts as its own rank (named by its index) and is noted.
 // Thread-safety: pure function.
-#ifndef RLPROF_SRC_ANALYSIS_CLUSTER_H_
-#define RLPROF_SRC_ANALYSIS_CLUSTER_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_CLUSTER_H_
+#define RLPROF_SRC_ANALYSIS_RUN_CLUSTER_H_
 
 #include <vector>
 
-#include "src/analysis/run.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/tables/tables.h"
 
 namespace rlprof::analysis {
 
@@ -41,4 +41,4 @@ double BusBandwidthFactor(const std::string& name, size_t n);
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_CLUSTER_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_CLUSTER_H_

@@ -1,6 +1,6 @@
 // The cluster view: worked examples E (balance), F (slow rank by Dixon's test) and G
 // (collective latency, skew, bandwidth) of docs/definitions.md §5.9.
-#include "src/analysis/cluster.h"
+#include "src/analysis/run/cluster.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "src/analysis/compare.h"
+#include "src/analysis/run/compare.h"
 
 #include <array>
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <tuple>
 #include <utility>
 
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -12,14 +12,14 @@
 // are left out and counted. Operators are per rank-step; ratio = new / baseline (inf when only
 // the baseline is 0, 1 when both are).
 // Thread-safety: pure function over its inputs.
-#ifndef RLPROF_SRC_ANALYSIS_COMPARE_H_
-#define RLPROF_SRC_ANALYSIS_COMPARE_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_COMPARE_H_
+#define RLPROF_SRC_ANALYSIS_RUN_COMPARE_H_
 
 #include <cstddef>
 #include <vector>
 
-#include "src/analysis/run.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/tables/tables.h"
 
 namespace rlprof::analysis {
 
@@ -42,4 +42,4 @@ Comparison CompareRuns(const std::vector<InputResult>& baseline, const std::vect
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_COMPARE_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_COMPARE_H_

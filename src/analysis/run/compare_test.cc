@@ -1,11 +1,11 @@
 // rlprof compare: the comparison of two runs (docs/definitions.md §5.8).
-#include "src/analysis/compare.h"
+#include "src/analysis/run/compare.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "src/analysis/test_traces.h"
+#include "src/analysis/model/test_traces.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -1,7 +1,7 @@
 // InputResult ⇄ CBOR. Every field of TraceAnalysis is listed once below: a field added to a
 // result struct and not here fails input_codec_test (it compares every table and summary.json
 // of a run assembled from decoded results with the local run's).
-#include "src/analysis/input_codec.h"
+#include "src/analysis/run/input_codec.h"
 
 #include <cstdint>
 #include <exception>

@@ -2,7 +2,7 @@
 // Ray): a worker on the node that holds a capture analyses it with the same C++ as
 // `rlprof analyse` (AnalyseInputs), encodes the InputResult — every per-input number, not the
 // trace: kilobytes — and the driver decodes it and assembles the run (AssembleRun,
-// src/analysis/run_pipeline.h). Decoding what was encoded gives back an equal InputResult, so
+// src/analysis/run/run_pipeline.h). Decoding what was encoded gives back an equal InputResult, so
 // the run's tables, summary.json and report are those of the local analysis.
 //
 //   std::string bytes = EncodeInputResult(r);                  // on the worker
@@ -12,16 +12,16 @@
 // text as its bytes (names from traces need not be UTF-8). Bytes of another format version, or
 // corrupt ones, decode to InvalidArgument — never a throw.
 // Thread-safety: pure functions.
-#ifndef RLPROF_SRC_ANALYSIS_INPUT_CODEC_H_
-#define RLPROF_SRC_ANALYSIS_INPUT_CODEC_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_INPUT_CODEC_H_
+#define RLPROF_SRC_ANALYSIS_RUN_INPUT_CODEC_H_
 
 #include <string>
 #include <string_view>
 
 #include <vector>
 
-#include "src/analysis/run.h"
-#include "src/analysis/run_pipeline.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/run/run_pipeline.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {
@@ -56,4 +56,4 @@ RunAnalysis AssembleRemoteRun(std::vector<std::string> paths, const AnalysisOpti
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_INPUT_CODEC_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_INPUT_CODEC_H_

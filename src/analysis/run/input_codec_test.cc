@@ -1,4 +1,4 @@
-#include "src/analysis/input_codec.h"
+#include "src/analysis/run/input_codec.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "src/analysis/run_pipeline.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run_pipeline.h"
+#include "src/analysis/tables/tables.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/analysis/run.h"
+#include "src/analysis/run/run.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,8 +10,8 @@
 #include <set>
 
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/run_view.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run_view.h"
+#include "src/analysis/tables/tables.h"
 #include "src/base/strings.h"
 #include "src/base/thread_pool.h"
 #include "src/base/time_math.h"

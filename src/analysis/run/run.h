@@ -8,8 +8,8 @@
 //
 // Thread-safety: AnalyseInputs calls `progress` from worker threads under a mutex, and `each`
 // on the worker that analysed the input, without a lock (each call gets its own input).
-#ifndef RLPROF_SRC_ANALYSIS_RUN_H_
-#define RLPROF_SRC_ANALYSIS_RUN_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_RUN_H_
+#define RLPROF_SRC_ANALYSIS_RUN_RUN_H_
 
 #include <functional>
 #include <optional>
@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/analysis/analyse.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/passes/analyse.h"
+#include "src/analysis/tables/tables.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {
@@ -74,7 +74,7 @@ const char* CompatModeName(CompatMode m);
 
 // The stable JSON document (docs/analysis.md "summary.json"): schema_version, options,
 // inputs[] with identity, steps (msprof columns, µs, + atoms in ns), stages, hta, tracelens,
-// classes, diagnostics; stage_across_ranks, run_view (src/analysis/run_view.h); and run-level
+// classes, diagnostics; stage_across_ranks, run_view (src/analysis/run/run_view.h); and run-level
 // diagnostics totals.
 // `found`: what finding the inputs counted (FindTraceInputs), added to the run-level totals.
 // `input_tables` false: each input keeps its identity and diagnostics but not its tables (the
@@ -84,4 +84,4 @@ nlohmann::json SummaryJson(const std::vector<InputResult>& results, const Analys
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_RUN_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_RUN_H_

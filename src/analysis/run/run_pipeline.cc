@@ -1,5 +1,5 @@
 // The run pipeline: find → analyse in parallel → run tables, summary.json → files.
-#include "src/analysis/run_pipeline.h"
+#include "src/analysis/run/run_pipeline.h"
 
 #include <algorithm>
 #include <atomic>

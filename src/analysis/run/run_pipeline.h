@@ -17,8 +17,8 @@
 // repaired inside an input is counted in its diagnostics. Nothing here throws.
 // Thread-safety: AnalyseRun runs `jobs` worker threads and calls `progress` under a mutex; the
 // results are plain values, safe to read from any thread.
-#ifndef RLPROF_SRC_ANALYSIS_RUN_PIPELINE_H_
-#define RLPROF_SRC_ANALYSIS_RUN_PIPELINE_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_RUN_PIPELINE_H_
+#define RLPROF_SRC_ANALYSIS_RUN_RUN_PIPELINE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -29,9 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/analysis/run.h"
-#include "src/analysis/run_view.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/run/run_view.h"
+#include "src/analysis/tables/tables.h"
 #include "src/base/status.h"
 
 namespace rlprof::analysis {
@@ -84,7 +84,7 @@ base::StatusOr<RunAnalysis> AnalyseRun(const std::vector<std::string>& paths, co
 
 // Analysis where the captures are (rlprof.distributed, docs/scale.md): the driver finds which
 // node holds which input, each node analyses its inputs (AnalyseInputs, then
-// EncodeInputResult of src/analysis/input_codec.h) and the driver assembles the run from the
+// EncodeInputResult of src/analysis/run/input_codec.h) and the driver assembles the run from the
 // decoded results: the same RunAnalysis AnalyseRun gives for the same inputs. `inputs` in
 // FindTraceInputs order, named by InputNames over all of them; an input lost on the way (its
 // node died) is kept with its Status, as an unreadable one is.
@@ -148,4 +148,4 @@ base::StatusOr<RunOutputs> AnalyseAndWriteRun(const std::vector<std::string>& pa
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_RUN_PIPELINE_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_RUN_PIPELINE_H_

@@ -1,4 +1,4 @@
-#include "src/analysis/run_pipeline.h"
+#include "src/analysis/run/run_pipeline.h"
 
 #include <gtest/gtest.h>
 

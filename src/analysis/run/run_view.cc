@@ -1,5 +1,5 @@
 // The run view: per-input stage and step results → one steps × stages × ranks table.
-#include "src/analysis/run_view.h"
+#include "src/analysis/run/run_view.h"
 
 #include <algorithm>
 #include <map>

@@ -12,8 +12,8 @@
 //   std::string text = ToText(RunViewTable(v, /*max_lane_columns=*/8));
 //
 // Thread-safety: pure functions over plain values.
-#ifndef RLPROF_SRC_ANALYSIS_RUN_VIEW_H_
-#define RLPROF_SRC_ANALYSIS_RUN_VIEW_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_RUN_VIEW_H_
+#define RLPROF_SRC_ANALYSIS_RUN_RUN_VIEW_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "src/analysis/run.h"
-#include "src/analysis/tables.h"
+#include "src/analysis/run/run.h"
+#include "src/analysis/tables/tables.h"
 
 namespace rlprof::analysis {
 
@@ -77,4 +77,4 @@ Table RunViewLongTable(const RunView& v);
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_RUN_VIEW_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_RUN_VIEW_H_

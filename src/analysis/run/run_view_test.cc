@@ -1,11 +1,11 @@
-#include "src/analysis/run_view.h"
+#include "src/analysis/run/run_view.h"
 
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <tuple>
 
-#include "src/analysis/test_traces.h"
+#include "src/analysis/model/test_traces.h"
 
 namespace rlprof::analysis {
 namespace {

@@ -1,4 +1,4 @@
-#include "src/analysis/to_capture.h"
+#include "src/analysis/run/to_capture.h"
 
 #include <algorithm>
 #include <cstdint>

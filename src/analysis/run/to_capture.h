@@ -11,11 +11,11 @@
 // arguments the exporters show (correlation id, bytes, group, shapes). Counter samples keep
 // their series. What cannot be represented is counted in the capture's diagnostics.
 // Thread-safety: pure function.
-#ifndef RLPROF_SRC_ANALYSIS_TO_CAPTURE_H_
-#define RLPROF_SRC_ANALYSIS_TO_CAPTURE_H_
+#ifndef RLPROF_SRC_ANALYSIS_RUN_TO_CAPTURE_H_
+#define RLPROF_SRC_ANALYSIS_RUN_TO_CAPTURE_H_
 
-#include "src/analysis/classify.h"
-#include "src/analysis/trace.h"
+#include "src/analysis/passes/classify.h"
+#include "src/analysis/model/trace.h"
 #include "src/format/capture.h"
 
 namespace rlprof::analysis {
@@ -24,4 +24,4 @@ format::Capture CaptureFromTrace(const Trace& t, const Classifier& cls);
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_TO_CAPTURE_H_
+#endif  // RLPROF_SRC_ANALYSIS_RUN_TO_CAPTURE_H_

@@ -1,5 +1,5 @@
 // Traces as captures (to_capture.h): what `rlprof export` writes for Kineto / torch / Ascend.
-#include "src/analysis/to_capture.h"
+#include "src/analysis/run/to_capture.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <map>
 
 #include "src/analysis/readers/readers.h"
-#include "src/analysis/test_traces.h"
+#include "src/analysis/model/test_traces.h"
 #include "src/format/export.h"
 
 namespace rlprof::analysis {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "src/analysis/tables.h"
+#include "src/analysis/tables/tables.h"
 #include "src/format/sqlite_file.h"
 
 namespace rlprof::analysis {

@@ -1,10 +1,10 @@
 // Table builders: TraceAnalysis → Tables (declarations of every output's columns).
-#include "src/analysis/tables.h"
+#include "src/analysis/tables/tables.h"
 
 #include <cmath>
 #include <type_traits>
 
-#include "src/analysis/views.h"
+#include "src/analysis/passes/views.h"
 
 namespace rlprof::analysis {
 

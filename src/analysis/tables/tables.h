@@ -8,8 +8,8 @@
 //   RLPROF_RETURN_IF_ERROR(WriteSqlite({t, …}, "analysis.db"));
 //
 // Thread-safety: pure functions; WriteSqlite writes one file.
-#ifndef RLPROF_SRC_ANALYSIS_TABLES_H_
-#define RLPROF_SRC_ANALYSIS_TABLES_H_
+#ifndef RLPROF_SRC_ANALYSIS_TABLES_TABLES_H_
+#define RLPROF_SRC_ANALYSIS_TABLES_TABLES_H_
 
 #include <cstdint>
 #include <memory>
@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/analysis/analyse.h"
+#include "src/analysis/passes/analyse.h"
 #include "src/base/status.h"
 
 struct sqlite3;
@@ -144,4 +144,4 @@ class SqliteWriter {
 
 }  // namespace rlprof::analysis
 
-#endif  // RLPROF_SRC_ANALYSIS_TABLES_H_
+#endif  // RLPROF_SRC_ANALYSIS_TABLES_TABLES_H_
