@@ -121,49 +121,110 @@ base::StatusOr<Trace> ReadAscendFolder(const std::string& dir, const AscendFolde
 
 }  // namespace
 
+// ---- The registry: every format once, in the order they are tried (magic bytes before names;
+// the JSON reader last, as the fallback). To add a format: a reader file and one entry here.
+
+namespace {
+
+struct FormatReader {
+  const char* name;
+  bool (*claims_dir)(const std::string& path);  // a folder it reads (null: none)
+  // A regular file it reads, by content first, name second (null: none).
+  bool (*claims_file)(const std::string& path);
+  bool (*claims_bytes)(std::string_view bytes);  // bytes in memory (null: none)
+  base::StatusOr<Trace> (*read_dir)(const std::string& path, const ReadOptions& opts);
+  base::StatusOr<Trace> (*read_file)(const std::string& path, const ReadOptions& opts);
+  base::StatusOr<Trace> (*read_bytes)(std::string_view bytes, const std::string& name, const ReadOptions& opts);
+};
+
+bool IsCaptureDir(const std::string& path) {
+  return fs::exists(fs::path(path) / "manifest.json") || fs::exists(fs::path(path) / "events.rlp");
+}
+bool IsCaptureFile(const std::string& path) {
+  return HasRawMagic(path) ||
+         (fs::path(path).filename() == "manifest.json" && fs::exists(fs::path(path).parent_path() / "events.rlp"));
+}
+bool HasRawMagicBytes(std::string_view bytes) {
+  return bytes.size() >= sizeof(format::kRawMagic) &&
+         std::memcmp(bytes.data(), format::kRawMagic, sizeof(format::kRawMagic)) == 0;
+}
+base::StatusOr<Trace> ReadCaptureFile(const std::string& path, const ReadOptions& opts) {
+  // A capture's manifest.json stands for its folder.
+  return ReadCapture(HasRawMagic(path) ? path : fs::path(path).parent_path().string(), opts);
+}
+base::StatusOr<Trace> ReadCaptureBytes(std::string_view bytes, const std::string& name, const ReadOptions& opts) {
+  RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCaptureBytes(bytes, name));
+  Trace t = TraceFromCapture(c, opts);
+  AssignStageSteps(&t);
+  return t;
+}
+
+bool IsAscendDir(const std::string& path) { return FindAscendFolder(path).has_value(); }
+base::StatusOr<Trace> ReadAscendDir(const std::string& path, const ReadOptions& opts) {
+  return ReadAscendFolder(path, *FindAscendFolder(path), opts);
+}
+
+bool IsDbFile(const std::string& path) {
+  return HasSqliteMagic(path) || IsAscendDbName(fs::path(path).filename().string());
+}
+base::StatusOr<Trace> ReadDbFile(const std::string& path, const ReadOptions& opts) {
+  if (!HasSqliteMagic(path))
+    return base::InvalidArgument(path + ": named like an Ascend profiler database but not an SQLite file "
+                                        "(its header is damaged or it is not a database)");
+  return ReadDb(path, opts);
+}
+base::StatusOr<Trace> ReadDbBytes(std::string_view bytes, const std::string& name, const ReadOptions& opts) {
+  Trace t;
+  RLPROF_RETURN_IF_ERROR(ReadAscendDbBytes(bytes, name, opts, &t));
+  AssignStageSteps(&t);
+  return t;
+}
+
+bool Anything(const std::string&) { return true; }
+bool AnyBytes(std::string_view) { return true; }
+base::StatusOr<Trace> ReadJsonFile(const std::string& path, const ReadOptions& opts) {
+  RLPROF_ASSIGN_OR_RETURN(InputBuffer in, ReadInputFile(path));
+  return ReadJsonInput(in, path, opts);
+}
+base::StatusOr<Trace> ReadJsonBytes(std::string_view bytes, const std::string& name, const ReadOptions& opts) {
+  InputBuffer in = InputFromBytes(bytes);
+  return ReadJsonInput(in, name, opts);
+}
+
+constexpr FormatReader kReaders[] = {
+    {"rlprof capture", IsCaptureDir, IsCaptureFile, HasRawMagicBytes, ReadCapture, ReadCaptureFile,
+     ReadCaptureBytes},
+    {"Ascend profiler folder", IsAscendDir, nullptr, nullptr, ReadAscendDir, nullptr, nullptr},
+    {"Ascend profiler database", nullptr, IsDbFile, HasSqliteMagicBytes, nullptr, ReadDbFile, ReadDbBytes},
+    // Kineto / torch.profiler JSON, legacy torch JSON, Ascend trace_view.json (gzip transparent).
+    {"Chrome trace JSON", nullptr, Anything, AnyBytes, nullptr, ReadJsonFile, ReadJsonBytes},
+};
+
+}  // namespace
+
 base::StatusOr<Trace> ReadTrace(const std::string& path, const ReadOptions& opts) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) return base::NotFound(path + ": no such file or directory");
   if (fs::is_directory(st)) {
-    if (fs::exists(fs::path(path) / "manifest.json") || fs::exists(fs::path(path) / "events.rlp"))
-      return ReadCapture(path, opts);
-    if (auto f = FindAscendFolder(path)) return ReadAscendFolder(path, *f, opts);
+    for (const FormatReader& r : kReaders)
+      if (r.claims_dir != nullptr && r.claims_dir(path)) return r.read_dir(path, opts);
     return base::InvalidArgument(path +
                                  ": a directory that is not a capture (no manifest.json or "
                                  "events.rlp) nor an Ascend profiler folder; expand it with "
                                  "FindTraceInputs");
   }
   RLPROF_RETURN_IF_ERROR(base::CheckRegularFile(path));  // FIFOs, devices: refused, never opened
-  if (HasRawMagic(path)) return ReadCapture(path, opts);
-  if (HasSqliteMagic(path)) return ReadDb(path, opts);
-  if (IsAscendDbName(fs::path(path).filename().string()))
-    return base::InvalidArgument(path + ": named like an Ascend profiler database but not an SQLite file "
-                                        "(its header is damaged or it is not a database)");
-  if (fs::path(path).filename() == "manifest.json" &&
-      fs::exists(fs::path(path).parent_path() / "events.rlp"))
-    return ReadCapture(fs::path(path).parent_path().string(), opts);
-  RLPROF_ASSIGN_OR_RETURN(InputBuffer in, ReadInputFile(path));
-  return ReadJsonInput(in, path, opts);
+  for (const FormatReader& r : kReaders)
+    if (r.claims_file != nullptr && r.claims_file(path)) return r.read_file(path, opts);
+  return base::InvalidArgument(path + ": no reader claims it");  // unreachable: JSON claims anything
 }
 
 base::StatusOr<Trace> ReadTraceBytes(std::string_view bytes, const std::string& name,
                                      const ReadOptions& opts) {
-  if (bytes.size() >= sizeof(format::kRawMagic) &&
-      std::memcmp(bytes.data(), format::kRawMagic, sizeof(format::kRawMagic)) == 0) {
-    RLPROF_ASSIGN_OR_RETURN(format::Capture c, format::LoadCaptureBytes(bytes, name));
-    Trace t = TraceFromCapture(c, opts);
-    AssignStageSteps(&t);
-    return t;
-  }
-  if (HasSqliteMagicBytes(bytes)) {
-    Trace t;
-    RLPROF_RETURN_IF_ERROR(ReadAscendDbBytes(bytes, name, opts, &t));
-    AssignStageSteps(&t);
-    return t;
-  }
-  InputBuffer in = InputFromBytes(bytes);
-  return ReadJsonInput(in, name, opts);
+  for (const FormatReader& r : kReaders)
+    if (r.claims_bytes != nullptr && r.claims_bytes(bytes)) return r.read_bytes(bytes, name, opts);
+  return base::InvalidArgument(name + ": no reader claims it");
 }
 
 namespace {
