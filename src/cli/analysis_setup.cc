@@ -12,7 +12,6 @@
 #include "src/cli/cli.h"
 #include "src/format/diagnostics.h"
 #include "src/format/json_escape.h"
-#include "src/report/html_report.h"
 
 namespace rlprof::cli {
 
@@ -123,34 +122,13 @@ base::Status WriteTableFiles(const std::string& dir, const std::vector<const ana
   return base::WriteFileAtomic(dir + "/" + json_name, text + "\n");
 }
 
-base::Status AnalyseForReport(const std::string& path, const std::string& baseline, const std::string& title,
-                              const std::string& baseline_label, const std::string& current_label,
-                              const char* command, const analysis::Classifier& cls,
-                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out,
-                              bool confine) {
-  std::vector<analysis::InputResult> results, base;
-  analysis::Diagnostics found;
-  // Device and host lanes for the timeline: only in runs whose page keeps per-input detail
-  // (their memory grows with lanes × spans per input), never for the baseline.
-  analysis::AnalysisOptions run_opts = opts, base_opts = opts;
-  base_opts.activity_spans = 0;
-  if (run_opts.activity_spans == 0) run_opts.activity_spans = report::kReportActivitySpansPerLane;
-  RLPROF_RETURN_IF_ERROR(AnalysePath(path, command, "", cls, run_opts, jobs, io, &results, &out->bad_inputs, &found,
-                                     report::kReportDetailInputs, confine ? path : ""));
-  if (!baseline.empty())
-    RLPROF_RETURN_IF_ERROR(AnalysePath(baseline, command, "baseline", cls, base_opts, jobs, io, &base, &out->bad_inputs,
-                                       &found, SIZE_MAX, confine ? baseline : ""));
-  std::unique_ptr<analysis::Comparison> cmp;
-  if (!baseline.empty()) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
-  out->data = report::ReportData(results, analysis::SummaryJson(results, opts, &found, /*input_tables=*/false), title,
-                                 base::Version(), cmp.get(), baseline_label, current_label);
-  out->inputs = results.size();
-  out->compared = cmp != nullptr;
-  out->diagnostics = found;
-  out->diagnostics.Merge(MergedDiagnostics(results));
-  out->diagnostics.Merge(MergedDiagnostics(base));
-  if (cmp) out->diagnostics.Merge(cmp->diagnostics);
-  return base::Status::Ok();
+base::Status AnalyseForReport(const report::ReportRequest& request, const char* command, Io& io,
+                              report::RunReport* out) {
+  const base::Status s = report::BuildRunReport(request, out);
+  for (const auto& u : out->unreadable)  // listed whether or not the other side was found
+    io.err << "rlprof " << command << ": " << (u.side.empty() ? "" : u.side + ": ") << u.input << ": " << u.why
+           << "\n";
+  return s;
 }
 
 }  // namespace rlprof::cli

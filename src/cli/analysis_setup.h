@@ -20,6 +20,7 @@
 #include "src/analysis/run/run.h"
 #include "src/analysis/tables/tables.h"
 #include "src/cli/command.h"
+#include "src/report/report_pipeline.h"
 
 namespace rlprof::cli {
 
@@ -48,23 +49,11 @@ base::Status AnalysePath(const std::string& path, const char* command, const std
                          analysis::Diagnostics* found, size_t activity_max_inputs = SIZE_MAX,
                          const std::string& confine_to = "");
 
-// What `rlprof report` and `rlprof serve` draw: `path` (and `baseline` when not empty) found and
-// analysed with AnalysePath, compared, and turned into the report's data (report::ReportData,
-// labelled `title`, `baseline_label` and `current_label`). `diagnostics` totals what finding the
-// inputs passed over, every input and the comparison. A search that found nothing is the Status;
-// unreadable inputs set `bad_inputs` and are listed in the page.
-struct RunReport {
-  nlohmann::json data;
-  size_t inputs = 0;
-  bool compared = false;
-  bool bad_inputs = false;
-  analysis::Diagnostics diagnostics;
-};
-base::Status AnalyseForReport(const std::string& path, const std::string& baseline, const std::string& title,
-                              const std::string& baseline_label, const std::string& current_label,
-                              const char* command, const analysis::Classifier& cls,
-                              const analysis::AnalysisOptions& opts, size_t jobs, Io& io, RunReport* out,
-                              bool confine = false);  // each side read only below itself (serve)
+// What `rlprof report` and `rlprof serve` draw: the report pipeline (src/report/report_pipeline.h),
+// with every unreadable input printed as "rlprof <command>: [baseline: ]<input>: <why>" (they
+// are also listed in the page).
+base::Status AnalyseForReport(const report::ReportRequest& request, const char* command, Io& io,
+                              report::RunReport* out);
 
 // The Status of a command whose inputs were partly unreadable (their reasons already printed):
 // DataLoss (exit 2) when `bad_inputs`, else Ok.

@@ -25,14 +25,21 @@ struct ReportArgs {
 
 base::Status Report(const ReportArgs& a, const analysis::AnalysisOptions& opts, const analysis::Classifier& cls,
                     Io& io) {
-  RunReport r;
-  RLPROF_RETURN_IF_ERROR(AnalyseForReport(a.path, a.baseline, a.title.empty() ? a.path : a.title, a.baseline, a.path,
-                                          "report", cls, opts, a.jobs, io, &r));
+  report::RunReport r;
+  RLPROF_RETURN_IF_ERROR(AnalyseForReport({.path = a.path,
+                                           .baseline = a.baseline,
+                                           .title = a.title.empty() ? a.path : a.title,
+                                           .baseline_label = a.baseline,
+                                           .current_label = a.path,
+                                           .classifier = cls,
+                                           .options = opts,
+                                           .jobs = a.jobs},
+                                          "report", io, &r));
   RLPROF_RETURN_IF_ERROR(report::WriteHtmlReport(a.output, r.data));
   io.out << "wrote " << a.output << " (" << r.inputs << " input(s)"
          << (r.compared ? ", compared with " + a.baseline : std::string()) << ")\n";
   PrintDiagnostics(io, r.diagnostics, "all inputs");
-  return UnreadableInputs(r.bad_inputs);
+  return UnreadableInputs(!r.unreadable.empty());
 }
 
 base::Status Run(const ReportArgs& a, Io& io) {

@@ -121,10 +121,17 @@ class Site {
     Io io{out, err};
     // Inputs that cannot be read are listed in the page's diagnostics; only "no trace at all"
     // (or a search that failed) is an error page.
-    RunReport r;
-    RLPROF_RETURN_IF_ERROR(AnalyseForReport(run.path, baseline ? baseline->path : "", run.id,
-                                            baseline ? baseline->id : "", run.id, "serve", cls_, opts_, args_.jobs,
-                                            io, &r, /*confine=*/true));
+    report::RunReport r;
+    RLPROF_RETURN_IF_ERROR(AnalyseForReport({.path = run.path,
+                                             .baseline = baseline ? baseline->path : "",
+                                             .title = run.id,
+                                             .baseline_label = baseline ? baseline->id : "",
+                                             .current_label = run.id,
+                                             .classifier = cls_,
+                                             .options = opts_,
+                                             .jobs = args_.jobs,
+                                             .confine = true},
+                                            "serve", io, &r));
     std::string page = report::RenderHtmlReport(r.data);
     Store(run, name, page);
     return page;
