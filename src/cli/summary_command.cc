@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 
+#include "src/analysis/run/async_run.h"
 #include "src/analysis/run/run.h"
 #include "src/analysis/run/run_pipeline.h"
 #include "src/analysis/run/run_view.h"
@@ -49,6 +50,7 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
   if (view == "stack") return {OpsByFrameTable(a)};
   if (view == "ranges") return {UserRangeTable(a)};
   if (view == "tb") return {TbStepTimeTable(a)};
+  if (view == "async") return {};  // a run-level table (AsyncPoolsTable), printed after the inputs
   std::vector<Table> all{StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a),
                          HtaTemporalTable(a), HtaIdleTable(a), HtaKernelTypeTable(a), GpuTimelineTable(a),
                          TbStepTimeTable(a), ClassTable(a)};
@@ -154,7 +156,7 @@ base::Status Run(const SummaryArgs& a, Io& io) {
       j["inputs"].push_back(InputJson(r, man, tables));
       continue;
     }
-    if (run_view_only) continue;
+    if (run_view_only || a.view == "async") continue;
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
@@ -173,6 +175,16 @@ base::Status Run(const SummaryArgs& a, Io& io) {
     analysis::Table t = analysis::StageAcrossRanksTable(results);
     if (a.json) j["stage_across_ranks"] = analysis::ToJson(t);
     else io.out << "== all inputs\n-- " << t.name << "\n" << analysis::ToText(t);
+  }
+  if (a.view == "async") {  // the run's processes and pools (async RL; rlprof.rl's records)
+    analysis::Table t = analysis::AsyncPoolsTable(results);
+    if (a.json) {
+      j["async_pools"] = analysis::ToJson(t);
+    } else {
+      io.out << "== run: async pools (" << t.rows.size() << " row(s))\n-- " << t.name << "\n" << analysis::ToText(t);
+      if (t.rows.empty()) io.out << "(no input holds rlprof.rl's records: see docs/python.md, \"Asynchronous RL\")\n";
+      PrintDiagnostics(io, MergedDiagnostics(results), "all inputs");
+    }
   }
   analysis::Diagnostics run_diag;  // what building the run view counted
   if (a.view == "rl") {
@@ -219,8 +231,8 @@ Command AddSummaryCommand(CLI::App& app) {
   auto args = std::make_shared<SummaryArgs>();
   auto* cmd = app.add_subcommand("summary", "Print a breakdown view of traces in the terminal");
   cmd->add_option("path", args->path, "Capture directory, trace file, or a folder of them")->required();
-  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | tb | rl | ops | kernels | comm | atoms | module | memory | stack | ranges | all")
-      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "module", "memory", "stack", "ranges", "tb", "all"}));
+  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | tb | rl | ops | kernels | comm | atoms | module | memory | stack | ranges | async | all")
+      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "module", "memory", "stack", "ranges", "tb", "async", "all"}));
   AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print the tables as JSON");
   cmd->add_flag("--per-capture", args->per_capture,

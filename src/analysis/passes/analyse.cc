@@ -372,6 +372,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   internal::ComputeOpStats(t, c, &a);
   a.modules = ModuleView(t);
   a.user_ranges = UserRanges(t);
+  a.async = AsyncPools(t);
   a.tb_steps = TbStepTime(t, TbRules::kRelease043);
   a.memory_peaks = MemoryPeaks(t, a.stages);
   a.ops_by_frame = OpsByFrame(t);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "src/analysis/passes/async_pools.h"
 #include "src/analysis/passes/activity.h"
 #include "src/analysis/passes/classify.h"
 #include "src/analysis/passes/contents.h"
@@ -162,6 +163,7 @@ struct TraceAnalysis {
   // Framework contents (src/analysis/passes/contents.h): empty when the capture has none.
   std::vector<ModuleRow> modules;
   std::vector<RangeRow> user_ranges;  // --view ranges
+  AsyncBreakdown async;               // --view async (async_pools.h): present with rlprof.rl's records
   std::vector<MemoryPeakRow> memory_peaks;
   std::vector<FrameRow> ops_by_frame;
   // torch-tb-profiler 0.4.3's step time breakdown (tb_steps.h; --view tb).

@@ -1,0 +1,50 @@
+// Asynchronous RL, one process's view (docs/definitions.md §7, issue 32): where its capture
+// window went — the weight sync (rlprof.rl's sync/<phase> ranges and the `weight_sync` stage),
+// idle by cause (wait/<cause> ranges), busy (its other stages), other — each instant counted
+// once, in that priority (a sync inside a wait is sync); the weight versions it went through
+// and the staleness of what it consumed (rlprof.rl's counters).
+//
+//   AsyncBreakdown b = AsyncPools(trace);
+//   if (b.present) … b.wait[kWaitSamples] / b.window: the share a trainer was starved …
+//
+// Thread-safety: a pure function of the trace.
+#ifndef RLPROF_SRC_ANALYSIS_PASSES_ASYNC_POOLS_H_
+#define RLPROF_SRC_ANALYSIS_PASSES_ASYNC_POOLS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "src/analysis/model/trace.h"
+
+namespace rlprof::analysis {
+
+// rlprof.rl's vocabulary (python/rlprof/rl.py): wait/<cause>, sync/<phase>.
+inline constexpr const char* kWaitCauses[] = {"samples", "weights", "staleness", "queue_full"};
+inline constexpr const char* kSyncPhases[] = {"drain", "gather", "wait", "transfer", "load", "resume"};
+inline constexpr size_t kWaitCauseCount = 4, kSyncPhaseCount = 6;
+enum WaitCause { kWaitSamples = 0, kWaitWeights, kWaitStaleness, kWaitQueueFull };
+
+struct AsyncBreakdown {
+  bool present = false;       // the capture holds rlprof.rl's ranges or counters
+  int64_t window = 0;         // ns: the capture window (else first to last event)
+  std::array<int64_t, kSyncPhaseCount> sync{};  // per phase, ns
+  int64_t sync_other = 0;     // in the weight_sync stage, outside every named phase
+  std::array<int64_t, kWaitCauseCount> wait{};  // per cause, ns (outside sync)
+  int64_t busy = 0;           // in a stage (not weight_sync), outside sync and waits
+  int64_t other = 0;          // the rest of the window
+  int64_t syncs = 0;          // weight_sync stages
+  double transfer_bytes = 0;  // Σ rl/sync_bytes
+  int64_t version_first = -1, version_last = -1;  // rl/weight_version, else rl/trainer_version
+  int64_t consumed = 0;       // rl/staleness samples: what a trainer took
+  double staleness_mean = 0;
+  int64_t staleness_max = 0;
+  int64_t sync_total() const;
+  int64_t wait_total() const;
+};
+
+AsyncBreakdown AsyncPools(const Trace& t);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_PASSES_ASYNC_POOLS_H_

@@ -1,0 +1,91 @@
+#include "src/analysis/run/async_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace rlprof::analysis {
+namespace {
+
+using Row = std::vector<Cell>;
+
+double Us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+// A pool's sum of its processes (versions: the widest range; staleness: over every consumption).
+void Accumulate(const AsyncBreakdown& b, AsyncBreakdown* sum, double* staleness_sum) {
+  sum->present = true;
+  sum->window += b.window;
+  for (size_t i = 0; i < kSyncPhaseCount; ++i) sum->sync[i] += b.sync[i];
+  for (size_t i = 0; i < kWaitCauseCount; ++i) sum->wait[i] += b.wait[i];
+  sum->sync_other += b.sync_other;
+  sum->busy += b.busy;
+  sum->other += b.other;
+  sum->syncs += b.syncs;
+  sum->transfer_bytes += b.transfer_bytes;
+  if (b.version_first >= 0)
+    sum->version_first = sum->version_first < 0 ? b.version_first : std::min(sum->version_first, b.version_first);
+  sum->version_last = std::max(sum->version_last, b.version_last);
+  sum->consumed += b.consumed;
+  *staleness_sum += b.staleness_mean * static_cast<double>(b.consumed);
+  sum->staleness_max = std::max(sum->staleness_max, b.staleness_max);
+}
+
+Row RowOf(const std::string& input, int64_t rank, const std::string& role, const AsyncBreakdown& b) {
+  const int64_t transfer = b.sync[3];
+  Row r{input, rank, role, Us(b.window), Us(b.busy)};
+  for (int64_t w : b.wait) r.push_back(Us(w));
+  r.push_back(Us(b.sync_total()));
+  for (int64_t s : b.sync) r.push_back(Us(s));
+  r.push_back(Us(b.sync_other));
+  r.push_back(Us(b.other));
+  r.push_back(b.window > 0 ? 100.0 * static_cast<double>(b.busy) / static_cast<double>(b.window) : NAN);
+  r.push_back(b.syncs);
+  r.push_back(b.transfer_bytes / 1e6);
+  r.push_back(transfer > 0 ? b.transfer_bytes / static_cast<double>(transfer) : NAN);  // bytes/ns = GB/s
+  r.push_back(b.version_first);
+  r.push_back(b.version_last);
+  r.push_back(b.consumed);
+  r.push_back(b.consumed > 0 ? b.staleness_mean : NAN);
+  r.push_back(b.staleness_max);
+  return r;
+}
+
+}  // namespace
+
+Table AsyncPoolsTable(const std::vector<InputResult>& results) {
+  Table t{"async_pools", {Column{"input", ColumnType::kText, ""}, Column{"rank", ColumnType::kInt, ""},
+                          Column{"role", ColumnType::kText, ""}, Column{"window", ColumnType::kReal, "us"},
+                          Column{"busy", ColumnType::kReal, "us"}},
+          {}};
+  for (const char* c : kWaitCauses) t.columns.push_back({std::string("wait_") + c, ColumnType::kReal, "us"});
+  t.columns.push_back({"sync", ColumnType::kReal, "us"});
+  for (const char* p : kSyncPhases) t.columns.push_back({std::string("sync_") + p, ColumnType::kReal, "us"});
+  for (const char* c : {"sync_other", "other"}) t.columns.push_back({c, ColumnType::kReal, "us"});
+  t.columns.push_back({"busy_pct", ColumnType::kReal, "%"});
+  t.columns.push_back({"syncs", ColumnType::kInt, ""});
+  t.columns.push_back({"transfer_mb", ColumnType::kReal, "MB"});
+  t.columns.push_back({"transfer_gbps", ColumnType::kReal, "GB/s"});
+  for (const char* c : {"version_first", "version_last", "consumed"}) t.columns.push_back({c, ColumnType::kInt, ""});
+  t.columns.push_back({"staleness_mean", ColumnType::kReal, ""});
+  t.columns.push_back({"staleness_max", ColumnType::kInt, ""});
+  std::map<std::string, std::pair<AsyncBreakdown, double>> pools;  // role → (sum, Σ staleness)
+  std::map<std::string, int64_t> processes;
+  for (const auto& r : results) {
+    const AsyncBreakdown& b = r.analysis.async;
+    if (!r.status.ok() || !b.present) continue;
+    const std::string role = r.analysis.role.empty() ? "?" : r.analysis.role;
+    t.rows.push_back(RowOf(r.name, r.analysis.rank, role, b));
+    auto& [sum, staleness] = pools[role];
+    Accumulate(b, &sum, &staleness);
+    ++processes[role];
+  }
+  for (auto& [role, p] : pools) {
+    AsyncBreakdown& sum = p.first;
+    if (sum.consumed > 0) sum.staleness_mean = p.second / static_cast<double>(sum.consumed);
+    t.rows.push_back(RowOf("pool " + role, processes[role], role, sum));
+  }
+  return t;
+}
+
+}  // namespace rlprof::analysis

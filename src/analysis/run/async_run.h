@@ -1,0 +1,23 @@
+// Asynchronous RL across a run's processes (issue 32; docs/definitions.md §7): one row per
+// process that recorded rlprof.rl's facts (AsyncPools: its window split into sync phases, idle
+// by cause, busy and other), then one row per pool (role) summing its processes — the table of
+// `rlprof summary RUN --view async`.
+// Thread-safety: a pure function of the results.
+#ifndef RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
+#define RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
+
+#include <vector>
+
+#include "src/analysis/run/run.h"
+#include "src/analysis/tables/tables.h"
+
+namespace rlprof::analysis {
+
+// async_pools: input, rank, role, window, busy, wait_<cause>…, sync, sync_<phase>…, sync_other,
+// other (µs), busy_pct, syncs, transfer_mb, transfer_gbps, version_first, version_last,
+// consumed, staleness_mean, staleness_max. Pool rows: input "pool <role>", rank = processes.
+Table AsyncPoolsTable(const std::vector<InputResult>& results);
+
+}  // namespace rlprof::analysis
+
+#endif  // RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
