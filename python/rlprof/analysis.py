@@ -204,6 +204,15 @@ class Analysis:
         return self.table("stage_across_ranks")
 
     @property
+    def async_pools(self) -> pd.DataFrame:
+        """Asynchronous RL: each process's window split into sync phases, idle by cause, busy
+        and other (µs), then one row per pool (docs/definitions.md §5.12). Empty without
+        rlprof.rl's records."""
+        if "async_pools" not in self.table_names:
+            return pd.DataFrame()
+        return self.table("async_pools")
+
+    @property
     def op_stats(self) -> pd.DataFrame:
         """op_statistic: host operators (by name and by shapes) and device kernels (µs)."""
         return self.table("op_statistic")

@@ -111,3 +111,24 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
     assert max(staleness) <= bound or any(not e["kept"] for e in consumed)
     if mode == "sync":
         assert staleness == {0}
+
+
+def test_the_run_pipeline_and_rlprof_analysis_carry_the_async_table(tmp_path, rlprof_cli):
+    out = run_example(tmp_path, "one_step_off")
+    with open(os.path.join(out, "summary.json")) as f:
+        run = json.load(f)["run_dir"]
+    import rlprof.analysis as ra  # pandas: imported here, as users do
+    a = ra.load(run)
+    df = a.async_pools
+    assert list(df["input"])[-2:] == ["pool actor", "pool rollout"]
+    assert (df["busy"] > 0).all() and (df["window"] >= df["busy"]).all()
+    parts = ["busy", "other", "sync"] + [f"wait_{w}" for w in WAITS]
+    assert (df[parts].sum(axis=1) - df["window"]).abs().max() < 0.01  # µs: the split adds up
+    # `rlprof analyse` writes it too (analysis.db and a CSV beside run_view.csv).
+    dest = str(tmp_path / "analysis")
+    r = subprocess.run([rlprof_cli, "analyse", run, "-o", dest], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import sqlite3
+    with sqlite3.connect(os.path.join(dest, "analysis.db")) as db:
+        n = db.execute("SELECT COUNT(*) FROM async_pools WHERE input LIKE 'pool %'").fetchone()[0]
+    assert n == 2

@@ -53,6 +53,11 @@ Row RowOf(const std::string& input, int64_t rank, const std::string& role, const
 
 }  // namespace
 
+bool AnyAsync(const std::vector<InputResult>& results) {
+  return std::any_of(results.begin(), results.end(),
+                     [](const InputResult& r) { return r.status.ok() && r.analysis.async.present; });
+}
+
 Table AsyncPoolsTable(const std::vector<InputResult>& results) {
   Table t{"async_pools", {Column{"input", ColumnType::kText, ""}, Column{"rank", ColumnType::kInt, ""},
                           Column{"role", ColumnType::kText, ""}, Column{"window", ColumnType::kReal, "us"},

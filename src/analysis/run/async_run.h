@@ -18,6 +18,9 @@ namespace rlprof::analysis {
 // consumed, staleness_mean, staleness_max. Pool rows: input "pool <role>", rank = processes.
 Table AsyncPoolsTable(const std::vector<InputResult>& results);
 
+// Whether some analysed input holds rlprof.rl's records (then runs get the table).
+bool AnyAsync(const std::vector<InputResult>& results);
+
 }  // namespace rlprof::analysis
 
 #endif  // RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
