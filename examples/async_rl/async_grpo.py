@@ -86,6 +86,9 @@ class AsyncConfig:
     seed: int = 1234
     out: str = "out/async"
     profile: bool = True
+    # Planted slowness (ms added to each call), to make a run train-bound or rollout-bound.
+    train_delay_ms: float = 0.0
+    generate_delay_ms: float = 0.0
 
     def staleness(self) -> int:
         return {"sync": 0, "one_step_off": 1}.get(self.mode, self.max_staleness)
@@ -250,6 +253,9 @@ def rollout_loop(cfg: AsyncConfig, index: int, group: Any, sh: Shared, prof: Opt
             with Span(truth, "rollout_generate", rlprof.annotate("rollout_generate", role="rollout"),
                       version=version, slot=slot):
                 made = generate_group(model, a, b, cfg, gen)
+                if cfg.generate_delay_ms > 0:
+                    time.sleep(cfg.generate_delay_ms / 1e3)
+            rl.generated(1)  # one group: the unit the queue holds
             made.update(slot=slot, version=version, worker=index, made_ns=time.monotonic_ns())
             if not put(made, sh, truth, service_sync):
                 break
@@ -293,6 +299,8 @@ def trainer_loop(cfg: AsyncConfig, rank: int, group: Any, train_group: Any, sh: 
             dropped += len(batch) - len(good)
             with Span(truth, "actor_update", rlprof.annotate("actor_update", role="actor"), version=u - 1):
                 r = update(actor, opt, good, cfg)
+                if cfg.train_delay_ms > 0:
+                    time.sleep(cfg.train_delay_ms / 1e3)
             rewards.append(r)
             rl.trainer_version(u)
             if rank == 0 and u % cfg.every() == 0 and u < cfg.updates:
@@ -424,11 +432,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--publish-every", type=int, default=d.publish_every)
     ap.add_argument("--queue-max", type=int, default=d.queue_max)
     ap.add_argument("--out", default=d.out)
+    ap.add_argument("--train-delay-ms", type=float, default=0.0, help="planted: added to every update")
+    ap.add_argument("--generate-delay-ms", type=float, default=0.0, help="planted: added to every group generated")
     ap.add_argument("--no-profile", dest="profile", action="store_false")
     a = ap.parse_args(argv)
     cfg = AsyncConfig(mode=a.mode, trainers=a.trainers, rollout_workers=a.rollout_workers, updates=a.updates,
                       groups=a.groups, max_staleness=a.max_staleness, publish_every=a.publish_every,
-                      queue_max=a.queue_max, out=a.out, profile=a.profile)
+                      queue_max=a.queue_max, out=a.out, profile=a.profile, train_delay_ms=a.train_delay_ms,
+                      generate_delay_ms=a.generate_delay_ms)
     s = launch(cfg)
     kept = sum(t["kept"] for t in s["trainers"])
     dropped = sum(t["dropped"] for t in s["trainers"])

@@ -213,6 +213,15 @@ class Analysis:
         return self.table("async_pools")
 
     @property
+    def async_verdict(self) -> pd.DataFrame:
+        """Asynchronous RL: rollout-bound or train-bound, each pool's rate per process, and the
+        throughput with one process moved (estimates from the measured rates). Empty without
+        rlprof.rl's records."""
+        if "async_verdict" not in self.table_names:
+            return pd.DataFrame()
+        return self.table("async_verdict")
+
+    @property
     def op_stats(self) -> pd.DataFrame:
         """op_statistic: host operators (by name and by shapes) and device kernels (µs)."""
         return self.table("op_statistic")

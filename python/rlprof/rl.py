@@ -9,12 +9,13 @@
         dist.broadcast(buf, src=0, group=g)
     rl.published(v)                      # the trainer made version v available
     rl.trainer_version(u)                # the trainer's policy is now version u (updates done)
+    rl.generated(n)                      # a rollout process made n samples (the unit its queue holds)
     rl.consumed(staleness=u - v)         # a trainer took a sample made with version v
     rl.queue_depth(n)                    # samples waiting in the queue
 
 What they record (names the analysis reads, docs/python.md "Asynchronous RL"):
   counters  rl/weight_version, rl/published_version, rl/trainer_version, rl/staleness,
-            rl/queue_depth, rl/sync_bytes
+            rl/generated, rl/queue_depth, rl/sync_bytes
   ranges    wait/<cause>, sync/<phase> (phase: drain, gather, wait, transfer, load, resume)
 Outside a capture window every call is a cheap no-op, as every other marker.
 """
@@ -41,6 +42,11 @@ def published(version: int) -> None:
 def trainer_version(version: int) -> None:
     """The trainer's policy after an update: the number of updates done."""
     counter("rl/trainer_version", float(version))
+
+
+def generated(n: int = 1) -> None:
+    """This rollout process made `n` samples (whatever unit its queue holds: a response, a group)."""
+    counter("rl/generated", float(n))
 
 
 def consumed(staleness: int) -> None:

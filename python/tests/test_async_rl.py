@@ -132,3 +132,23 @@ def test_the_run_pipeline_and_rlprof_analysis_carry_the_async_table(tmp_path, rl
     with sqlite3.connect(os.path.join(dest, "analysis.db")) as db:
         n = db.execute("SELECT COUNT(*) FROM async_pools WHERE input LIKE 'pool %'").fetchone()[0]
     assert n == 2
+
+
+@pytest.mark.parametrize("knob,verdict", [("--train-delay-ms", "train-bound"), ("--generate-delay-ms", "rollout-bound")])
+def test_a_planted_slow_pool_gives_the_verdict(tmp_path, rlprof_cli, knob, verdict):
+    """60 ms added to every update (or to every group generated) makes that pool the bottleneck:
+    the balance of the measured rates says so, and moving a process towards it would help."""
+    out = run_example(tmp_path, "fully_async", knob, "60")
+    with open(os.path.join(out, "summary.json")) as f:
+        run = json.load(f)["run_dir"]
+    r = subprocess.run([rlprof_cli, "summary", run, "--view", "async", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)["async_verdict"]
+    row = dict(zip([c["name"] for c in t["columns"]], t["rows"][0]))
+    assert row["verdict"] == verdict, row
+    assert (row["balance"] > 1.1) == (verdict == "train-bound")
+    assert row["generating_processes"] == 2 and row["training_processes"] == 2
+    better = "with_one_more_training" if verdict == "train-bound" else "with_one_more_generating"
+    worse = "with_one_more_generating" if verdict == "train-bound" else "with_one_more_training"
+    assert row[worse] < row["throughput_capacity"]
+    assert row[better] > row[worse]

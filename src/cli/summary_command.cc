@@ -178,11 +178,14 @@ base::Status Run(const SummaryArgs& a, Io& io) {
   }
   if (a.view == "async") {  // the run's processes and pools (async RL; rlprof.rl's records)
     analysis::Table t = analysis::AsyncPoolsTable(results);
+    analysis::Table v = analysis::AsyncVerdictTable(results);
     if (a.json) {
       j["async_pools"] = analysis::ToJson(t);
+      j["async_verdict"] = analysis::ToJson(v);
     } else {
       io.out << "== run: async pools (" << t.rows.size() << " row(s))\n-- " << t.name << "\n" << analysis::ToText(t);
       if (t.rows.empty()) io.out << "(no input holds rlprof.rl's records: see docs/python.md, \"Asynchronous RL\")\n";
+      else io.out << "-- " << v.name << " (estimates from the measured rates)\n" << analysis::ToText(v);
       PrintDiagnostics(io, MergedDiagnostics(results), "all inputs");
     }
   }

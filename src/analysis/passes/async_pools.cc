@@ -107,6 +107,8 @@ AsyncBreakdown AsyncPools(const Trace& t) {
     const auto v = static_cast<int64_t>(c.value);
     if (name == "rl/sync_bytes") {
       b.transfer_bytes += c.value;
+    } else if (name == "rl/generated") {
+      b.generated += v;
     } else if (name == "rl/staleness") {
       ++b.consumed;
       staleness_sum += v;

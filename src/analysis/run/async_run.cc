@@ -53,6 +53,51 @@ Row RowOf(const std::string& input, int64_t rank, const std::string& role, const
 
 }  // namespace
 
+Table AsyncVerdictTable(const std::vector<InputResult>& results) {
+  Table t{"async_verdict",
+          {Column{"generating_processes", ColumnType::kInt, ""}, Column{"training_processes", ColumnType::kInt, ""},
+           Column{"generated", ColumnType::kInt, ""}, Column{"consumed", ColumnType::kInt, ""},
+           Column{"generate_rate", ColumnType::kReal, "/s"}, Column{"train_rate", ColumnType::kReal, "/s"},
+           Column{"balance", ColumnType::kReal, ""}, Column{"verdict", ColumnType::kText, ""},
+           Column{"throughput_capacity", ColumnType::kReal, "/s"},
+           Column{"throughput_measured", ColumnType::kReal, "/s"},
+           Column{"with_one_more_generating", ColumnType::kReal, "/s"},
+           Column{"with_one_more_training", ColumnType::kReal, "/s"}},
+          {}};
+  int64_t gen_procs = 0, train_procs = 0, generated = 0, consumed = 0, train_window = 0;
+  double gen_cap = 0, train_cap = 0;  // Σ per-process rates, samples per busy second
+  for (const auto& r : results) {
+    const AsyncBreakdown& b = r.analysis.async;
+    if (!r.status.ok() || !b.present || b.busy <= 0) continue;
+    const double busy_s = static_cast<double>(b.busy) / 1e9;
+    if (b.generated > 0) {
+      ++gen_procs;
+      generated += b.generated;
+      gen_cap += static_cast<double>(b.generated) / busy_s;
+    }
+    if (b.consumed > 0) {
+      ++train_procs;
+      consumed += b.consumed;
+      train_cap += static_cast<double>(b.consumed) / busy_s;
+      train_window = std::max(train_window, b.window);
+    }
+  }
+  const double g = gen_procs ? gen_cap / static_cast<double>(gen_procs) : NAN;      // per process
+  const double tr = train_procs ? train_cap / static_cast<double>(train_procs) : NAN;
+  const bool both = gen_procs > 0 && train_procs > 0;
+  const double balance = both ? gen_cap / train_cap : NAN;
+  const char* verdict = !both ? "incomplete" : balance < 0.9 ? "rollout-bound" : balance > 1.1 ? "train-bound" : "balanced";
+  auto capacity = [&](int64_t gp, int64_t tp) {
+    return both && gp > 0 && tp > 0 ? std::min(g * static_cast<double>(gp), tr * static_cast<double>(tp)) : NAN;
+  };
+  // What the training processes took, over the longest of their windows (they run in parallel).
+  const double measured = train_window > 0 ? static_cast<double>(consumed) / (static_cast<double>(train_window) / 1e9) : NAN;
+  t.rows.push_back({gen_procs, train_procs, generated, consumed, g, tr, balance, std::string(verdict),
+                    capacity(gen_procs, train_procs), measured, capacity(gen_procs + 1, train_procs - 1),
+                    capacity(gen_procs - 1, train_procs + 1)});
+  return t;
+}
+
 bool AnyAsync(const std::vector<InputResult>& results) {
   return std::any_of(results.begin(), results.end(),
                      [](const InputResult& r) { return r.status.ok() && r.analysis.async.present; });

@@ -18,6 +18,14 @@ namespace rlprof::analysis {
 // consumed, staleness_mean, staleness_max. Pool rows: input "pool <role>", rank = processes.
 Table AsyncPoolsTable(const std::vector<InputResult>& results);
 
+// The run's balance (docs/definitions.md §5.12): the processes that generated (rl/generated)
+// against those that consumed (rl/staleness), each pool's rate per process (samples per busy
+// second), the balance ratio (generation capacity / training capacity), the verdict
+// (rollout-bound < 0.9 ≤ balanced ≤ 1.1 < train-bound), the throughput that capacity allows now
+// and with one process moved to the other pool — estimates from the measured rates, as if each
+// process kept its rate. One row; "incomplete" without both pools.
+Table AsyncVerdictTable(const std::vector<InputResult>& results);
+
 // Whether some analysed input holds rlprof.rl's records (then runs get the table).
 bool AnyAsync(const std::vector<InputResult>& results);
 
