@@ -156,9 +156,8 @@ def test_two_ranks_over_gloo_record_all_reduce_and_clock_offsets(tmp_path, rlpro
         m = manifest(upd[0])
         assert m["identity"]["rank"] == r and m["identity"]["world_size"] == 2
         assert m["clock"]["offset_measured"] is True
-        assert abs(m["clock"]["offset_to_rank0_ns"]) < 50_000_000  # same host: small
-        if r == 0:
-            assert m["clock"]["offset_to_rank0_ns"] == 0
+        # One host, one kernel: the same CLOCK_MONOTONIC, so the offset is exactly 0 (not measured).
+        assert m["clock"]["offset_to_rank0_ns"] == 0
         comm = [e for e in events(rlprof_cli, upd[0], str(tmp_path))
                 if e["cat"] == "communication"]
         # The update is sampled: its first mini-batch, one gradient all-reduce.
