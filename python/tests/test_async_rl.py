@@ -58,6 +58,26 @@ def truth_split(records, lo, hi):
     return out
 
 
+def joined(g, t, s):
+    """Unions across processes: ‖G‖, ‖T‖, ‖G ∩ T‖, ‖G − T‖, ‖S − (G ∪ T)‖ (ns)."""
+    edges = sorted([(a, i, +1) for i, xs in enumerate((g, t, s)) for a, _ in xs] +
+                   [(b, i, -1) for i, xs in enumerate((g, t, s)) for _, b in xs])
+    out = dict(generation=0, training=0, overlap=0, exposed_generation=0, exposed_sync=0)
+    live = [0, 0, 0]
+    for (x, i, d), nxt in zip(edges, edges[1:] + [None]):
+        live[i] += d
+        if nxt is None or nxt[0] <= x:
+            continue
+        n = nxt[0] - x
+        gg, tt, ss = live[0] > 0, live[1] > 0, live[2] > 0
+        out["generation"] += n if gg else 0
+        out["training"] += n if tt else 0
+        out["overlap"] += n if gg and tt else 0
+        out["exposed_generation"] += n if gg and not tt else 0
+        out["exposed_sync"] += n if ss and not gg and not tt else 0
+    return out
+
+
 @pytest.mark.parametrize("mode", ["sync", "one_step_off", "fully_async"])
 def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlprof_cli, mode):
     out = run_example(tmp_path, mode)
@@ -106,6 +126,25 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
             loads = [r["version"] for r in records if r["kind"] == "sync/load"]
             assert got["version_last"] == loads[-1]
             assert got["sync_transfer"] > 0 and got["transfer_mb"] > 0
+    # Across processes (one host: one clock, offsets exactly 0): generation, training, their
+    # overlap, exposed generation and exposed sync, against the same unions of the truth.
+    truths = {}
+    for path in glob.glob(os.path.join(out, "truth", "*.jsonl")):
+        with open(path) as f:
+            truths[os.path.basename(path)] = [json.loads(line) for line in f]
+    def spans(role, kinds):
+        return [(r["start_ns"], r["end_ns"]) for name, recs in truths.items() if name.startswith(role)
+                for r in recs if r["kind"] in kinds]
+    sync_kinds = {"weight_sync"} | {"sync/" + p for p in PHASES if p != "drain"}
+    want = joined(spans("rollout", {"rollout_generate"}), spans("trainer", {"actor_update"}),
+                  spans("rollout", sync_kinds) + spans("trainer", sync_kinds))
+    v = json.loads(r.stdout)["async_verdict"]
+    row = dict(zip([c["name"] for c in v["columns"]], v["rows"][0]))
+    longest = max(x["window"] for x in by_rank.values())
+    for k in ("generation", "training", "overlap", "exposed_generation", "exposed_sync"):
+        assert abs(row[k] - want[k] / 1e3) <= 0.01 * longest, (mode, k, row[k], want[k] / 1e3)
+    if mode == "sync":  # lock-step: generation and training never overlap
+        assert row["overlap"] <= 0.01 * longest
     staleness = {e["staleness"] for e in consumed}
     bound = {"sync": 0, "one_step_off": 1, "fully_async": 2}[mode]
     assert max(staleness) <= bound or any(not e["kept"] for e in consumed)

@@ -41,7 +41,8 @@ void Add(std::vector<Edge>* edges, int64_t start, int64_t end, int cls) {
 }
 
 // Each instant of [lo, hi) goes to the highest-priority class open over it.
-std::array<int64_t, kClasses + 1> Partition(std::vector<Edge> edges, int64_t lo, int64_t hi) {
+std::array<int64_t, kClasses + 1> Partition(std::vector<Edge> edges, int64_t lo, int64_t hi,
+                                             std::vector<AsyncSegment>* segments) {
   std::array<int64_t, kClasses + 1> out{};  // [kClasses]: none (other)
   std::sort(edges.begin(), edges.end());
   std::array<int, kClasses> open{};
@@ -56,6 +57,16 @@ std::array<int64_t, kClasses + 1> Partition(std::vector<Edge> edges, int64_t lo,
         break;
       }
     out[cls] += until - at;
+    if (cls < kClasses) {
+      AsyncSegment s{at, until, cls < kWaitBase ? AsyncSegment::kSync : cls < kBusyClass ? AsyncSegment::kWait
+                                                                                         : AsyncSegment::kBusy,
+                     cls >= kWaitBase && cls < kBusyClass ? cls - kWaitBase : -1};
+      if (!segments->empty() && segments->back().end == s.start && segments->back().kind == s.kind &&
+          segments->back().cause == s.cause)
+        segments->back().end = s.end;
+      else
+        segments->push_back(s);
+    }
     at = until;
   };
   for (const Edge& e : edges) {
@@ -129,7 +140,7 @@ AsyncBreakdown AsyncPools(const Trace& t) {
   const int64_t hi = t.capture_end_ns >= 0 ? t.capture_end_ns : last;
   if (hi <= lo) return b;
   b.window = hi - lo;
-  const auto parts = Partition(std::move(edges), lo, hi);
+  const auto parts = Partition(std::move(edges), lo, hi, &b.segments);
   for (size_t p = 0; p < kSyncPhaseCount; ++p) b.sync[p] = parts[p];
   b.sync_other = parts[kSyncOtherClass];
   for (size_t w = 0; w < kWaitCauseCount; ++w) b.wait[w] = parts[kWaitBase + w];

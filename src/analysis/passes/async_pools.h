@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/analysis/model/trace.h"
 
@@ -24,6 +25,14 @@ inline constexpr const char* kWaitCauses[] = {"samples", "weights", "staleness",
 inline constexpr const char* kSyncPhases[] = {"drain", "gather", "wait", "transfer", "load", "resume"};
 inline constexpr size_t kWaitCauseCount = 4, kSyncPhaseCount = 6;
 enum WaitCause { kWaitSamples = 0, kWaitWeights, kWaitStaleness, kWaitQueueFull };
+
+// A stretch of the window in one class, on rank 0's timeline (what run-level figures join).
+struct AsyncSegment {
+  enum Kind : int { kSync = 0, kWait = 1, kBusy = 2 };
+  int64_t start = 0, end = 0;
+  int kind = kBusy;
+  int cause = -1;  // kWait: its WaitCause
+};
 
 struct AsyncBreakdown {
   bool present = false;       // the capture holds rlprof.rl's ranges or counters
@@ -40,6 +49,7 @@ struct AsyncBreakdown {
   int64_t consumed = 0;       // rl/staleness samples: what a trainer took
   double staleness_mean = 0;
   int64_t staleness_max = 0;
+  std::vector<AsyncSegment> segments;  // the split in time order (other left out), merged
   int64_t sync_total() const;
   int64_t wait_total() const;
 };

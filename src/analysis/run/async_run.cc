@@ -51,6 +51,50 @@ Row RowOf(const std::string& input, int64_t rank, const std::string& role, const
   return r;
 }
 
+// The run's timeline joined across processes (rank 0's clock): generation G (busy stretches of
+// generating processes), training T (of training processes), sync S (of anyone).
+struct Overlaps {
+  int64_t generation = 0, training = 0, overlap = 0, exposed_generation = 0, exposed_sync = 0;
+};
+
+Overlaps Join(const std::vector<InputResult>& results) {
+  struct E {
+    int64_t at;
+    int set;  // 0 G, 1 T, 2 S
+    int delta;
+  };
+  std::vector<E> edges;
+  for (const auto& r : results) {
+    const AsyncBreakdown& b = r.analysis.async;
+    if (!r.status.ok() || !b.present) continue;
+    for (const AsyncSegment& s : b.segments) {
+      int set = -1;
+      if (s.kind == AsyncSegment::kSync) set = 2;
+      else if (s.kind == AsyncSegment::kBusy && b.generated > 0) set = 0;
+      else if (s.kind == AsyncSegment::kBusy && b.consumed > 0) set = 1;
+      if (set < 0 || s.end <= s.start) continue;
+      edges.push_back({s.start, set, +1});
+      edges.push_back({s.end, set, -1});
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const E& a, const E& b) { return a.at < b.at; });
+  Overlaps o;
+  int open[3] = {0, 0, 0};
+  for (size_t i = 0; i < edges.size(); ++i) {
+    open[edges[i].set] += edges[i].delta;
+    if (i + 1 == edges.size()) break;
+    const int64_t len = edges[i + 1].at - edges[i].at;
+    if (len <= 0) continue;
+    const bool g = open[0] > 0, t = open[1] > 0, s = open[2] > 0;
+    o.generation += g ? len : 0;
+    o.training += t ? len : 0;
+    o.overlap += g && t ? len : 0;
+    o.exposed_generation += g && !t ? len : 0;
+    o.exposed_sync += s && !g && !t ? len : 0;
+  }
+  return o;
+}
+
 }  // namespace
 
 Table AsyncVerdictTable(const std::vector<InputResult>& results) {
@@ -62,7 +106,10 @@ Table AsyncVerdictTable(const std::vector<InputResult>& results) {
            Column{"throughput_capacity", ColumnType::kReal, "/s"},
            Column{"throughput_measured", ColumnType::kReal, "/s"},
            Column{"with_one_more_generating", ColumnType::kReal, "/s"},
-           Column{"with_one_more_training", ColumnType::kReal, "/s"}},
+           Column{"with_one_more_training", ColumnType::kReal, "/s"},
+           Column{"generation", ColumnType::kReal, "us"}, Column{"training", ColumnType::kReal, "us"},
+           Column{"overlap", ColumnType::kReal, "us"}, Column{"exposed_generation", ColumnType::kReal, "us"},
+           Column{"exposed_sync", ColumnType::kReal, "us"}},
           {}};
   int64_t gen_procs = 0, train_procs = 0, generated = 0, consumed = 0, train_window = 0;
   double gen_cap = 0, train_cap = 0;  // Σ per-process rates, samples per busy second
@@ -92,9 +139,11 @@ Table AsyncVerdictTable(const std::vector<InputResult>& results) {
   };
   // What the training processes took, over the longest of their windows (they run in parallel).
   const double measured = train_window > 0 ? static_cast<double>(consumed) / (static_cast<double>(train_window) / 1e9) : NAN;
+  const Overlaps o = Join(results);
   t.rows.push_back({gen_procs, train_procs, generated, consumed, g, tr, balance, std::string(verdict),
                     capacity(gen_procs, train_procs), measured, capacity(gen_procs + 1, train_procs - 1),
-                    capacity(gen_procs - 1, train_procs + 1)});
+                    capacity(gen_procs - 1, train_procs + 1), Us(o.generation), Us(o.training), Us(o.overlap),
+                    Us(o.exposed_generation), Us(o.exposed_sync)});
   return t;
 }
 

@@ -23,7 +23,10 @@ Table AsyncPoolsTable(const std::vector<InputResult>& results);
 // second), the balance ratio (generation capacity / training capacity), the verdict
 // (rollout-bound < 0.9 ≤ balanced ≤ 1.1 < train-bound), the throughput that capacity allows now
 // and with one process moved to the other pool — estimates from the measured rates, as if each
-// process kept its rate. One row; "incomplete" without both pools.
+// process kept its rate. Then the run's timeline joined across processes (rank 0's clock):
+// generation (busy time of any generating process, as a union), training (likewise), their
+// overlap, exposed generation (generation while no training process is busy) and exposed sync
+// (a sync while neither pool is busy), µs. One row; "incomplete" without both pools.
 Table AsyncVerdictTable(const std::vector<InputResult>& results);
 
 // Whether some analysed input holds rlprof.rl's records (then runs get the table).

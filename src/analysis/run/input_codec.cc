@@ -39,9 +39,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FrameRow, frame, ops, total, top_op, top_op_t
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelTypeRow, kernel_type, time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TbStepRow, step, kernel, memcpy, memset, communication, runtime, dataloader,
                                    cpu_exec, other, total)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncSegment, start, end, kind, cause)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncBreakdown, present, window, sync, sync_other, wait, busy, other, syncs,
                                    transfer_bytes, version_first, version_last, generated, consumed, staleness_mean,
-                                   staleness_max)
+                                   staleness_max, segments)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, step_is_capture_window,
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
