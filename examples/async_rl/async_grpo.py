@@ -267,6 +267,7 @@ def put(item: Dict[str, Any], sh: Shared, truth: Truth, service_sync: Any) -> bo
     """Puts a group on the queue; a full queue is waited out (serving syncs meanwhile)."""
     try:
         sh.samples.put_nowait(item)
+        rl.queue_depth(sh.samples.qsize())
         return True
     except queue_mod.Full:
         pass
@@ -274,6 +275,7 @@ def put(item: Dict[str, Any], sh: Shared, truth: Truth, service_sync: Any) -> bo
         while True:
             try:
                 sh.samples.put(item, timeout=POLL_S)
+                rl.queue_depth(sh.samples.qsize())
                 return True
             except queue_mod.Full:
                 if not service_sync():
@@ -317,6 +319,7 @@ def take(cfg: AsyncConfig, version: int, sh: Shared, truth: Truth) -> List[Dict[
     for _ in range(cfg.groups):
         with Span(truth, "wait/samples", rl.wait("samples")):
             item = sh.samples.get()
+        rl.queue_depth(sh.samples.qsize())
         got = time.monotonic_ns()
         truth.add("consume", got, got, slot=item["slot"], worker=item["worker"], made_version=item["version"],
                   version=version, staleness=version - item["version"],

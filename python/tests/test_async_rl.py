@@ -112,6 +112,8 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
         pairs += [(f"wait_{w}", f"wait/{w}") for w in WAITS] + [(f"sync_{p}", f"sync/{p}") for p in PHASES]
         for col, kind in pairs:
             assert abs(got[col] - want[kind] / 1e3) <= tol, (mode, rank, col, got[col], want[kind] / 1e3, tol)
+        # Every process saw the bounded queue (default 4 groups) after its puts or gets.
+        assert got["queue_depth_max"] is not None and 0 <= got["queue_depth_max"] <= 4
         # The causes the mode must show: trainers wait for samples; rollout workers for weights
         # whenever the staleness bound holds them back, and they all took part in every sync.
         if role == "trainer":

@@ -120,6 +120,10 @@ AsyncBreakdown AsyncPools(const Trace& t) {
       b.transfer_bytes += c.value;
     } else if (name == "rl/generated") {
       b.generated += v;
+    } else if (name == "rl/queue_depth") {
+      ++b.queue_samples;
+      b.queue_depth_mean += (c.value - b.queue_depth_mean) / static_cast<double>(b.queue_samples);
+      b.queue_depth_max = std::max(b.queue_depth_max, v);
     } else if (name == "rl/staleness") {
       ++b.consumed;
       staleness_sum += v;

@@ -49,6 +49,9 @@ struct AsyncBreakdown {
   int64_t consumed = 0;       // rl/staleness samples: what a trainer took
   double staleness_mean = 0;
   int64_t staleness_max = 0;
+  int64_t queue_samples = 0;  // rl/queue_depth samples this process took
+  double queue_depth_mean = 0;
+  int64_t queue_depth_max = 0;
   std::vector<AsyncSegment> segments;  // the split in time order (other left out), merged
   int64_t sync_total() const;
   int64_t wait_total() const;

@@ -29,6 +29,12 @@ void Accumulate(const AsyncBreakdown& b, AsyncBreakdown* sum, double* staleness_
   sum->consumed += b.consumed;
   *staleness_sum += b.staleness_mean * static_cast<double>(b.consumed);
   sum->staleness_max = std::max(sum->staleness_max, b.staleness_max);
+  if (b.queue_samples > 0) {  // a running mean over every process's samples
+    sum->queue_samples += b.queue_samples;
+    sum->queue_depth_mean += (b.queue_depth_mean - sum->queue_depth_mean) * static_cast<double>(b.queue_samples) /
+                             static_cast<double>(sum->queue_samples);
+  }
+  sum->queue_depth_max = std::max(sum->queue_depth_max, b.queue_depth_max);
 }
 
 Row RowOf(const std::string& input, int64_t rank, const std::string& role, const AsyncBreakdown& b) {
@@ -48,6 +54,8 @@ Row RowOf(const std::string& input, int64_t rank, const std::string& role, const
   r.push_back(b.consumed);
   r.push_back(b.consumed > 0 ? b.staleness_mean : NAN);
   r.push_back(b.staleness_max);
+  r.push_back(b.queue_samples > 0 ? b.queue_depth_mean : NAN);
+  r.push_back(b.queue_samples > 0 ? Cell(b.queue_depth_max) : Cell());
   return r;
 }
 
@@ -168,6 +176,8 @@ Table AsyncPoolsTable(const std::vector<InputResult>& results) {
   for (const char* c : {"version_first", "version_last", "consumed"}) t.columns.push_back({c, ColumnType::kInt, ""});
   t.columns.push_back({"staleness_mean", ColumnType::kReal, ""});
   t.columns.push_back({"staleness_max", ColumnType::kInt, ""});
+  t.columns.push_back({"queue_depth_mean", ColumnType::kReal, ""});
+  t.columns.push_back({"queue_depth_max", ColumnType::kInt, ""});
   std::map<std::string, std::pair<AsyncBreakdown, double>> pools;  // role → (sum, Σ staleness)
   std::map<std::string, int64_t> processes;
   for (const auto& r : results) {

@@ -42,7 +42,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TbStepRow, step, kernel, memcpy, memset, comm
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncSegment, start, end, kind, cause)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncBreakdown, present, window, sync, sync_other, wait, busy, other, syncs,
                                    transfer_bytes, version_first, version_last, generated, consumed, staleness_mean,
-                                   staleness_max, segments)
+                                   staleness_max, queue_samples, queue_depth_mean, queue_depth_max, segments)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, step_is_capture_window,
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
