@@ -6,8 +6,8 @@
 //   build/bench/nvtx_bench [--benchmark_filter=PushPop]
 //
 // The program uses NVTX as any application does (the real nvtx3 header): main() points
-// NVTX_INJECTION64_PATH at the library before the first NVTX call, and the session start
-// attaches this program's runtime to it (src/runtime/nvtx_host.h).
+// NVTX_INJECTION64_PATH at the library before the first NVTX call. The program and the library
+// both link librlprof.so: one runtime records both kinds of range.
 #include <nvtx3/nvToolsExt.h>
 
 #include <time.h>
@@ -144,21 +144,19 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   if (std::getenv("NVTX_INJECTION64_PATH") == nullptr) setenv("NVTX_INJECTION64_PATH", RLPROF_NVTX_LIBRARY, 1);
   const std::string dir = std::filesystem::temp_directory_path() / ("rlprof-nvtx-bench-" + std::to_string(getpid()));
-  config::Plan plan;
-  plan.tool = config::Tool::kRlprof;
-  plan.steps.kind = config::StepSelection::Kind::kList;
-  plan.steps.list = {1};
-  plan.save_path = dir;
-  config::RolePlan r;
-  r.role = "bench";
-  r.enabled = r.all_ranks = true;
-  plan.roles.push_back(r);
+  std::filesystem::create_directories(dir);
+  const std::string config = dir + "/profile.yaml";
+  std::FILE* f = std::fopen(config.c_str(), "w");
+  if (f == nullptr) return 1;
+  std::fprintf(f, "rlprof:\n  steps: [1]\n  save_path: %s/out\n  roles:\n    bench: {all_ranks: true}\n",
+               dir.c_str());
+  std::fclose(f);
   SessionOptions o;
   o.roles = std::vector<std::string>{"bench"};
   o.quiet = true;
   o.install_signal_handlers = false;
   std::string error;
-  if (!Init(plan, o, &error)) {
+  if (!InitFromConfig(config, {}, o, &error)) {
     std::fprintf(stderr, "nvtx_bench: %s\n", error.c_str());
     return 1;
   }

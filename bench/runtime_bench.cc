@@ -255,20 +255,16 @@ BENCHMARK(BM_Counter)->Setup(RecorderFixture::Setup)->Teardown(RecorderFixture::
 // The full runtime: a Session with its writer thread compressing and writing to disk.
 void BM_RangeWithWriter(benchmark::State& state) {
   const std::string dir = std::filesystem::temp_directory_path() / "rlprof-bench";
-  config::Plan plan;
-  plan.tool = config::Tool::kRlprof;
-  plan.steps.kind = config::StepSelection::Kind::kList;
-  plan.steps.list = {1};
-  plan.save_path = dir;
-  config::RolePlan r;
-  r.role = "bench";
-  r.enabled = r.all_ranks = true;
-  plan.roles.push_back(r);
   SessionOptions o;
   o.roles = std::vector<std::string>{"bench"};
   o.quiet = true;
   o.install_signal_handlers = false;
-  auto s = Session::Create(plan, o);
+  auto s = Session::CreateFromText("rlprof:\n  steps: [1]\n  save_path: " + dir +
+                                   "\n  roles:\n    bench: {all_ranks: true}\n", {}, o);
+  if (s == nullptr) {
+    state.SkipWithError("cannot open a session");
+    return;
+  }
   s->StartCapture("bench");
   Timer t(state, "BM_RangeWithWriter");
   uint64_t n = 0;

@@ -56,10 +56,12 @@ class CMakeBuild(build_ext):
         dest = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(built[0], dest)
-        # rlprof._analysis (rlprof.analysis), the optional operator hook and the NVTX injection
-        # library go next to it (installed with the package directory).
+        # rlprof._analysis (rlprof.analysis), the optional operator hook, the runtime library
+        # they and the NVTX injection library link (librlprof.so.0, found through $ORIGIN) go
+        # next to it (installed with the package directory).
         for f in (glob.glob(os.path.join(build, "python", "rlprof", "_analysis*.so")) +
                   glob.glob(os.path.join(build, "python", "rlprof", "_torch_ops*.so")) +
+                  glob.glob(os.path.join(build, "python", "rlprof", "librlprof.so.0")) +
                   glob.glob(os.path.join(build, "python", "rlprof", "librlprof_nvtx.so"))):
             shutil.copyfile(f, os.path.join(os.path.dirname(dest), os.path.basename(f)))
         # The C++ command, run by the `rlprof` console script (rlprof/__main__.py).

@@ -6,7 +6,10 @@ include/rlprof/<stage>/ belong to <stage>; include/rlprof/rlprof.h(pp) belong to
 The Python binding (python/src) is to include only rlprof's public headers (include/rlprof/,
 docs/architecture.md): its internal includes (src/...) are listed in
 scripts/python_internal_includes.txt, a baseline that may only shrink (a new internal include
-fails; a listed one that is gone must be struck from the list).
+fails; a listed one that is gone must be struck from the list). The torch sources it builds
+into rlprof._torch_ops (src/sources/torch_*) count as the binding's own code: python/src may
+include their headers, and they in turn may include only public headers and each other (they
+reach the runtime through librlprof's C ABI, include/rlprof/rlprof.h, like the binding).
 Exit 0 when clean, 1 with one line per violation otherwise.
 """
 import os
@@ -50,6 +53,24 @@ def stage_of_file(rel):
     return None
 
 
+TORCH_SOURCE = re.compile(r"^src/sources/torch_[a-z_]+\.h$")
+
+
+def check_torch_sources(root, bad):
+    """src/sources/torch_* (not the tests) include public headers and each other only."""
+    d = os.path.join(root, "src", "sources")
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not f.startswith("torch_") or not f.endswith((".h", ".cc")) or f.endswith("_test.cc"):
+            continue
+        text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read()
+        for m in INCLUDE.finditer(text):
+            inc = m.group(1)
+            if inc.startswith("src/") and not TORCH_SOURCE.match(inc):
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append(f"src/sources/{f}:{line}: the torch sources reach the runtime through "
+                           f"include/rlprof/rlprof.h only, not '{inc}'")
+
+
 def check_python(root, bad):
     """python/src may include public headers, its own, and the baseline's internal ones."""
     listed = set()
@@ -70,7 +91,7 @@ def check_python(root, bad):
             text = open(full, encoding="utf-8", errors="replace").read()
             for m in INCLUDE.finditer(text):
                 inc = m.group(1)
-                if not inc.startswith("src/"):
+                if not inc.startswith("src/") or TORCH_SOURCE.match(inc):
                     continue
                 seen.add((rel, inc))
                 if (rel, inc) not in listed:
@@ -107,6 +128,7 @@ def main():
                                f"'{m.group(1)}' (stage '{target}'); allowed: "
                                f"{', '.join(sorted(ALLOWED[stage]))}")
     checked += check_python(root, bad)
+    check_torch_sources(root, bad)
     for b in bad:
         print(b)
     print(f"check_deps: {checked} files, {len(bad)} violations")

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,7 +49,8 @@ enum {
 enum {
   RLPROF_SUB_STEP_DECODE = 1,      /* one decode iteration of a rollout engine */
   RLPROF_SUB_STEP_MICRO_BATCH = 2,
-  RLPROF_SUB_STEP_MINI_BATCH = 3
+  RLPROF_SUB_STEP_MINI_BATCH = 3,
+  RLPROF_SUB_STEP_STEP = 4         /* an RL step (the unit of step schedules) */
 };
 
 /* An async range handle; 0 = not recorded (no window open). */
@@ -65,6 +67,13 @@ typedef struct rlprof_options {
   const char* run_id; /* NULL: RLPROF_RUN_ID, else time + random */
   int install_signal_handlers; /* flush on SIGTERM/SIGINT and chain (default 1) */
   int quiet;                   /* no "rlprof: capture …" lines (default 0) */
+  /* Since 0.2 (struct_size says whether they are set): */
+  int64_t replica;  /* -1: RLPROF_REPLICA, else none */
+  int allow_tsc;    /* 0: CLOCK_MONOTONIC ticks (also RLPROF_CLOCK=monotonic); default 1 */
+  /* 1: this session shuts itself down when another one is opened in the process (a tool that
+   * profiles a program on its behalf, as the NVTX injection library, yields to the program's
+   * own session). Default 0: a second session opened while one records records nothing. */
+  int yield_to_next;
 } rlprof_options;
 
 void rlprof_options_init(rlprof_options* options);
@@ -86,6 +95,86 @@ int rlprof_flush(double timeout_s);
 /* Copies <save_path>/<run_id> into buf (NUL-terminated, truncated to size). */
 int rlprof_run_dir(char* buf, size_t size);
 
+/* The library's version (the project version, e.g. for a manifest or a log line). */
+const char* rlprof_version(void);
+
+/* ---- Sessions as handles: several may exist in a process (one records at a time); the
+ * rlprof_init_* / rlprof_step_* functions above and below drive the default one. Every
+ * function takes a NULL handle as "not initialised" (RLPROF_ERROR_STATE).
+ *
+ *   rlprof_session* s = NULL;
+ *   if (rlprof_session_open_text("rlprof: {steps: [2]}", "<inline>", NULL, 0, NULL, &s) != RLPROF_OK)
+ *     fprintf(stderr, "%s\n", rlprof_last_error());
+ *   rlprof_session_step_begin(s, 2); ... rlprof_session_step_end(s);
+ *   rlprof_session_close(s);        (shuts down, then frees; NULL is fine)
+ */
+typedef struct rlprof_session rlprof_session;
+
+/* A session from a config file (any dialect) with n KEY=VALUE overrides. RLPROF_ERROR_CONFIG
+ * when the config cannot be loaded; output problems never fail (the session is disabled). */
+int rlprof_session_open(const char* path, const char* const* overrides, size_t n_overrides,
+                        const rlprof_options* options, rlprof_session** out);
+/* The same from config text (YAML or JSON); `origin` names it in errors (NULL: "<text>"). */
+int rlprof_session_open_text(const char* text, const char* origin, const char* const* overrides,
+                             size_t n_overrides, const rlprof_options* options,
+                             rlprof_session** out);
+/* Closes any open window, writes everything, stops the writer thread (idempotent). */
+int rlprof_session_shutdown(rlprof_session* s);
+/* rlprof_session_shutdown, then frees the handle. */
+void rlprof_session_close(rlprof_session* s);
+/* The default session (rlprof_init_from_config), NULL when none. */
+rlprof_session* rlprof_default_session(void);
+/* The number of sessions opened in this process and not shut down yet. */
+int rlprof_session_count(void);
+/* 1 when this session may capture (selected by the config, save path usable, not shut
+ * down), else 0. */
+int rlprof_session_enabled(const rlprof_session* s);
+int rlprof_session_step_begin(rlprof_session* s, int64_t step);
+int rlprof_session_step_end(rlprof_session* s);
+int rlprof_session_stage_begin(rlprof_session* s, const char* role, const char* stage);
+int rlprof_session_stage_end(rlprof_session* s);
+int rlprof_session_sub_step(rlprof_session* s, int kind);
+/* Manual capture, whatever the config selects: opens a window now (scope "manual" when NULL).
+ * RLPROF_ERROR_STATE when a window is open or the session is disabled. */
+int rlprof_session_capture_start(rlprof_session* s, const char* scope);
+int rlprof_session_capture_stop(rlprof_session* s);
+/* Waits until every closed window, and what the open one holds so far, is on disk. */
+int rlprof_session_flush(rlprof_session* s, double timeout_s);
+/* This process's measured clock offset to rank 0 (ns), written into later manifests. */
+int rlprof_session_set_clock_offset(rlprof_session* s, int64_t offset_ns);
+
+/* Who this process is, and what the config asks of it. Strings are owned by the session
+ * and live until rlprof_session_close. Set struct_size (or zero the struct and set it). */
+typedef struct rlprof_session_info {
+  uint32_t struct_size;
+  int64_t rank;
+  int64_t local_rank;
+  int64_t world_size;
+  int64_t pid;
+  int64_t replica;          /* -1: none */
+  const char* host;
+  const char* roles;        /* comma list, "" for none */
+  const char* rank_source;  /* explicit | torchrun | openmpi | pmi | slurm | default */
+  const char* run_id;
+  const char* run_dir;      /* <save_path>/<run_id>, absolute */
+  int selected;             /* the config selects this process (before output checks) */
+  const char* mode;         /* e2e | discrete */
+  const char* stages;       /* comma list of the stages the config names for this process */
+  uint32_t contents;        /* RLPROF_CONTENTS_* bits */
+  const char* level;        /* the device level: level0 | level1 | level2 */
+} rlprof_session_info;
+int rlprof_session_get_info(const rlprof_session* s, rlprof_session_info* out);
+/* The absolute directories of the captures finalised so far: their number, and the i-th one
+ * copied into buf (NUL-terminated, truncated to size; RLPROF_ERROR_INVALID_ARGUMENT past the
+ * end). */
+size_t rlprof_session_capture_count(const rlprof_session* s);
+int rlprof_session_capture_dir(const rlprof_session* s, size_t i, char* buf, size_t size);
+
+/* The stage vocabulary: rlprof's name of a stage (actor_generate -> rollout_generate), and the
+ * role owning a known stage ("" for other names); copied into buf like rlprof_run_dir. */
+int rlprof_canonical_stage(const char* stage, char* buf, size_t size);
+int rlprof_stage_role(const char* stage, char* buf, size_t size);
+
 /* RL structure: steps (1-based), stages, sub-steps. */
 int rlprof_step_begin(int64_t step);
 int rlprof_step_end(void);
@@ -104,6 +193,10 @@ void rlprof_counter(const char* track, double value);
 void rlprof_set_thread_name(const char* name);
 /* A copy of name that lives until the process exits (one per distinct content). */
 const char* rlprof_intern_name(const char* name);
+/* A complete range [t0, t1] (rlprof_ticks) named `name` (kept by pointer) on the calling
+ * thread, recorded if `window` is still the open one: what rlprof.hpp's RLPROF_RANGE and the
+ * Python rlprof.annotate call at the end of a range whose start they timed themselves. */
+void rlprof_emit_complete(uint32_t window, const char* name, uint64_t t0, uint64_t t1);
 
 /* ---- Sources: code outside the library (the torch operator hook of the Python package, a
  * vendor's activity API) that records into rlprof's captures. docs/runtime.md, "Sources".
@@ -219,6 +312,36 @@ int rlprof_emit_track(uint32_t window, const rlprof_event* e);
  * operator / range that pushed it. No-ops (one load) while no device source is active. */
 void rlprof_correlation_push(uint64_t id);
 void rlprof_correlation_pop(void);
+/* 1 while a device source takes external correlation ids (pushing is worth it), else 0. */
+int rlprof_correlation_active(void);
+
+/* The markers' hot state, read inline by the C++ header (and by sources) with one relaxed
+ * load: `window` is rlprof_window(), `use_tsc` says whether rlprof_ticks() is the TSC (1)
+ * or CLOCK_MONOTONIC ns (0). Read it only with __atomic_load_n(…, __ATOMIC_RELAXED); never
+ * write it. */
+typedef struct rlprof_hot_state {
+  uint32_t window;
+  uint32_t use_tsc;
+} rlprof_hot_state;
+extern rlprof_hot_state rlprof_hot;
+
+#if defined(__GNUC__) || defined(__clang__)
+/* rlprof_window() and rlprof_ticks() inline (no call): for markers on a hot path. */
+static inline uint32_t rlprof_window_inline(void) {
+  return __atomic_load_n(&rlprof_hot.window, __ATOMIC_RELAXED);
+}
+static inline uint64_t rlprof_ticks_inline(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__atomic_load_n(&rlprof_hot.use_tsc, __ATOMIC_RELAXED)) return __builtin_ia32_rdtsc();
+#endif
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#else
+static inline uint32_t rlprof_window_inline(void) { return rlprof_window(); }
+static inline uint64_t rlprof_ticks_inline(void) { return rlprof_ticks(); }
+#endif
 
 #ifdef __cplusplus
 }

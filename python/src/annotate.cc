@@ -212,7 +212,7 @@ PyObject* Enter(PyObject* self, PyObject*) {
     Py_DECREF(r);
     return Py_NewRef(self);
   }
-  OpenRange e{PyThreadState_Get(), 0, internal::OpenWindow(), nullptr};
+  OpenRange e{PyThreadState_Get(), 0, rlprof_window_inline(), nullptr};
   if (e.gen != 0) {
     e.name = CachedName(a->name);
     if (e.name == nullptr) return nullptr;
@@ -227,7 +227,7 @@ PyObject* Enter(PyObject* self, PyObject*) {
   if (e.gen != 0) {
     // Last, so the range does not include the bookkeeping above.
     OpenRange& top = a->depth == 1 ? a->first : a->more->back();
-    top.t0 = internal::ReadTicks();
+    top.t0 = rlprof_ticks_inline();
   }
   return Py_NewRef(self);
 }
@@ -256,7 +256,7 @@ OpenRange PopEntry(Annotate* a) {
 }
 
 PyObject* Exit(PyObject* self, PyObject* const*, Py_ssize_t) {
-  const uint64_t t1 = internal::ReadTicks();
+  const uint64_t t1 = rlprof_ticks_inline();
   auto* a = reinterpret_cast<Annotate*>(self);
   if (a->role != nullptr) {
     PyObject* r = CallHook(g_hook_exit, self);
@@ -268,8 +268,8 @@ PyObject* Exit(PyObject* self, PyObject* const*, Py_ssize_t) {
   const OpenRange e = PopEntry(a);
   // A window that closed (or a new one that opened) meanwhile gets nothing: the range would
   // straddle its boundary.
-  if (e.gen != 0 && internal::OpenWindow() == e.gen)
-    internal::EmitComplete(e.gen, e.name, e.t0, t1);
+  if (e.gen != 0 && rlprof_window_inline() == e.gen)
+    rlprof_emit_complete(e.gen, e.name, e.t0, t1);
   Py_RETURN_NONE;
 }
 

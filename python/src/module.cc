@@ -1,7 +1,7 @@
 // rlprof._rlprof: the pybind11 extension behind `import rlprof` (python/rlprof/). A thin layer
-// over the C++ runtime (include/rlprof/rlprof.hpp): a Session class for the Python Profiler,
-// free marker functions, and the registration of the torch sources (rlprof._torch_ops) with
-// the runtime's Source seam (markers.cc).
+// over librlprof's C ABI (include/rlprof/rlprof.h, and the header-only rlprof.hpp over it): a
+// Session class for the Python Profiler, free marker functions (markers.cc) and
+// rlprof.annotate (annotate.cc). It includes public headers only (scripts/check_deps.py).
 //
 // GIL: session creation, step boundaries, flush and shutdown release it (they may calibrate
 // the clock, wait for the writer or take the session lock); markers and stage / sub-step
@@ -10,139 +10,174 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "python/src/bindings.h"
 #include "python/src/torch_hooks.h"
-#include "src/base/version.h"
+#include "rlprof/rlprof.h"
 #include "rlprof/rlprof.hpp"
-#include "src/runtime/nvtx_host.h"
-#include "src/config/loader.h"
-#include "src/config/stages.h"
-#include "src/runtime/session.h"
 
 namespace py = pybind11;
 
 namespace rlprof::python {
 namespace {
 
-std::optional<config::SubStepKind> ParseKind(const std::optional<std::string>& kind) {
-  if (!kind) return std::nullopt;
-  if (*kind == "decode") return config::SubStepKind::kDecode;
-  if (*kind == "micro_batch") return config::SubStepKind::kMicroBatch;
-  if (*kind == "mini_batch") return config::SubStepKind::kMiniBatch;
-  if (*kind == "step") return config::SubStepKind::kStep;
+int ParseKind(const std::optional<std::string>& kind) {
+  if (!kind) return 0;
+  if (*kind == "decode") return RLPROF_SUB_STEP_DECODE;
+  if (*kind == "micro_batch") return RLPROF_SUB_STEP_MICRO_BATCH;
+  if (*kind == "mini_batch") return RLPROF_SUB_STEP_MINI_BATCH;
+  if (*kind == "step") return RLPROF_SUB_STEP_STEP;
   throw py::value_error("rlprof: unknown sub-step kind '" + *kind +
                         "' (expected decode, micro_batch, mini_batch or step)");
 }
 
-// One profiled process's session, as the Python Profiler sees it.
+// Contents bits as the names of the config's `contents` list (config::Contents::Names order).
+std::vector<std::string> ContentNames(uint32_t c) {
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {RLPROF_CONTENTS_CPU, "cpu"},       {RLPROF_CONTENTS_DEVICE, "device"},
+      {RLPROF_CONTENTS_OPS, "ops"},       {RLPROF_CONTENTS_SHAPES, "shapes"},
+      {RLPROF_CONTENTS_MEMORY, "memory"}, {RLPROF_CONTENTS_STACK, "stack"},
+      {RLPROF_CONTENTS_MODULE, "module"}};
+  std::vector<std::string> out;
+  for (const auto& [bit, name] : kNames)
+    if (c & bit) out.emplace_back(name);
+  return out;
+}
+
+std::vector<std::string> SplitCommas(const char* s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = s; p != nullptr && *p != '\0'; ++p) {
+    if (*p == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// One profiled process's session (a librlprof handle), as the Python Profiler sees it.
 class PySession {
  public:
-  explicit PySession(std::unique_ptr<Session> s) : s_(std::move(s)) {
-    const config::ProcessPlan& p = s_->impl()->process_plan();
-    contents_ = p.contents;
-    if (contents_.shapes || contents_.stack) contents_.ops = true;  // both are of operators
-    if (contents_.ops) torch_ |= kTorchOps;
-    if (contents_.shapes) torch_ |= kTorchShapes;
-    if (contents_.stack) torch_ |= kTorchStack;
-    if (contents_.memory) torch_ |= kTorchMemory;
-    if (contents_.module) torch_ |= kTorchModule;
-    proc_enabled_ = p.enabled;
-    mode_ = config::CaptureModeName(p.mode);
-    stages_ = p.stages;
+  explicit PySession(rlprof_session* s) : s_(s) {
+    info_.struct_size = sizeof info_;
+    rlprof_session_get_info(s_, &info_);
+    uint32_t c = info_.contents;
+    if (c & (RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK)) c |= RLPROF_CONTENTS_OPS;  // of operators
+    contents_ = c;
+    if (c & RLPROF_CONTENTS_OPS) torch_ |= kTorchOps;
+    if (c & RLPROF_CONTENTS_SHAPES) torch_ |= kTorchShapes;
+    if (c & RLPROF_CONTENTS_STACK) torch_ |= kTorchStack;
+    if (c & RLPROF_CONTENTS_MEMORY) torch_ |= kTorchMemory;
+    if (c & RLPROF_CONTENTS_MODULE) torch_ |= kTorchModule;
+    stages_ = SplitCommas(info_.stages);
   }
-  ~PySession() { Shutdown(); }
+  ~PySession() {
+    Shutdown();
+    rlprof_session_close(s_);
+  }
 
-  bool enabled() const { return s_->enabled(); }
+  bool enabled() const { return rlprof_session_enabled(s_) != 0; }
   void BeginStep(int64_t step) {
     {
       py::gil_scoped_release nogil;
-      s_->BeginStep(step);
+      rlprof_session_step_begin(s_, step);
     }
     AfterControl();
   }
   void EndStep() {
     {
       py::gil_scoped_release nogil;
-      s_->EndStep();
+      rlprof_session_step_end(s_);
     }
     AfterControl();
   }
   void BeginStage(const std::string& role, const std::string& stage,
                   const std::optional<std::string>& counts) {
-    s_->BeginStage(role, stage, ParseKind(counts));
+    ParseKind(counts);  // validated; the stage follows its configured schedule
+    rlprof_session_stage_begin(s_, role.c_str(), stage.c_str());
     AfterControl();
   }
   void EndStage() {
-    s_->EndStage();
+    rlprof_session_stage_end(s_);
     AfterControl();
   }
   void SubStep(const std::string& kind) {
-    s_->SubStep(*ParseKind(kind));
-    SyncOps();
+    rlprof_session_sub_step(s_, ParseKind(kind));
+    AfterControl();
   }
   bool StartCapture(const std::string& scope) {
-    const bool ok = s_->StartCapture(scope);
+    const bool ok = rlprof_session_capture_start(s_, scope.c_str()) == RLPROF_OK;
     AfterControl();
     return ok;
   }
   void StopCapture() {
-    s_->StopCapture();
+    rlprof_session_capture_stop(s_);
     AfterControl();
   }
   bool Flush(double timeout_s) {
     py::gil_scoped_release nogil;
-    return s_->Flush(timeout_s);
+    return rlprof_session_flush(s_, timeout_s) == RLPROF_OK;
   }
   void Shutdown() {
-    if (!s_) return;
+    if (down_) return;
+    down_ = true;
     {
       py::gil_scoped_release nogil;
-      s_->Shutdown();
+      rlprof_session_shutdown(s_);
     }
     SyncTorchPython(false, torch_);
   }
-  std::vector<std::string> Captures() const { return s_->Captures(); }
-  void SetClockOffset(int64_t ns) { s_->SetClockOffsetToRank0(ns); }
+  std::vector<std::string> Captures() const {
+    std::vector<std::string> out;
+    const size_t n = rlprof_session_capture_count(s_);
+    std::vector<char> buf(8192);
+    for (size_t i = 0; i < n; ++i)
+      if (rlprof_session_capture_dir(s_, i, buf.data(), buf.size()) == RLPROF_OK)
+        out.emplace_back(buf.data());
+    return out;
+  }
+  void SetClockOffset(int64_t ns) { rlprof_session_set_clock_offset(s_, ns); }
 
   py::dict Identity() const {
-    const rlprof::Identity& id = s_->identity();
     py::dict d;
-    d["rank"] = id.rank;
-    d["local_rank"] = id.local_rank;
-    d["world_size"] = id.world_size;
-    d["host"] = id.host;
-    d["pid"] = id.pid;
-    d["roles"] = id.roles;
-    d["replica"] = id.replica ? py::cast(*id.replica) : py::none();
-    d["source"] = id.source;
+    d["rank"] = info_.rank;
+    d["local_rank"] = info_.local_rank;
+    d["world_size"] = info_.world_size;
+    d["host"] = info_.host;
+    d["pid"] = info_.pid;
+    d["roles"] = SplitCommas(info_.roles);
+    d["replica"] = info_.replica >= 0 ? py::cast(info_.replica) : py::none();
+    d["source"] = info_.rank_source;
     return d;
   }
-  std::vector<std::string> Contents() const { return contents_.Names(); }
-  const std::string& run_id() const { return s_->run_id(); }
-  std::string run_dir() const { return s_->run_dir(); }
-  bool selected() const { return proc_enabled_; }
-  const std::string& mode() const { return mode_; }
+  std::vector<std::string> Contents() const { return ContentNames(contents_); }
+  std::string run_id() const { return info_.run_id; }
+  std::string run_dir() const { return info_.run_dir; }
+  bool selected() const { return info_.selected != 0; }
+  std::string mode() const { return info_.mode; }
   const std::vector<std::string>& stages() const { return stages_; }
 
  private:
   // After a call that may have opened or closed a window: the Python side of the torch
   // sources (module hooks) follows it.
-  void AfterControl() { SyncOps(); }
-  void SyncOps() {
-    if (torch_ != 0) SyncTorchPython(Recording() && s_->enabled(), torch_);
+  void AfterControl() {
+    if (torch_ != 0) SyncTorchPython(Recording() && enabled(), torch_);
   }
 
-  std::unique_ptr<Session> s_;
-  config::Contents contents_;
+  rlprof_session* s_;
+  rlprof_session_info info_{};
+  uint32_t contents_ = 0;
   uint32_t torch_ = 0;  // TorchContent bits of the torch sources this session switches
-  bool proc_enabled_ = false;
-  std::string mode_;
+  bool down_ = false;
   std::vector<std::string> stages_;
 };
 
@@ -154,37 +189,42 @@ std::unique_ptr<PySession> CreateSession(const std::string& config, bool config_
                                          std::optional<std::vector<std::string>> roles,
                                          const std::string& run_id, bool install_signal_handlers,
                                          bool quiet) {
-  SessionOptions so;
-  so.rank = rank;
-  so.local_rank = local_rank;
-  so.world_size = world_size;
-  so.roles = std::move(roles);
-  so.run_id = run_id;
-  so.install_signal_handlers = install_signal_handlers;
-  so.quiet = quiet;
-  std::unique_ptr<Session> s;
+  rlprof_options o;
+  rlprof_options_init(&o);
+  if (rank) o.rank = *rank;
+  if (local_rank) o.local_rank = *local_rank;
+  if (world_size) o.world_size = *world_size;
+  std::string role_list;
+  if (roles) {
+    for (const std::string& r : *roles) role_list += (role_list.empty() ? "" : ",") + r;
+    o.roles = role_list.c_str();
+  }
+  if (!run_id.empty()) o.run_id = run_id.c_str();
+  o.install_signal_handlers = install_signal_handlers ? 1 : 0;
+  o.quiet = quiet ? 1 : 0;
+  std::vector<const char*> ovr;
+  for (const std::string& w : overrides) ovr.push_back(w.c_str());
+  rlprof_session* s = nullptr;
+  int rc = RLPROF_OK;
   std::string error;
   {
     py::gil_scoped_release nogil;
-    try {
-      config::LoadOptions lo;
-      if (world_size) lo.world_size = *world_size;
-      auto plan = config_is_text ? config::LoadPlanFromString(config, "<dict>", overrides, lo)
-                                 : config::LoadPlan(config, overrides, lo);
-      if (!plan.ok()) {
-        error = plan.status().message();
-      } else {
-        s = Session::Create(*plan, so);  // never throws: output problems disable it instead
-      }
-    } catch (const std::exception& e) {  // the config loader failed unexpectedly
-      error = std::string("cannot load the config: ") + e.what();
-    }
+    rc = config_is_text
+             ? rlprof_session_open_text(config.c_str(), "<dict>", ovr.data(), ovr.size(), &o, &s)
+             : rlprof_session_open(config.c_str(), ovr.data(), ovr.size(), &o, &s);
+    if (rc != RLPROF_OK) error = rlprof_last_error();  // this thread's: read before the GIL
   }
   // Only a config that cannot be loaded raises (ValueError): output problems (an unwritable or
   // full save path, no writer thread) leave a disabled session and one warning on stderr.
-  if (!s && !error.empty()) throw py::value_error("rlprof: " + error);
-  if (!s) throw std::bad_alloc();  // Session::Create is null only when memory is exhausted
-  return std::make_unique<PySession>(std::move(s));
+  if (rc == RLPROF_ERROR_CONFIG || rc == RLPROF_ERROR_INVALID_ARGUMENT) throw py::value_error(error);
+  if (rc != RLPROF_OK || s == nullptr) throw std::runtime_error(error.empty() ? "rlprof: cannot create a session" : error);
+  return std::make_unique<PySession>(s);
+}
+
+std::string Vocabulary(int (*fn)(const char*, char*, size_t), const std::string& stage) {
+  char buf[512];
+  if (fn(stage.c_str(), buf, sizeof buf) != RLPROF_OK) return std::string();
+  return buf;
 }
 
 }  // namespace
@@ -215,10 +255,10 @@ void BindSession(py::module_& m) {
       .def("shutdown", &PySession::Shutdown)
       .def("captures", &PySession::Captures)
       .def("set_clock_offset", &PySession::SetClockOffset);
-  // The stage vocabulary (src/config/stages.h), for integrations that map stage names.
-  m.def("canonical_stage", [](const std::string& s) { return config::CanonicalStage(s); },
+  // The stage vocabulary (librlprof's), for integrations that map stage names.
+  m.def("canonical_stage", [](const std::string& s) { return Vocabulary(&rlprof_canonical_stage, s); },
         py::arg("stage"), "rlprof's name of a stage (actor_generate -> rollout_generate).");
-  m.def("stage_role", [](const std::string& s) { return config::StageRole(s); },
+  m.def("stage_role", [](const std::string& s) { return Vocabulary(&rlprof_stage_role, s); },
         py::arg("stage"), "The role owning a known stage, '' for other names.");
 }
 
@@ -226,11 +266,10 @@ void BindSession(py::module_& m) {
 
 PYBIND11_MODULE(_rlprof, m) {
   m.doc() = "rlprof's C++ runtime (use the `rlprof` package)";
-  m.attr("__version__") = rlprof::base::Version();
+  m.attr("__version__") = rlprof_version();
   rlprof::python::BindSession(m);
   rlprof::python::BindMarkers(m);
   rlprof::python::BindAnnotate(m);
-  // NVTX ranges of the process's other code (torch, vLLM, Megatron) record into this runtime
-  // when NVTX_INJECTION64_PATH names rlprof's injection library (docs/runtime.md).
-  rlprof::runtime::AttachNvtxInjection();
+  // NVTX ranges of the process's other code (torch, vLLM, Megatron) record into the same
+  // librlprof when NVTX_INJECTION64_PATH names rlprof's injection library: it links it too.
 }

@@ -2,9 +2,9 @@
 // that links libtorch: operators and shapes (src/sources/torch_ops.h), Python call stacks of
 // operators (python/src/torch_stack.cc), allocator events (src/sources/torch_memory.h) and
 // nn.Module ranges (src/sources/torch_modules.h, driven by python/rlprof/torch.py's hooks).
-// Importing it (rlprof.torch, or a Profiler whose contents include a torch content) binds the
-// sources to the core extension's runtime and registers their switch with the core
-// (python/src/torch_hooks.h).
+// Importing it (rlprof.torch, or a Profiler whose contents include a torch content) registers
+// the sources with librlprof (the runtime the core extension's session drives) and hands the
+// core the switch of their Python side (python/src/torch_hooks.h).
 //
 // Thread-safety: import and Sync run with the GIL held; the functions below may be called from
 // any Python thread.
@@ -18,7 +18,7 @@
 #include "python/src/torch_hooks.h"
 #include "python/src/torch_stack.h"
 #include "rlprof/format/event.h"
-#include "src/sources/runtime_link.h"
+#include "rlprof/rlprof.h"
 #include "src/sources/torch_memory.h"
 #include "src/sources/torch_modules.h"
 #include "src/sources/torch_ops.h"
@@ -61,7 +61,8 @@ std::atomic<uint32_t> g_not_honoured{0};       // TorchContent bits Python found
 
 int Index(uint32_t kind) { return kind == kTorchOps ? 0 : kind == kTorchMemory ? 1 : 2; }
 
-// The seam's start / stop (the training thread, session lock held; no GIL).
+// The sources' start / stop (librlprof's Source seam: the training thread, session lock held;
+// no GIL).
 void Start(uint32_t kind, uint32_t contents, uint32_t /*window*/) {
   if (kind == kTorchOps) {
     sources::TorchOpsOptions o;
@@ -135,7 +136,7 @@ void Counters(uint32_t kind, uint32_t window, void (*add)(void*, const char*, in
 }
 
 // The Python side (python/rlprof/torch.py: module hooks, contents not honoured, CUDA history),
-// with the GIL held, after each session call.
+// with the GIL held, after each session call (the core calls it: _rlprof._set_torch_sync).
 void SyncPython(bool recording, uint32_t contents) {
   if (recording == g_last_recording && contents == g_last_contents) return;
   g_last_recording = recording;
@@ -149,8 +150,60 @@ void SyncPython(bool recording, uint32_t contents) {
   }
 }
 
-bool WaitForAsync(int64_t timeout_us) {
-  return sources::TorchOps::Get().WaitForAsync(timeout_us);
+// One registered torch source: its kind and the session's torch contents.
+struct TorchSource {
+  uint32_t kind;
+  const char* name;
+  uint32_t wants;                  // RLPROF_CONTENTS_* bits it runs for
+  std::atomic<uint32_t> contents;  // TorchContent bits of the session (configure)
+};
+TorchSource g_sources[] = {
+    {kTorchOps, "torch_ops",
+     RLPROF_CONTENTS_OPS | RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK | RLPROF_CONTENTS_MEMORY, {0}},
+    {kTorchMemory, "torch_memory", RLPROF_CONTENTS_MEMORY, {0}},
+    {kTorchModule, "torch_module", RLPROF_CONTENTS_MODULE, {0}},
+};
+
+uint32_t TorchBits(uint32_t c) {
+  uint32_t t = 0;
+  if (c & (RLPROF_CONTENTS_OPS | RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK)) t |= kTorchOps;
+  if (c & RLPROF_CONTENTS_SHAPES) t |= kTorchShapes;
+  if (c & RLPROF_CONTENTS_STACK) t |= kTorchStack;
+  if (c & RLPROF_CONTENTS_MEMORY) t |= kTorchMemory;
+  if (c & RLPROF_CONTENTS_MODULE) t |= kTorchModule;
+  return t;
+}
+
+// Registers the three sources with librlprof (once: the extension is imported once).
+void RegisterSources() {
+  for (TorchSource& ts : g_sources) {
+    rlprof_source src;
+    rlprof_source_init(&src);
+    src.name = ts.name;
+    src.contents = ts.wants;
+    src.user = &ts;
+    src.configure = [](void* u, uint32_t contents, const char*) {
+      static_cast<TorchSource*>(u)->contents.store(TorchBits(contents));
+      return 0;
+    };
+    src.start = [](void* u, uint32_t w) {
+      auto* t = static_cast<TorchSource*>(u);
+      Start(t->kind, t->contents.load(), w);
+    };
+    src.stop = [](void* u, uint32_t w) {
+      auto* t = static_cast<TorchSource*>(u);
+      Stop(t->kind, t->contents.load(), w);
+    };
+    if (ts.kind == kTorchOps) {
+      // Collectives that finished but have not yet reported their end (c10d work ends on its
+      // worker thread) get up to 5 ms before the window stops recording.
+      src.flush = [](void*, uint32_t) { sources::TorchOps::Get().WaitForAsync(5000); };
+    }
+    src.counters = [](void* u, uint32_t w, rlprof_counter_add_fn add, void* ctx) {
+      Counters(static_cast<TorchSource*>(u)->kind, w, add, ctx);
+    };
+    rlprof_register_source(&src);  // RLPROF_ERROR_STATE: already registered (a re-import)
+  }
 }
 
 py::dict Stats() {
@@ -214,15 +267,14 @@ PyMethodDef kModuleExitDef = {"_module_exit", reinterpret_cast<PyCFunction>(
 // A fact about the capture (a content that cannot be honoured, a snapshot written), recorded
 // as a kCapture instant in the open window.
 void Note(const std::string& text) {
-  const sources::RuntimeLink& link = sources::BoundRuntime();
-  const uint32_t gen = link.window_gen->load(std::memory_order_relaxed);
+  const uint32_t gen = sources::RuntimeWindow();
   if (gen == 0) return;
   format::Event e{};
-  e.ts_ns = static_cast<int64_t>(sources::LinkedTicks());
-  e.name = link.intern(text);
+  e.ts_ns = static_cast<int64_t>(sources::RuntimeTicks());
+  e.name = sources::RuntimeIntern(text);
   e.kind = format::EventKind::kInstant;
   e.category = format::Category::kCapture;
-  link.emit(gen, e);
+  sources::RuntimeEmit(gen, e);
 }
 
 }  // namespace
@@ -232,22 +284,7 @@ PYBIND11_MODULE(_torch_ops, m) {
   using namespace rlprof::python;
   m.doc() = "rlprof's torch sources (use rlprof.torch)";
   py::module_ core = py::module_::import("rlprof._rlprof");
-  PyObject* cap = core.attr("_runtime_link").ptr();
-  auto* link = static_cast<const rlprof::sources::RuntimeLink*>(
-      PyCapsule_GetPointer(cap, kRuntimeLinkCapsule));
-  if (link == nullptr) throw py::error_already_set();
-  if (!rlprof::sources::TorchOps::Get().Bind(*link))
-    throw py::import_error("rlprof._torch_ops: rlprof._rlprof is from another rlprof build");
   rlprof::sources::TorchOps::Get().SetStackFunction(&CaptureStack);
-  static TorchOpsHooks hooks = [] {
-    TorchOpsHooks h;
-    h.start = &Start;
-    h.stop = &Stop;
-    h.wait_for_async = &WaitForAsync;
-    h.counters = &Counters;
-    h.sync_python = &SyncPython;
-    return h;
-  }();
   m.def("stats", &Stats,
         "What the torch sources recorded so far (operators, collectives, stacks, allocator "
         "events, modules) and their state.");
@@ -264,6 +301,8 @@ PYBIND11_MODULE(_torch_ops, m) {
   m.def("_stack_depth", [] { return kStackDepth; });
   m.def("_set_framework_roots", &SetFrameworkRoots, py::arg("roots"),
         "(label, directory) pairs: stack frames under them are recorded as \"[label] ...\"");
-  // Last: from here on the runtime switches the sources (the core registers them).
-  core.attr("_set_torch_ops")(py::capsule(&hooks, kTorchHooksCapsule));
+  m.def("_sync_python", &SyncPython, py::arg("recording"), py::arg("contents"));
+  // Last: from here on the runtime switches the sources, and the core their Python side.
+  RegisterSources();
+  core.attr("_set_torch_sync")(m.attr("_sync_python"));
 }

@@ -98,8 +98,7 @@ void SetFrameworkRoots(std::vector<std::pair<std::string, std::string>> roots) {
 uint32_t CaptureStack() {
   if (!Py_IsInitialized() || Finalizing()) return 0;
   if (PyGILState_GetThisThreadState() == nullptr) return 0;  // not a Python thread
-  const sources::RuntimeLink& link = sources::BoundRuntime();
-  const uint32_t gen = link.window_gen->load(std::memory_order_relaxed);
+  const uint32_t gen = sources::RuntimeWindow();
   if (gen == 0) return 0;
   const PyGILState_STATE gil = PyGILState_Ensure();
   uint32_t id = 0;
@@ -135,7 +134,7 @@ uint32_t CaptureStack() {
     if (id == 0) {
       std::string text;
       for (int i = 0; i < n; ++i) AppendText(&text, keys[i].code, LineOf(keys[i]));
-      id = link.intern(text);
+      id = sources::RuntimeIntern(text);
       cache->stacks.emplace(hash, Cached{std::vector<FrameKey>(keys, keys + n), id});
     } else {
       for (int i = 0; i < n; ++i) Py_DECREF(reinterpret_cast<PyObject*>(keys[i].code));

@@ -45,3 +45,21 @@ def test_the_baseline_only_shrinks(tmp_path):
 def test_this_tree_passes():
     r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
+
+
+def test_the_runtime_binding_includes_public_headers_only():
+    # librlprof.so (issue 30): the runtime's binding and the torch sources reach the runtime
+    # through include/rlprof/rlprof.h; only rlprof._analysis's includes are left in the baseline.
+    listed = [l.split()[0] for l in open(os.path.join(ROOT, "scripts", "python_internal_includes.txt"))
+              if l.strip() and not l.startswith("#")]
+    assert set(listed) <= {"python/src/analysis_module.cc"}, listed
+
+
+def test_a_torch_source_reaching_into_the_runtime_fails(tmp_path):
+    files = {"python/src/torch_module.cc": '#include "src/sources/torch_ops.h"\n',
+             "src/sources/torch_ops.h": '#include "rlprof/rlprof.h"\n'}
+    rc, out = check(tmp_path, files)
+    assert rc == 0, out
+    files["src/sources/torch_ops.cc"] = '#include "src/runtime/thread_buffer.h"\n'
+    rc, out = check(tmp_path, files)
+    assert rc == 1 and "src/sources/torch_ops.cc:1: the torch sources reach the runtime through" in out, out

@@ -1,3 +1,5 @@
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "rlprof/rlprof.hpp"
@@ -71,8 +73,11 @@ TEST(ApiTest, FreeFunctionsAreNoOpsWithoutADefaultSession) {
 TEST(ApiTest, DefaultSessionDrivesTheFreeFunctionsAndInitsOnlyOnce) {
   const std::string save = FreshDir("default");
   std::string error;
-  ASSERT_TRUE(Init(MakePlan(save, {1}), Options({"actor"}), &error)) << error;
-  EXPECT_FALSE(Init(MakePlan(save, {1}), Options({"actor"}), &error));
+  const std::string config = save + "/profile.yaml";
+  std::ofstream(config) << "rlprof:\n  steps: [1]\n  save_path: " << save
+                        << "\n  roles:\n    actor: {all_ranks: true}\n";
+  ASSERT_TRUE(InitFromConfig(config, {}, Options({"actor"}), &error)) << error;
+  EXPECT_FALSE(InitFromConfig(config, {}, Options({"actor"}), &error));
   EXPECT_NE(error.find("already initialised"), std::string::npos);
   ASSERT_NE(DefaultSession(), nullptr);
   BeginStep(1);

@@ -155,6 +155,7 @@ int rlprof_emit_track(uint32_t window, const rlprof_event* e) {
 
 void rlprof_correlation_push(uint64_t id) { rlprof::runtime::PushCorrelation(id); }
 void rlprof_correlation_pop(void) { rlprof::runtime::PopCorrelation(); }
+int rlprof_correlation_active(void) { return rlprof::runtime::CorrelationActive() ? 1 : 0; }
 
 int rlprof_sink_emit(rlprof_sink* sink, uint32_t window, const rlprof_event* e, int time_base) {
   if (sink == nullptr || sink->impl == nullptr || e == nullptr) return 0;

@@ -142,7 +142,7 @@ ClockCalibration CalibrateClock(bool allow_tsc, int calibration_ms) {
     cal.converter.anchor_ticks = cal.start.ticks;
     cal.converter.anchor_ns = cal.start.monotonic_ns;
   }
-  internal::g_hot.use_tsc.store(use_tsc ? 1 : 0, std::memory_order_relaxed);
+  __atomic_store_n(&rlprof_hot.use_tsc, use_tsc ? 1u : 0u, __ATOMIC_RELAXED);
   return cal;
 }
 

@@ -52,6 +52,12 @@ SessionOptions Actor(const std::string& run_id) {
 
 // A short training loop over steps 1..3 through the public C++ API; 0 when it ran to the end
 // with profiling off and nothing captured.
+// The config of MakePlan(save, steps) as text (the public API loads configs, not plans).
+std::string ActorConfig(const std::string& save, const std::string& steps) {
+  return "rlprof:\n  steps: " + steps + "\n  save_path: " + save +
+         "\n  roles:\n    actor: {all_ranks: true}\n";
+}
+
 int TrainUnprofiled(Session& s) {
   for (int64_t step = 1; step <= 3; ++step) {
     s.BeginStep(step);
@@ -73,7 +79,7 @@ TEST(FaultTest, SavePathUnderADirectoryTheUserCannotEnterWarnsOnceAndTheProgramG
   const std::string locked = MakeForbiddenDir(FreshDir("locked") + "/locked");
   const ChildResult r = RunUnprivileged([&] {
     // Was: std::filesystem::is_directory threw filesystem_error (EACCES) and the job aborted.
-    auto s = Session::Create(MakePlan(locked + "/sub/out", {1, 2}), Actor("eacces"));
+    auto s = Session::CreateFromText(ActorConfig(locked + "/sub/out", "[1, 2]"), {}, Actor("eacces"));
     return s == nullptr ? 12 : TrainUnprofiled(*s);
   });
   AllowAgain(locked);
@@ -120,7 +126,7 @@ TEST(FaultTest, WriterThreadThatCannotStartDisablesProfilingWithOneWarning) {
     // std::system_error, which used to escape Session::Create.
     rlimit one{1, 1};
     if (setrlimit(RLIMIT_NPROC, &one) != 0) return 30;
-    auto s = Session::Create(MakePlan(save, {1}), Actor("nothread"));
+    auto s = Session::CreateFromText(ActorConfig(save, "[1]"), {}, Actor("nothread"));
     return s == nullptr ? 31 : TrainUnprofiled(*s);
   });
   EXPECT_EQ(r.exit_code(), 0) << r.err;

@@ -84,7 +84,7 @@ void SessionImpl::Fault(const char* what, const char* detail) noexcept {
                  what, detail);
   // Stop recording at once (if this session is the one recording); then close the windows
   // properly if that still works.
-  if (recorder_session_) internal::g_hot.gen.store(0, std::memory_order_relaxed);
+  if (recorder_session_) internal::StoreWindow(0, __ATOMIC_RELAXED);
   try {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_ || writer_ == nullptr) return;
@@ -490,7 +490,7 @@ RLPROF_SESSION_GUARD("disabling after a write error", )
 
 void SessionImpl::FlushFromSignal(int timeout_ms) {
   if (writer_ == nullptr || forked()) return;
-  internal::g_hot.gen.store(0, std::memory_order_relaxed);
+  internal::StoreWindow(0, __ATOMIC_RELAXED);
   writer_->RequestSignalFlush();
   writer_->WaitSignalFlush(timeout_ms);
 }

@@ -8,9 +8,10 @@
 #include <mutex>
 #include <new>
 
-namespace rlprof::internal {
-HotState g_hot;
-}  // namespace rlprof::internal
+// The markers' hot state (include/rlprof/rlprof.h): one cache line of its own.
+extern "C" {
+alignas(64) rlprof_hot_state rlprof_hot = {0, 0};
+}
 
 namespace rlprof::runtime {
 namespace {
@@ -18,7 +19,10 @@ namespace {
 using format::Category;
 using format::EventKind;
 
-thread_local ThreadBuffer* tls_tb = nullptr;
+// Initial-exec: librlprof.so is linked by programs and by the Python extensions (dlopen'ed),
+// and glibc keeps static TLS room for a few such variables; the hot path then reads its buffer
+// with one %fs-relative load instead of a __tls_get_addr call.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* tls_tb = nullptr;
 
 // Separate from tls_tb so that the hot path reads a trivial thread-local (no init guard);
 // this one only exists to hand the buffer back when the thread exits.
@@ -113,7 +117,7 @@ uint64_t Recorder::BeginSession(const RecorderConfig& config) {
   // thread: its markers must stay off.
   static std::once_flag atfork;
   std::call_once(atfork, [] {
-    pthread_atfork(nullptr, nullptr, [] { internal::g_hot.gen.store(0, std::memory_order_relaxed); });
+    pthread_atfork(nullptr, nullptr, [] { internal::StoreWindow(0, __ATOMIC_RELAXED); });
   });
   interner_.Reset();
   uint64_t id;
@@ -136,7 +140,7 @@ void Recorder::EndSession() {
   std::vector<Chunk*> to_free;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    internal::g_hot.gen.store(0, std::memory_order_release);
+    internal::StoreWindow(0, __ATOMIC_RELEASE);
     session_ = 0;
     to_free.swap(pool_);
   }
@@ -158,13 +162,13 @@ uint32_t Recorder::OpenWindow() {
   if (session_ == 0) return 0;
   if (next_gen_ == 0) next_gen_ = 1;
   const uint32_t gen = next_gen_++;
-  internal::g_hot.gen.store(gen, std::memory_order_release);
+  internal::StoreWindow(gen, __ATOMIC_RELEASE);
   return gen;
 }
 
 bool Recorder::CloseWindow(uint32_t gen) {
   uint32_t expected = gen;
-  return gen != 0 && internal::g_hot.gen.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  return gen != 0 && internal::ClearWindowIf(expected);
 }
 
 Chunk* Recorder::PopPoolLocked() {
@@ -207,7 +211,7 @@ void Recorder::Wake() {
 // event is not recorded.
 ThreadBuffer* Recorder::Attach(uint32_t gen) try {
   std::lock_guard<std::mutex> lock(mu_);
-  if (session_ == 0 || internal::g_hot.gen.load(std::memory_order_relaxed) != gen) return nullptr;
+  if (session_ == 0 || internal::OpenWindow() != gen) return nullptr;
   ThreadBuffer* tb = tls_tb;
   if (tb == nullptr) {
     for (ThreadBuffer* t : threads_)
@@ -523,9 +527,9 @@ void EmitEnd(uint32_t gen, uint64_t id, uint64_t t) noexcept {
 
 }  // namespace rlprof::internal
 
-namespace rlprof {
+namespace rlprof::runtime {
 
-// Public entry points: never throw into the caller (an allocation failure loses the name).
+// Never throw into the caller (an allocation failure loses the name).
 const char* InternName(std::string_view name) {
   try {
     return runtime::StableName(name);
@@ -541,4 +545,4 @@ void SetThreadName(const std::string& name) {
   }
 }
 
-}  // namespace rlprof
+}  // namespace rlprof::runtime

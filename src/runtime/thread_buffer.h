@@ -3,7 +3,7 @@
 //
 //   Recorder& r = Recorder::Get();
 //   r.BeginSession({.capacity = 1 << 16, .policy = BufferPolicy::kFlush});  // pre-faults
-//   uint32_t gen = r.OpenWindow();        // markers now record (internal::g_hot.gen = gen)
+//   uint32_t gen = r.OpenWindow();        // markers now record (rlprof_hot.window = gen)
 //   ...                                   // producer threads: EmitComplete/… (thread_buffer.cc)
 //   r.CloseWindow(gen);
 //   // writer thread: r.TakeHandoffs(), r.ForEachCurrentChunk(…), r.Recycle(chunk)
@@ -27,10 +27,12 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rlprof/config/plan.h"
 #include "rlprof/format/event.h"
+#include "rlprof/rlprof.h"
 #include "rlprof/rlprof.hpp"
 #include "src/format/raw.h"
 #include "src/runtime/interner.h"
@@ -173,6 +175,31 @@ void EmitRecord(uint32_t gen, const Record& e) noexcept;
 // EmitRecord keeping `e.track` when it names a track of the session (else the thread's).
 void EmitRecordOnTrack(uint32_t gen, const Record& e) noexcept;
 
+// The runtime's own names for the marker entry points (the C API and rlprof.hpp call them).
+const char* InternName(std::string_view name);
+void SetThreadName(const std::string& name);
+
 }  // namespace rlprof::runtime
+
+namespace rlprof::internal {
+
+// The only writes of the hot state (include/rlprof/rlprof.h, rlprof_hot).
+inline void StoreWindow(uint32_t gen, int order) noexcept {
+  __atomic_store_n(&rlprof_hot.window, gen, order);
+}
+// Clears the window if it is still `gen`; true when this call cleared it.
+inline bool ClearWindowIf(uint32_t gen) noexcept {
+  return __atomic_compare_exchange_n(&rlprof_hot.window, &gen, 0u, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+
+// The hot path's records (thread_buffer.cc); `name` is interned by pointer.
+void EmitComplete(uint32_t gen, const char* name, uint64_t t0, uint64_t t1) noexcept;
+void EmitInstant(uint32_t gen, const char* name, uint64_t t) noexcept;
+void EmitCounter(uint32_t gen, const char* name, double value, uint64_t t) noexcept;
+uint64_t EmitBegin(uint32_t gen, const char* name, uint64_t t) noexcept;
+void EmitEnd(uint32_t gen, uint64_t id, uint64_t t) noexcept;
+
+}  // namespace rlprof::internal
 
 #endif  // RLPROF_SRC_RUNTIME_THREAD_BUFFER_H_

@@ -2,8 +2,9 @@
 // implementation dlopens it at a process's first NVTX call and calls InitializeInjectionNvtx2,
 // which fills NVTX's callback tables with the functions below; from then on every nvtx* call
 // of the process (C++, or torch's / vLLM's / Megatron's through their NVTX builds) lands here
-// and is forwarded into an rlprof runtime — only inside capture windows (docs/runtime.md,
-// "NVTX source"):
+// and is recorded by librlprof.so (linked; the one runtime of the process, whoever opened the
+// session: the program, the Python package, or this library) — only inside capture windows
+// (docs/runtime.md, "NVTX source"):
 //   push/pop, start/end   → ranges (push/pop: complete events; start/end: async begin/end)
 //   marks                 → instant events
 //   domains               → tracks named after the domain: push/pop ranges and marks on the
@@ -14,7 +15,8 @@
 //   categories            → arg0 of the event (the number); named categories are counted
 //   resource naming       → an OS thread named by nvtxNameOsThread / a native-thread resource
 //                           renames its rlprof thread track; other resources are counted
-// With its own session (the standalone mode: nothing else in the process records), a range
+// With its own session (the standalone mode: no session was open at the process's first NVTX
+// call; it yields to one the program opens later), a range
 // named like a configured stage (`rollout_generate`, `actor_update`, `update_actor`, …)
 // becomes a stage, and an outermost range named `step` / `step N` an RL step, so an
 // unmodified program's NVTX structure drives rlprof's capture windows.
@@ -37,20 +39,29 @@
 #include <vector>
 
 #include "rlprof/format/event.h"
-#include "src/runtime/nvtx_host.h"
+#include "rlprof/rlprof.h"
 #include "src/sources/nvtx_names.h"
 
 namespace rlprof::sources::nvtx {
 namespace {
 
-// ---- The runtime events go to ----
+// ---- The session this library drives (standalone mode only) ----
 
-rlprof_nvtx_host g_slots[8];            // attached hosts (written once each, then published)
-std::atomic<int> g_next_slot{0};
-std::atomic<const rlprof_nvtx_host*> g_host{nullptr};
-rlprof_nvtx_host g_own;                 // this library's runtime copy, with session control
-std::atomic<bool> g_standalone{false};  // g_own's session was started by this library
+// librlprof (the one runtime of the process, linked) records everything; this library opens a
+// session of its own only when the process has none when NVTX first calls in (StartStandalone),
+// and that session steps aside when the program opens its own (rlprof_options.yield_to_next).
+std::atomic<rlprof_session*> g_own{nullptr};
 std::once_flag g_once;
+// Our session is the process's: set while we open it, cleared when another session configures
+// the "nvtx" source (the program opened its own; ours stepped aside). For sources.nvtx.
+std::atomic<bool> g_opening{false};
+std::atomic<bool> g_standalone{false};
+
+// The session to drive steps and stages from NVTX ranges: ours while it lives, else none.
+inline rlprof_session* Driving() {
+  rlprof_session* s = g_own.load(std::memory_order_acquire);
+  return s != nullptr && rlprof_session_enabled(s) ? s : nullptr;
+}
 
 // ---- Counters (manifest sources.nvtx) ----
 
@@ -155,27 +166,25 @@ ThreadState& State() {
 std::atomic<bool> g_step_open{false};
 std::atomic<int64_t> g_last_step{0};
 
-inline const rlprof_nvtx_host* Host() { return g_host.load(std::memory_order_acquire); }
-
 // This thread's lane of domain `d` (format::kMarkerLaneTidBase): its push/pop ranges and marks
 // go there, one complete event per range like the default domain's, on a row named after the
 // domain. 0 (the thread's own track) for the default domain.
-uint16_t DomainLaneTrack(ThreadState& ts, const rlprof_nvtx_host* h, const Domain* d, uint32_t gen) {
+uint16_t DomainLaneTrack(ThreadState& ts, const Domain* d, uint32_t gen) {
   if (d == nullptr) return 0;
   DomainLane& l = ts.lanes[d->index];
   if (__builtin_expect(l.gen != gen, 0)) {
     const uint64_t os_id = format::kMarkerLaneTidBase | (uint64_t{d->index} << 22) | (ts.tid & 0x3FFFFF);
-    l.track = h->track(0, os_id, d->name);
+    l.track = rlprof_track(0, os_id, d->name);
     l.gen = gen;
   }
   return l.track;
 }
 
-uint16_t AsyncTrack(const rlprof_nvtx_host* h, const Domain* d, uint32_t gen) {
+uint16_t AsyncTrack(const Domain* d, uint32_t gen) {
   std::atomic<uint64_t>& slot = d != nullptr ? const_cast<Domain*>(d)->async_track : g_default_async;
   uint64_t v = slot.load(std::memory_order_relaxed);
   if ((v >> 16) == gen) return static_cast<uint16_t>(v & 0xFFFF);
-  const uint16_t t = h->track(3, 0, d != nullptr ? d->name : "NVTX");
+  const uint16_t t = rlprof_track(3, 0, d != nullptr ? d->name : "NVTX");
   slot.store((uint64_t{gen} << 16) | t, std::memory_order_relaxed);
   return t;
 }
@@ -193,33 +202,33 @@ uint32_t NextSeq() {
 
 // An async range on the track of `d` (the shared "NVTX" track for the default domain). The id
 // carries the window (low 16 bits of its generation) and the track, so its end needs neither.
-uint64_t BeginAsync(const rlprof_nvtx_host* h, const Domain* d, uint32_t gen, uint32_t name,
+uint64_t BeginAsync(const Domain* d, uint32_t gen, uint32_t name,
                     uint32_t category) {
-  const uint16_t track = AsyncTrack(h, d, gen);
+  const uint16_t track = AsyncTrack(d, gen);
   if (track == 0) return 0;
   const uint64_t id = (uint64_t{gen & 0xFFFF} << 48) | (uint64_t{track} << 32) | NextSeq();
   rlprof_event e;
   std::memset(&e, 0, sizeof e);
-  e.ts = static_cast<int64_t>(h->ticks());
+  e.ts = static_cast<int64_t>(rlprof_ticks_inline());
   e.payload = static_cast<int64_t>(id);
   e.name = name;
   e.track = track;
   e.kind = RLPROF_EVENT_BEGIN;
   e.arg0 = category;
-  return h->emit_track(gen, &e) ? id : 0;
+  return rlprof_emit_track(gen, &e) ? id : 0;
 }
 
-void EndAsync(const rlprof_nvtx_host* h, uint64_t id) {
+void EndAsync(uint64_t id) {
   if (id == 0) return;
-  const uint32_t gen = h->window();
+  const uint32_t gen = rlprof_window_inline();
   if (gen == 0 || (id >> 48) != (gen & 0xFFFF)) return;  // begun in another window
   rlprof_event e;
   std::memset(&e, 0, sizeof e);
-  e.ts = static_cast<int64_t>(h->ticks());
+  e.ts = static_cast<int64_t>(rlprof_ticks_inline());
   e.payload = static_cast<int64_t>(id);
   e.track = static_cast<uint16_t>((id >> 32) & 0xFFFF);
   e.kind = RLPROF_EVENT_END;
-  if (h->emit_track(gen, &e)) Inc(MyCounts().ranges);
+  if (rlprof_emit_track(gen, &e)) Inc(MyCounts().ranges);
 }
 
 // ---- Messages ----
@@ -291,12 +300,11 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
   }
   Frame& f = ts.frames[ts.depth];
   f.kind = FrameKind::kSkip;
-  const rlprof_nvtx_host* h = Host();
-  if (h == nullptr || msg == nullptr) return ts.depth++;
+  if (msg == nullptr) return ts.depth++;
   const NameEntry& n = ts.names.Lookup(msg);
-  if (h->stage_begin != nullptr) {  // this library drives the session: stages and steps
+  if (rlprof_session* own = Driving()) {  // this library drives the session: stages and steps
     if (n.stage_role != nullptr) {
-      if (h->stage_begin(n.stage_role, n.stage) == 0) {
+      if (rlprof_session_stage_begin(own, n.stage_role, n.stage) == RLPROF_OK) {
         f.kind = FrameKind::kStage;
         Inc(MyCounts().stages);
       }
@@ -304,7 +312,7 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
     }
     if (n.step >= 0 && !g_step_open.load(std::memory_order_relaxed)) {
       const int64_t step = n.step > 0 ? n.step : g_last_step.load() + 1;
-      if (h->step_begin(step) == 0) {
+      if (rlprof_session_step_begin(own, step) == RLPROF_OK) {
         g_last_step.store(step);
         g_step_open.store(true);
         f.kind = FrameKind::kStep;
@@ -313,14 +321,14 @@ int Push(const Domain* d, const char* msg, uint32_t category) {
       return ts.depth++;
     }
   }
-  const uint32_t gen = h->window();
+  const uint32_t gen = rlprof_window_inline();
   if (gen != 0) {
     f.gen = gen;
-    f.name = ts.names.Id(n, h, gen);
+    f.name = ts.names.Id(n, gen);
     f.category = category;
     f.kind = FrameKind::kRange;
-    f.track = DomainLaneTrack(ts, h, d, gen);
-    f.t0 = h->ticks();
+    f.track = DomainLaneTrack(ts, d, gen);
+    f.t0 = rlprof_ticks_inline();
   }
   return ts.depth++;
 }
@@ -336,12 +344,11 @@ int Pop() {
     return -1;
   }
   const Frame& f = ts.frames[--ts.depth];
-  const rlprof_nvtx_host* h = Host();
-  if (h == nullptr || f.kind == FrameKind::kSkip) return ts.depth;
+  if (f.kind == FrameKind::kSkip) return ts.depth;
   switch (f.kind) {
     case FrameKind::kRange: {
-      if (h->window() != f.gen) break;  // the window closed meanwhile
-      const uint64_t t1 = h->ticks();
+      if (rlprof_window_inline() != f.gen) break;  // the window closed meanwhile
+      const uint64_t t1 = rlprof_ticks_inline();
       rlprof_event e;
       std::memset(&e, 0, sizeof e);
       e.ts = static_cast<int64_t>(f.t0);
@@ -350,14 +357,14 @@ int Pop() {
       e.track = f.track;
       e.kind = RLPROF_EVENT_COMPLETE;
       e.arg0 = f.category;
-      if (f.track != 0 ? h->emit_track(f.gen, &e) : h->emit(f.gen, &e)) Inc(MyCounts().ranges);
+      if (f.track != 0 ? rlprof_emit_track(f.gen, &e) : rlprof_emit(f.gen, &e)) Inc(MyCounts().ranges);
       break;
     }
     case FrameKind::kStage:
-      if (h->stage_end != nullptr) h->stage_end();
+      rlprof_session_stage_end(g_own.load(std::memory_order_acquire));
       break;
     case FrameKind::kStep:
-      if (h->step_end != nullptr) h->step_end();
+      rlprof_session_step_end(g_own.load(std::memory_order_acquire));
       g_step_open.store(false);
       break;
     default: break;
@@ -366,43 +373,37 @@ int Pop() {
 }
 
 nvtxRangeId_t Start(const Domain* d, const char* msg, uint32_t category) {
-  const rlprof_nvtx_host* h = Host();
-  if (h == nullptr || msg == nullptr) return 0;
-  const uint32_t gen = h->window();
+  if (msg == nullptr) return 0;
+  const uint32_t gen = rlprof_window_inline();
   if (gen == 0) return 0;
   ThreadState& ts = State();
   const NameEntry& n = ts.names.Lookup(msg);
-  return BeginAsync(h, d, gen, ts.names.Id(n, h, gen), category);
+  return BeginAsync(d, gen, ts.names.Id(n, gen), category);
 }
 
-void End(nvtxRangeId_t id) {
-  const rlprof_nvtx_host* h = Host();
-  if (h != nullptr) EndAsync(h, id);
-}
+void End(nvtxRangeId_t id) { EndAsync(id); }
 
 void Mark(const Domain* d, const char* msg, uint32_t category) {
-  const rlprof_nvtx_host* h = Host();
-  if (h == nullptr || msg == nullptr) return;
-  const uint32_t gen = h->window();
+  if (msg == nullptr) return;
+  const uint32_t gen = rlprof_window_inline();
   if (gen == 0) return;
   ThreadState& ts = State();
   const NameEntry& n = ts.names.Lookup(msg);
   rlprof_event e;
   std::memset(&e, 0, sizeof e);
-  e.ts = static_cast<int64_t>(h->ticks());
-  e.name = ts.names.Id(n, h, gen);
-  e.track = DomainLaneTrack(ts, h, d, gen);
+  e.ts = static_cast<int64_t>(rlprof_ticks_inline());
+  e.name = ts.names.Id(n, gen);
+  e.track = DomainLaneTrack(ts, d, gen);
   e.kind = RLPROF_EVENT_INSTANT;
   e.arg0 = category;
-  if (e.track != 0 ? h->emit_track(gen, &e) : h->emit(gen, &e)) Inc(MyCounts().marks);
+  if (e.track != 0 ? rlprof_emit_track(gen, &e) : rlprof_emit(gen, &e)) Inc(MyCounts().marks);
 }
 
 void NameThread(uint32_t tid, const char* name) {
   g_resources.fetch_add(1, std::memory_order_relaxed);
-  const rlprof_nvtx_host* h = Host();
-  if (h == nullptr || name == nullptr) return;
+  if (name == nullptr) return;
   // rlprof names the calling thread's track; another thread's name waits for its first event.
-  if (tid == State().tid) h->set_thread_name(name);
+  if (tid == State().tid) rlprof_set_thread_name(name);
 }
 
 // ---- NVTX entry points ----
@@ -526,20 +527,18 @@ void CountersFn(void*, uint32_t, rlprof_counter_add_fn add, void* ctx) {
   put("standalone", g_standalone.load() ? 1 : 0);
 }
 
-void RegisterSourceWith(const rlprof_nvtx_host* h) {
-  if (h == nullptr || h->register_source == nullptr) return;
+// The "nvtx" source (its counters go into each capture's manifest, sources.nvtx): registered
+// once, with the one runtime, for every session of the process.
+void RegisterSource() {
   rlprof_source s;
-  std::memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
+  rlprof_source_init(&s);
   s.name = "nvtx";
   s.counters = &CountersFn;
-  h->register_source(&s);
-}
-
-void Publish(const rlprof_nvtx_host* h) {
-  const rlprof_nvtx_host* old = g_host.exchange(h, std::memory_order_acq_rel);
-  if (old != nullptr && old != h && old->unregister_source != nullptr) old->unregister_source("nvtx");
-  RegisterSourceWith(h);
+  s.configure = [](void*, uint32_t, const char*) {  // a session starts in this process
+    g_standalone.store(g_opening.load());
+    return 0;
+  };
+  rlprof_register_source(&s);
 }
 
 // Own session: RLPROF_CONFIG (+ RLPROF_OVERRIDES, one per line), like the Python bootstrap.
@@ -560,18 +559,24 @@ void StartStandalone() {
   }
   std::vector<const char*> ptrs;
   for (const auto& w : words) ptrs.push_back(w.c_str());
-  g_own = runtime::LocalNvtxHost(true);
-  g_standalone.store(true);  // before init: the session's own attach call comes back to us
-  if (rlprof_init_from_config(config, ptrs.data(), ptrs.size(), nullptr) != RLPROF_OK) {
-    g_standalone.store(false);
+  rlprof_options o;
+  rlprof_options_init(&o);
+  o.yield_to_next = 1;  // the program's own session, if it opens one later, takes over
+  rlprof_session* s = nullptr;
+  g_opening.store(true);
+  const int rc = rlprof_session_open(config, ptrs.data(), ptrs.size(), &o, &s);
+  g_opening.store(false);
+  if (rc != RLPROF_OK) {
     std::fprintf(stderr, "rlprof: NVTX injection: no capture (%s)\n", rlprof_last_error());
     return;
   }
-  Publish(&g_own);
+  g_own.store(s, std::memory_order_release);
   std::atexit([] {
-    // An outermost step range still open (the program exits inside it) ends here.
-    if (g_host.load() == &g_own && g_step_open.exchange(false)) rlprof_step_end();
-    if (g_standalone.load()) rlprof_shutdown();
+    // An outermost step range still open (the program exits inside it) ends here. The handle
+    // is never freed: NVTX calls from other threads may still be running.
+    rlprof_session* own = g_own.load();
+    if (Driving() != nullptr && g_step_open.exchange(false)) rlprof_session_step_end(own);
+    rlprof_session_shutdown(own);
   });
 }
 
@@ -633,32 +638,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     NvtxGetExportTableFunc_t get) {
   try {
     if (get == nullptr || !FillTables(get)) return 0;
-    // Nobody attached yet (no rlprof session in this process): record on our own.
     std::call_once(g_once, [] {
-      if (g_host.load() == nullptr) StartStandalone();
+      RegisterSource();
+      // Nothing records in this process yet (no rlprof session): record on our own.
+      if (rlprof_session_count() == 0) StartStandalone();
     });
     return 1;
   } catch (...) {
     return 0;  // NVTX unloads the library; the program goes on unprofiled
-  }
-}
-
-extern "C" __attribute__((visibility("default"))) int rlprof_nvtx_attach(const rlprof_nvtx_host* h) {
-  try {
-    if (h == nullptr || h->abi != rlprof::runtime::kRlprofNvtxHostAbi ||
-        h->size < sizeof(rlprof_nvtx_host))
-      return 1;
-    // Our own runtime copy calling back from its session start (standalone mode): nothing to do.
-    if (h->window == &rlprof_window) return 0;
-    const int slot = g_next_slot.fetch_add(1);
-    if (slot >= static_cast<int>(std::size(g_slots))) return 1;
-    g_slots[slot] = *h;
-    std::call_once(g_once, [] {});  // no standalone session from now on
-    const bool had_own = g_standalone.exchange(false);
-    Publish(&g_slots[slot]);
-    if (had_own) rlprof_shutdown();  // the host's session replaces the one we started
-    return 0;
-  } catch (...) {
-    return 1;
   }
 }

@@ -3,12 +3,14 @@
 #include <cctype>
 #include <string>
 
-#include "src/config/stages.h"
-#include "src/runtime/interner.h"
+#include "rlprof/rlprof.h"
 
 namespace rlprof::sources::nvtx {
 
-const char* StableCopy(std::string_view s) { return runtime::StableName(s); }
+const char* StableCopy(std::string_view s) {
+  const char* c = rlprof_intern_name(std::string(s).c_str());
+  return c != nullptr ? c : "";
+}
 
 namespace {
 // "step", "train_step", "step 3", "step_3", "step:3", "step-3" → 0 / 3; else -1.
@@ -30,9 +32,13 @@ void Classify(NameEntry* e) {
   const std::string_view s(e->copy, e->len);
   e->stage = e->stage_role = nullptr;
   e->step = -1;
-  if (const config::StageInfo* st = config::FindStage(s)) {
-    e->stage = st->name.c_str();  // a static table: lives as long as the process
-    e->stage_role = st->role.c_str();
+  // librlprof's stage vocabulary (every name and alias of config/stages.h).
+  const std::string text(s);
+  char role[128], stage[256];
+  if (rlprof_stage_role(text.c_str(), role, sizeof role) == RLPROF_OK && role[0] != '\0' &&
+      rlprof_canonical_stage(text.c_str(), stage, sizeof stage) == RLPROF_OK) {
+    e->stage = StableCopy(stage);  // stable copies: live as long as the process
+    e->stage_role = StableCopy(role);
     return;
   }
   e->step = StepNumber(s);

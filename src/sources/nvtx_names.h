@@ -1,5 +1,5 @@
 // Names of NVTX ranges and marks as the injection library (nvtx_injection.cc) sees them: a
-// per-thread, pointer-keyed cache in front of the runtime's string table, and what a name means
+// per-thread, pointer-keyed cache in front of librlprof's string table (rlprof.h), and what a name means
 // to rlprof (a stage of the vocabulary, an RL step, or just a range).
 //
 // NVTX only promises that a message lives for the duration of the call, so a cache hit is
@@ -8,7 +8,7 @@
 //
 //   NameCache names;                       // thread_local
 //   const NameEntry& n = names.Lookup(msg);
-//   uint32_t id = names.Id(n, host, window);
+//   uint32_t id = names.Id(n, window);
 //
 // Thread-safety: a NameCache belongs to one thread; StableCopy and Classify are thread-safe.
 #ifndef RLPROF_SRC_SOURCES_NVTX_NAMES_H_
@@ -18,7 +18,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "src/runtime/nvtx_host.h"
+#include "rlprof/rlprof.h"
 
 namespace rlprof::sources::nvtx {
 
@@ -29,7 +29,7 @@ struct NameEntry {
   const char* ptr = nullptr;   // the caller's pointer (the cache key)
   const char* copy = nullptr;  // stable copy of the text
   uint32_t len = 0;
-  uint32_t id = 0;             // id in the host's string table of window id_gen
+  uint32_t id = 0;             // id in the runtime's string table of window id_gen
   uint32_t id_gen = 0;
   // What the name means: a stage of the vocabulary (canonical name and owning role), or an RL
   // step (step >= 0: 0 = "the next one", N = step N), or neither.
@@ -51,10 +51,10 @@ class NameCache {
     if (e.ptr == p && std::strcmp(e.copy, p) == 0) return e;
     return Fill(e, p);
   }
-  uint32_t Id(const NameEntry& n, const rlprof_nvtx_host* h, uint32_t gen) {
+  uint32_t Id(const NameEntry& n, uint32_t gen) {
     auto& e = const_cast<NameEntry&>(n);  // an entry of this cache
     if (e.id_gen != gen) {
-      e.id = h->intern(e.copy, e.len);
+      e.id = rlprof_intern(e.copy, e.len);
       e.id_gen = gen;
     }
     return e.id;

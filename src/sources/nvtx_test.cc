@@ -218,10 +218,10 @@ TEST(NvtxInjectionTest, WithoutAConfigTheProgramRunsUnprofiled) {
   EXPECT_NE(bad.find("rlprof: NVTX injection: no capture"), std::string::npos) << bad;
 }
 
-TEST(NvtxInjectionTest, AProcessWithItsOwnSessionAttachesItsRuntime) {
-  // This test process links the runtime: its session start hands the runtime to the library
-  // (the Python package does the same at import). NVTX calls then record into this session,
-  // and stage names stay ranges (the host drives stages itself).
+TEST(NvtxInjectionTest, AProcessWithItsOwnSessionRecordsNvtxIntoIt) {
+  // This test process links librlprof.so, and so does the injection library NVTX loads: one
+  // runtime. NVTX calls record into this process's session, and stage names stay ranges (the
+  // process drives stages itself).
   const std::string dir = FreshDir("attach");
   const std::string cfg = WriteConfig(dir, "  steps: [1]\n  roles:\n    actor: {ranks: [0], contents: [cpu]}\n");
   setenv("NVTX_INJECTION64_PATH", RLPROF_NVTX_LIBRARY, 1);
@@ -232,10 +232,15 @@ TEST(NvtxInjectionTest, AProcessWithItsOwnSessionAttachesItsRuntime) {
   o.quiet = 1;
   o.install_signal_handlers = 0;
   ASSERT_EQ(rlprof_init_from_config(cfg.c_str(), nullptr, 0, &o), RLPROF_OK) << rlprof_last_error();
-  EXPECT_NE(dlopen(RLPROF_NVTX_LIBRARY, RTLD_NOW | RTLD_NOLOAD), nullptr)
-      << "the session start loaded the injection library";
   rlprof_step_begin(1);
-  nvtxRangePushA("update_actor");  // NVTX's first call: it loads the same library
+  nvtxRangePushA("update_actor");  // NVTX's first call: it loads the library
+  EXPECT_NE(dlopen(RLPROF_NVTX_LIBRARY, RTLD_NOW | RTLD_NOLOAD), nullptr);
+  // The library's librlprof.so.0 is this process's: the loader found it by its soname.
+  Dl_info mine{}, its{};
+  void* lib = dlopen(RLPROF_NVTX_LIBRARY, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&rlprof_step_begin), &mine), 0);
+  ASSERT_NE(dladdr(dlsym(lib, "InitializeInjectionNvtx2"), &its), 0);
+  EXPECT_NE(dlopen("librlprof.so.0", RTLD_NOW | RTLD_NOLOAD), nullptr) << mine.dli_fname;
   nvtxRangePushA("inner");
   nvtxRangePop();
   nvtxRangePop();
@@ -251,10 +256,11 @@ TEST(NvtxInjectionTest, AProcessWithItsOwnSessionAttachesItsRuntime) {
   EXPECT_EQ(m["sources"]["nvtx"]["standalone"], 0) << m["sources"].dump();
 }
 
-TEST(NvtxInjectionTest, AnAttachAfterTheLibraryStartedItsOwnSessionTakesOver) {
+TEST(NvtxInjectionTest, ASessionOpenedAfterTheLibraryStartedItsOwnTakesOver) {
   // NVTX is used before the process starts its own rlprof session (torch imported and used
-  // before rlprof): the library's standalone session runs first and ends at the attach; from
-  // then on NVTX ranges go to the process's session, which alone writes the captured step.
+  // before rlprof): the library's standalone session runs first and steps aside when the
+  // process opens its own (rlprof_options.yield_to_next); from then on NVTX ranges go to the
+  // process's session, which alone writes the captured step.
   if (dlopen(RLPROF_NVTX_LIBRARY, RTLD_NOW | RTLD_NOLOAD) != nullptr)
     GTEST_SKIP() << "needs a process whose NVTX is not yet initialised (ctest runs each test alone)";
   const std::string dir = FreshDir("takeover");

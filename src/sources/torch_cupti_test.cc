@@ -18,7 +18,6 @@
 #include "src/format/raw.h"
 #include "src/runtime/session.h"
 #include "src/sources/cupti_source.h"
-#include "src/sources/runtime_link.h"
 #include "src/sources/torch_ops.h"
 
 namespace rlprof::sources {
@@ -77,7 +76,6 @@ struct Result {
 Result RunStep(bool device, int* pushed_depth_after = nullptr) {
   const std::string save = FreshDir(device ? "device" : "host");
   TorchOps& ops = TorchOps::Get();
-  EXPECT_TRUE(ops.Bind(LocalRuntimeLink()));
   auto s = runtime::SessionImpl::Create(Plan(save, device), Quiet(), &SessionEnv);
   EXPECT_TRUE(s->enabled());
   s->BeginStep(1);

@@ -34,15 +34,14 @@ DeviceIds& IdsFor(const c10::Device& d, uint32_t gen) {
     if (ids.gen == gen && ids.type == type && ids.index == index) return ids;
   DeviceIds& ids = t_devices[t_next_slot];
   t_next_slot = (t_next_slot + 1) % kDeviceSlots;
-  const RuntimeLink& link = BoundRuntime();
   const std::string dev = d.str();  // "cpu", "cuda:0"
   ids = DeviceIds{};
   ids.type = type;
   ids.index = index;
   ids.gen = gen;
-  ids.name = link.intern(dev);
-  ids.allocated = link.intern("allocated_bytes " + dev);
-  ids.reserved = link.intern("reserved_bytes " + dev);
+  ids.name = RuntimeIntern(dev);
+  ids.allocated = RuntimeIntern("allocated_bytes " + dev);
+  ids.reserved = RuntimeIntern("reserved_bytes " + dev);
   return ids;
 }
 
@@ -53,14 +52,14 @@ void Counter(uint32_t gen, uint32_t name, uint64_t t, size_t value) {
   e.kind = EventKind::kCounter;
   e.category = Category::kMemory;
   e.set_counter_value(static_cast<double>(value));
-  BoundRuntime().emit(gen, e);
+  RuntimeEmit(gen, e);
 }
 
 class Reporter final : public c10::MemoryReportingInfoBase {
  public:
   bool memoryProfilingEnabled() const override {
     return TorchMemory::Get().active.load(std::memory_order_relaxed) &&
-           BoundRuntime().window_gen->load(std::memory_order_relaxed) != 0;
+           RuntimeWindow() != 0;
   }
 
   void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, size_t total_allocated,
@@ -77,9 +76,9 @@ class Reporter final : public c10::MemoryReportingInfoBase {
   static void Record(int64_t bytes, size_t allocated, size_t reserved, const c10::Device& device,
                      bool oom) {
     if (!TorchMemory::Get().active.load(std::memory_order_relaxed)) return;
-    const uint32_t gen = BoundRuntime().window_gen->load(std::memory_order_relaxed);
+    const uint32_t gen = RuntimeWindow();
     if (gen == 0) return;
-    const uint64_t t = LinkedTicks();
+    const uint64_t t = RuntimeTicks();
     DeviceIds& ids = IdsFor(device, gen);
     format::Event e{};
     e.ts_ns = static_cast<int64_t>(t);
@@ -89,7 +88,7 @@ class Reporter final : public c10::MemoryReportingInfoBase {
     e.category = Category::kAllocation;
     e.arg0 = oom ? 1 : 0;
     e.arg1 = CurrentOperator();
-    BoundRuntime().emit(gen, e);
+    RuntimeEmit(gen, e);
     Counter(gen, ids.allocated, t, allocated);
     if (reserved != ids.last_reserved) {
       Counter(gen, ids.reserved, t, reserved);

@@ -33,16 +33,14 @@ thread_local ModuleState t_modules;
 
 uint32_t Id(ModuleState& s, std::string_view text) {
   auto it = s.ids.find(text);
-  if (it == s.ids.end()) it = s.ids.emplace(std::string(text), BoundRuntime().intern(text)).first;
+  if (it == s.ids.end()) it = s.ids.emplace(std::string(text), RuntimeIntern(text)).first;
   return it->second;
 }
 
 }  // namespace
 
 void ModuleRanges::Enter(uintptr_t key, std::string_view path, std::string_view cls) {
-  const RuntimeLink& link = BoundRuntime();
-  if (link.window_gen == nullptr) return;
-  const uint32_t gen = link.window_gen->load(std::memory_order_relaxed);
+  const uint32_t gen = RuntimeWindow();
   if (gen == 0) return;
   ModuleState& s = t_modules;
   if (s.gen != gen) {
@@ -51,12 +49,12 @@ void ModuleRanges::Enter(uintptr_t key, std::string_view path, std::string_view 
     s.gen = gen;
   }
   Open o{key, 0, gen, Id(s, path), Id(s, cls), static_cast<uint32_t>(s.open.size())};
-  o.t0 = LinkedTicks();
+  o.t0 = RuntimeTicks();
   s.open.push_back(o);
 }
 
 void ModuleRanges::Exit(uintptr_t key) {
-  const uint64_t t1 = LinkedTicks();
+  const uint64_t t1 = RuntimeTicks();
   ModuleState& s = t_modules;
   size_t i = s.open.size();
   while (i > 0 && s.open[i - 1].key != key) --i;
@@ -64,8 +62,7 @@ void ModuleRanges::Exit(uintptr_t key) {
   const Open o = s.open[i - 1];
   g_dropped.fetch_add(s.open.size() - i, std::memory_order_relaxed);
   s.open.resize(i - 1);
-  const RuntimeLink& link = BoundRuntime();
-  if (link.window_gen->load(std::memory_order_relaxed) != o.gen) return;  // closed meanwhile
+  if (RuntimeWindow() != o.gen) return;  // closed meanwhile
   format::Event e{};
   e.ts_ns = static_cast<int64_t>(o.t0);
   e.payload = static_cast<int64_t>(t1 - o.t0);
@@ -74,7 +71,7 @@ void ModuleRanges::Exit(uintptr_t key) {
   e.category = format::Category::kModule;
   e.arg0 = o.depth;
   e.arg1 = o.cls;
-  link.emit(o.gen, e);
+  RuntimeEmit(o.gen, e);
   g_recorded.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -22,9 +22,6 @@ using format::EventKind;
 
 constexpr uint32_t kNoSequence = UINT32_MAX;  // torch's seqNr() == -1
 
-// The runtime the callbacks record into; written by Bind() before the callback is registered
-// (registration and the callbacks' first run are ordered by torch's callback registry).
-RuntimeLink g_link;
 // What the callbacks do; written by Configure() only while the callback is not registered.
 TorchOpsOptions g_opt;
 StackFn g_stack_fn = nullptr;
@@ -32,17 +29,8 @@ StackFn g_stack_fn = nullptr;
 // id a launch carried), never 0.
 std::atomic<uint32_t> g_next_external{0};
 
-inline uint32_t OpenWindow() { return g_link.window_gen->load(std::memory_order_relaxed); }
-
-// The same clock as the runtime's internal::ReadTicks(), chosen by the runtime's flag.
-inline uint64_t ReadTicks() {
-#if defined(__x86_64__) || defined(__i386__)
-  if (g_link.use_tsc->load(std::memory_order_relaxed)) return __builtin_ia32_rdtsc();
-#endif
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
+inline uint32_t OpenWindow() { return RuntimeWindow(); }
+inline uint64_t ReadTicks() { return RuntimeTicks(); }
 
 // ---- Per-thread state: name cache, shapes buffer ----
 
@@ -114,7 +102,7 @@ NameInfo LookupName(ThreadState* s, const char* name) {
   auto it = s->by_text.find(text);
   if (it == s->by_text.end()) {
     NameInfo info;
-    info.id = g_link.intern(text);
+    info.id = RuntimeIntern(text);
     info.communication = IsCommunicationOp(text);
     it = s->by_text.emplace(std::string(text), info).first;
   }
@@ -254,7 +242,7 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
     }
     text.push_back(']');
     auto it = s->shape_ids.find(std::string_view(text));
-    if (it == s->shape_ids.end()) it = s->shape_ids.emplace(text, g_link.intern(text)).first;
+    if (it == s->shape_ids.end()) it = s->shape_ids.emplace(text, RuntimeIntern(text)).first;
     ctx->shapes = it->second;
     ctx->bytes = bytes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(bytes);
   }
@@ -262,19 +250,19 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
     uint32_t id = g_next_external.fetch_add(1, std::memory_order_relaxed) + 1;
     if (id == 0) id = g_next_external.fetch_add(1, std::memory_order_relaxed) + 1;
     ctx->external = id;
-    g_link.push_correlation(id);
+    rlprof_correlation_push(id);
   }
   ctx->t0 = ReadTicks();  // last: formatting is not the operator's time
   if (ctx->external != 0) {  // the operator's id, at its begin on its thread (reader pairs)
     ThreadState* s = State(gen);
-    if (s->external_name == 0) s->external_name = g_link.intern("external_id");
+    if (s->external_name == 0) s->external_name = RuntimeIntern("external_id");
     format::Event e{};
     e.ts_ns = static_cast<int64_t>(ctx->t0);
     e.name = s->external_name;
     e.kind = EventKind::kInstant;
     e.category = Category::kCapture;
     e.arg0 = ctx->external;
-    g_link.emit(gen, e);
+    RuntimeEmit(gen, e);
     TorchOps::Get().correlated.fetch_add(1, std::memory_order_relaxed);
   }
   if (stack != 0) {  // at the operator's begin, on its thread: the reader pairs the two
@@ -283,7 +271,7 @@ std::unique_ptr<at::ObserverContext> OnEnter(const at::RecordFunction& fn) {
     e.name = stack;
     e.kind = EventKind::kInstant;
     e.category = Category::kStack;
-    g_link.emit(gen, e);
+    RuntimeEmit(gen, e);
     TorchOps::Get().stacks_recorded.fetch_add(1, std::memory_order_relaxed);
   }
   return ctx;
@@ -299,7 +287,7 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
       if (on) TorchOps::Get().async_in_flight.fetch_sub(1, std::memory_order_release);
     }
   } done{ctx->async};
-  if (ctx->external != 0) g_link.pop_correlation();  // also when the window closed meanwhile
+  if (ctx->external != 0) rlprof_correlation_pop();  // also when the window closed meanwhile
   if (ctx->tracked) {  // synchronous: the thread that entered it
     if (g_opt.context) t_current_op = ctx->parent_op;
     if (!ctx->user && t_depth > 0) --t_depth;
@@ -324,7 +312,7 @@ void OnExit(const at::RecordFunction& fn, at::ObserverContext* raw) {
     e.arg1 = ctx->shapes;
     TorchOps::Get().ops_recorded.fetch_add(1, std::memory_order_relaxed);
   }
-  g_link.emit(ctx->gen, e);
+  RuntimeEmit(ctx->gen, e);
 }
 
 // SetFloorCallback's: torch's machinery around a callback, with nothing done in it.
@@ -340,8 +328,6 @@ bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.s
 
 }  // namespace
 
-const RuntimeLink& BoundRuntime() { return g_link; }
-uint64_t LinkedTicks() { return ReadTicks(); }
 
 uint32_t CurrentOperator() {
   const uint32_t gen = OpenWindow();
@@ -359,19 +345,6 @@ TorchOps& TorchOps::Get() {
   return *ops;
 }
 
-bool TorchOps::Bind(const RuntimeLink& link) {
-  if (link.abi != RuntimeLink::kAbi || link.size != sizeof(RuntimeLink) ||
-      link.window_gen == nullptr || link.use_tsc == nullptr || link.emit == nullptr ||
-      link.intern == nullptr || link.correlating == nullptr || link.push_correlation == nullptr ||
-      link.pop_correlation == nullptr)
-    return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (enabled_) return false;  // never swap the runtime under a running callback
-  g_link = link;
-  bound_ = true;
-  return true;
-}
-
 void TorchOps::Sync(bool want, bool shapes) {
   TorchOpsOptions o;
   o.record = true;
@@ -386,7 +359,7 @@ void TorchOps::SetStackFunction(StackFn fn) {
 
 void TorchOps::Configure(bool want, const TorchOpsOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!want || !bound_) {
+  if (!want) {
     if (enabled_) at::disableCallback(handle_);
     enabled_ = false;
     return;
@@ -413,7 +386,7 @@ void TorchOps::Configure(bool want, const TorchOpsOptions& options) {
 
 bool TorchOps::Correlating() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return bound_ && g_link.correlating();
+  return rlprof_correlation_active() != 0;
 }
 
 bool TorchOps::WaitForAsync(int64_t timeout_us) {
@@ -452,7 +425,7 @@ TorchOpsStats TorchOps::stats() const {
   s.installed = handle_ != 0;
   s.enabled = enabled_;
   s.shapes = opt_.shapes;
-  s.bound = bound_;
+  s.bound = true;  // always: the runtime is librlprof, linked
   s.stacks = stacks_recorded.load(std::memory_order_relaxed);
   s.correlated = correlated.load(std::memory_order_relaxed);
   return s;

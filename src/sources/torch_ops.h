@@ -6,14 +6,13 @@
 // recorded).
 //
 //   rlprof::sources::TorchOps& ops = rlprof::sources::TorchOps::Get();
-//   ops.Bind(rlprof::sources::LocalRuntimeLink());   // once: the runtime to record into
 //   ops.Sync(/*want=*/rlprof::Recording() && plan.contents.ops, /*shapes=*/plan.contents.shapes);
 //   ... torch code ...             // recorded into the open window's per-thread buffers
 //   ops.Sync(false, false);        // the callback is disabled: torch pays nothing for it
 //
-// The runtime is reached through a RuntimeLink (runtime_link.h) rather than by linking it:
-// the Python package loads this hook as its own extension (rlprof._torch_ops, the only part
-// that needs libtorch), and only the core extension's copy of the runtime has windows open.
+// The runtime is librlprof, reached through its C ABI (include/rlprof/rlprof.h): the Python
+// package loads this hook as its own extension (rlprof._torch_ops, the only part that needs
+// libtorch), linked to the same librlprof.so as the core extension, so one runtime records.
 //
 // Cost: outside windows the callback is disabled (torch's RecordFunction then does no work
 // for it); call Sync() after every session call that may open or close a window. While
@@ -25,8 +24,7 @@
 // (budget, backstop) is safe: the callback re-checks the open window on every op and records
 // nothing.
 //
-// Thread-safety: Bind/Sync/Uninstall are serialised by an internal mutex (Bind before the
-// first Sync); the callbacks run on every torch thread (autograd, gloo workers) and touch only
+// Thread-safety: Sync/Uninstall are serialised by an internal mutex; the callbacks run on every torch thread (autograd, gloo workers) and touch only
 // thread-local state and relaxed atomics.
 #ifndef RLPROF_SRC_SOURCES_TORCH_OPS_H_
 #define RLPROF_SRC_SOURCES_TORCH_OPS_H_
@@ -36,7 +34,10 @@
 #include <mutex>
 #include <string_view>
 
-#include "src/sources/runtime_link.h"
+#include <cstring>
+
+#include "rlprof/format/event.h"
+#include "rlprof/rlprof.h"
 
 namespace rlprof::sources {
 
@@ -50,11 +51,11 @@ struct TorchOpsOptions {
   bool context = false;  // keep the innermost operator per thread (CurrentOperator; memory)
   bool stack = false;    // call the stack function for outermost operators (contents stack)
   // External correlation (device capture): each recorded synchronous operator pushes a fresh
-  // id (RuntimeLink::push_correlation) at its start and pops it at its end, so the device work
+  // id (rlprof_correlation_push) at its start and pops it at its end, so the device work
   // it launches carries the id (CUPTI: the launch's kRuntime event arg1); the operator's id is
   // recorded as a kCapture instant named "external_id" (arg0 = id) at the operator's ts on its
   // thread, which the capture reader pairs with the operator (Trace::external). Set it only
-  // while RuntimeLink::correlating() (TorchOps::Correlating()).
+  // while a device source takes the ids (TorchOps::Correlating()).
   bool correlate = false;
   bool operator==(const TorchOpsOptions&) const = default;
 };
@@ -69,10 +70,18 @@ using StackFn = uint32_t (*)();
 // the operator context (TorchOpsOptions::context); 0 outside operators or when not tracked.
 uint32_t CurrentOperator();
 
-// The runtime bound with TorchOps::Bind, for the other torch sources (memory, module, stack)
-// built into the same extension; and its clock. Valid after a successful Bind.
-const RuntimeLink& BoundRuntime();
-uint64_t LinkedTicks();
+// The runtime's hot path for the torch sources (operators, memory, modules, stacks): librlprof's
+// C ABI (include/rlprof/rlprof.h), the window and the clock read inline.
+inline uint32_t RuntimeWindow() noexcept { return rlprof_window_inline(); }
+inline uint64_t RuntimeTicks() noexcept { return rlprof_ticks_inline(); }
+inline uint32_t RuntimeIntern(std::string_view s) { return rlprof_intern(s.data(), s.size()); }
+// Records `e` (ticks; the track is filled in) on the calling thread if window `gen` is open.
+inline void RuntimeEmit(uint32_t gen, const format::Event& e) noexcept {
+  static_assert(sizeof(rlprof_event) == sizeof(format::Event), "rlprof_event mirrors format::Event");
+  rlprof_event c;
+  std::memcpy(&c, &e, sizeof c);
+  rlprof_emit(gen, &c);
+}
 
 struct TorchOpsStats {
   uint64_t ops = 0;             // operators recorded
@@ -80,7 +89,7 @@ struct TorchOpsStats {
   bool installed = false;       // the callback is registered with torch
   bool enabled = false;         // and currently enabled
   bool shapes = false;
-  bool bound = false;           // a runtime is bound
+  bool bound = false;           // the runtime is linked (always, with librlprof)
   uint64_t stacks = 0;          // stacks recorded
   uint64_t correlated = 0;      // operators that pushed an external correlation id
 };
@@ -89,11 +98,8 @@ class TorchOps {
  public:
   static TorchOps& Get();
 
-  // Sets the runtime to record into. Returns false (and keeps the old one) when `link` is of
-  // another layout (an extension built from a different rlprof).
-  bool Bind(const RuntimeLink& link);
   // Enables the callback when `want` (registering it the first time, or again when `shapes`
-  // changes), disables it otherwise. Cheap when nothing changes. No-op until Bind().
+  // changes), disables it otherwise. Cheap when nothing changes.
   void Sync(bool want, bool shapes);
   // The general form: enabled when `want` with these options (record = true in Sync()).
   void Configure(bool want, const TorchOpsOptions& options);
@@ -132,7 +138,6 @@ class TorchOps {
   uint64_t floor_handle_ = 0;  // SetFloorCallback's
   bool enabled_ = false;
   TorchOpsOptions opt_;
-  bool bound_ = false;
 };
 
 }  // namespace rlprof::sources

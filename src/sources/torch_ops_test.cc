@@ -17,7 +17,6 @@
 #include "src/format/raw.h"
 #include "src/runtime/runtime_test_util.h"
 #include "src/runtime/session.h"
-#include "src/sources/runtime_link.h"
 
 namespace rlprof::sources {
 namespace {
@@ -39,7 +38,6 @@ std::multimap<std::string, format::Category> Recorded(const std::string& cap_dir
 
 TEST(TorchOpsTest, RecordsOperatorsAndCollectivesOnlyInsideTheWindow) {
   TorchOps& ops = TorchOps::Get();
-  ASSERT_TRUE(ops.Bind(LocalRuntimeLink()));
   const std::string save = FreshDir("torch_ops");
   SessionOptions o;
   o.roles = std::vector<std::string>{"actor"};
@@ -110,7 +108,6 @@ std::unique_ptr<runtime::SessionImpl> Session(const std::string& save) {
 // outside the window or after the reporter is removed.
 TEST(TorchMemoryTest, AllocatorEventsWithTheirOperatorOnlyInsideTheWindow) {
   TorchOps& ops = TorchOps::Get();
-  ASSERT_TRUE(ops.Bind(LocalRuntimeLink()));
   const std::string save = FreshDir("torch_memory");
   auto s = Session(save);
   ASSERT_TRUE(s->enabled());
@@ -158,7 +155,6 @@ TEST(TorchMemoryTest, AllocatorEventsWithTheirOperatorOnlyInsideTheWindow) {
 // Module ranges nest, carry depth and class, and a range whose end was missed is dropped
 // (counted) when its parent ends; an exit for a module never entered is ignored.
 TEST(ModuleRangesTest, NestedRangesWithDepthAndClass) {
-  ASSERT_TRUE(TorchOps::Get().Bind(LocalRuntimeLink()));
   const std::string save = FreshDir("torch_modules");
   auto s = Session(save);
   ModuleRanges::Exit(7);  // before any window: nothing
@@ -191,15 +187,6 @@ TEST(TorchOpsTest, NamesAreRecognisedAsCommunication) {
   EXPECT_TRUE(IsCommunicationOp("record_param_comms"));
   EXPECT_FALSE(IsCommunicationOp("aten::mm"));
   EXPECT_FALSE(IsCommunicationOp("c10"));
-}
-
-TEST(TorchOpsTest, RefusesARuntimeLinkOfAnotherLayout) {
-  RuntimeLink l = LocalRuntimeLink();
-  l.abi = RuntimeLink::kAbi + 1;
-  EXPECT_FALSE(TorchOps::Get().Bind(l));
-  l = LocalRuntimeLink();
-  l.emit = nullptr;
-  EXPECT_FALSE(TorchOps::Get().Bind(l));
 }
 
 }  // namespace
