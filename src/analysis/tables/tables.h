@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rlprof/analysis/table.h"
 #include "src/analysis/passes/analyse.h"
 #include "src/base/status.h"
 
@@ -31,24 +32,7 @@ class SqliteFile;
 
 namespace rlprof::analysis {
 
-enum class ColumnType { kInt, kReal, kText };
-
-struct Column {
-  std::string name;  // as written in CSV headers (msprof names keep their units, "Computing")
-  ColumnType type = ColumnType::kReal;
-  std::string unit;  // "us", "ns", "ms", "%", "" — shown by ToText
-  // Text that repeats across many rows (kernel names): SqliteWriter stores each value once, in
-  // its `strings` table, and the table as a view of the same name and columns (docs/analysis.md).
-  bool repeats = false;
-};
-
-using Cell = std::variant<std::monostate, int64_t, double, std::string>;
-
-struct Table {
-  std::string name;  // file stem / SQLite table name
-  std::vector<Column> columns;
-  std::vector<std::vector<Cell>> rows;
-};
+// Table, Column, Cell, ColumnType: include/rlprof/analysis/table.h (the public shape).
 
 // Per-input tables.
 Table StepTraceTimeTable(const TraceAnalysis& a);  // step_trace_time: msprof columns, µs
