@@ -124,3 +124,17 @@ def test_a_c_program_links_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[1:] == ["1", "c"], r.stdout
     assert glob.glob(str(tmp_path / "out" / "*" / "step1" / "*" / "*" / "manifest.json"))
+
+
+def test_doctor_names_the_runtime_library_a_profiled_process_loads():
+    cli = os.path.join(BUILD, "bin", "rlprof")
+    if not os.access(cli, os.X_OK):
+        pytest.skip("no rlprof command built")
+    import json
+    r = subprocess.run([cli, "doctor", "--json"], capture_output=True, text=True, timeout=120)
+    rt = json.loads(r.stdout)["runtime"]
+    assert rt["status"] == "on", rt
+    assert os.path.realpath(rt["file"]) == os.path.realpath(LIB), rt
+    assert rt["records"].startswith("8 of 8"), rt
+    text = subprocess.run([cli, "doctor"], capture_output=True, text=True, timeout=120).stdout
+    assert "runtime library (librlprof.so): on" in text, text

@@ -8,6 +8,9 @@
 // dialect, with Hydra overrides, as `rlprof plan`): whether it asks for device data (which
 // roles), and whether its save_path can be written here (a directory made and removed in the
 // deepest existing one; its free space) — an unwritable one would turn profiling off.
+// Also the runtime library a profiled Python process and a linked program load
+// (librlprof.so.0, beside this command's Python package or on the loader's path): which file,
+// its version (a different one than this command's is said), and that it has the C ABI.
 // Exit codes: 0 ready; 2 the config cannot be loaded; 4 its save_path cannot be written; 5
 // device capture would be off (without a CONFIG; with one, only if it asks for device data).
 #include <dlfcn.h>
@@ -155,6 +158,55 @@ json ConfigNeeds(const config::Plan& plan) {
   return j;
 }
 
+// librlprof.so.0 as a profiled process finds it: beside the Python package this command belongs
+// to (<build>/python/rlprof/ from <build>/bin/, or site-packages/rlprof/ from rlprof/_bin/),
+// else by its soname. Loaded here with dlopen (the command itself records nothing).
+json CheckRuntime() {
+  json j;
+  std::vector<std::string> candidates;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    const std::filesystem::path dir = std::filesystem::path(self).parent_path();
+    candidates.push_back((dir / ".." / "python" / "rlprof" / "librlprof.so.0").lexically_normal().string());
+    candidates.push_back((dir / ".." / "librlprof.so.0").lexically_normal().string());
+  }
+  candidates.push_back("librlprof.so.0");
+  void* h = nullptr;
+  for (const std::string& c : candidates)
+    if ((c.find('/') == std::string::npos || std::filesystem::exists(c)) &&
+        (h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr)
+      break;
+  if (h == nullptr) {
+    const char* e = dlerror();
+    j["status"] = std::string("off: no librlprof.so.0 found (") + (e != nullptr ? e : "not found") + ")";
+    return j;
+  }
+  using VersionFn = const char* (*)();
+  auto version = reinterpret_cast<VersionFn>(dlsym(h, "rlprof_version"));
+  Dl_info info{};
+  if (version != nullptr && dladdr(reinterpret_cast<void*>(version), &info) != 0 && info.dli_fname != nullptr)
+    j["file"] = info.dli_fname;
+  int present = 0, asked = 0;
+  for (const char* fn : {"rlprof_session_open", "rlprof_session_open_text", "rlprof_emit", "rlprof_emit_complete",
+                         "rlprof_register_source", "rlprof_window", "rlprof_session_get_info", "rlprof_hot"}) {
+    ++asked;
+    if (dlsym(h, fn) != nullptr) ++present;
+  }
+  j["records"] = std::to_string(present) + " of " + std::to_string(asked) + " C ABI entry points checked";
+  if (version == nullptr || present != asked) {
+    j["status"] = "off: " + std::string(j.value("file", "the library")) + " lacks rlprof's C ABI";
+  } else if (std::string(version()) != base::Version()) {
+    j["library"] = std::string(version());
+    j["status"] = "on, version " + std::string(version()) + " (this command is " + base::Version() + ")";
+  } else {
+    j["library"] = std::string(version());
+    j["status"] = "on";
+  }
+  return j;
+}
+
 void PrintSection(std::ostream& out, const char* title, const json& j) {
   out << title << ": " << j.value("status", std::string("?")) << "\n";
   for (const char* k : {"hint", "library", "file", "cupti_version", "records"})
@@ -191,6 +243,7 @@ Command AddDoctorCommand(CLI::App& app) {
     report["cupti"] = {{"status", "off: this rlprof was built without the CUPTI headers"}};
 #endif
     report["cuda_profiler"] = CheckCudart();
+    report["runtime"] = CheckRuntime();
     const bool on = report["cupti"]["status"] == "on";
     const bool wants_device = !plan || !report["config"]["device_roles"].empty();
     const bool writable = !plan || report["save_path"]["status"] == "writable";
@@ -211,6 +264,7 @@ Command AddDoctorCommand(CLI::App& app) {
         if (sp.contains("free_bytes"))
           io.out << "  free: " << base::FormatBytes(sp["free_bytes"].get<int64_t>()) << "\n";
       }
+      PrintSection(io.out, "runtime library (librlprof.so)", report["runtime"]);
       PrintSection(io.out, "device activity (CUPTI)", report["cupti"]);
       PrintSection(io.out, "nsys windows (cudaProfilerStart/Stop)", report["cuda_profiler"]);
       if (!on && wants_device)
