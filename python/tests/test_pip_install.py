@@ -150,7 +150,7 @@ def test_repaired_wheel_is_self_contained(tmp_path):
     # the venv but the C/C++ runtime, and torch's libraries for the operator hook.
     elfs = _elf_files(os.path.join(site, "rlprof")) + _elf_files(os.path.join(site, "rlprof.libs"))
     names = [os.path.relpath(e, site) for e in elfs]
-    for want in ("rlprof/_rlprof", "rlprof/_analysis", "rlprof/librlprof_nvtx.so", "rlprof/_bin/rlprof",
+    for want in ("rlprof/_rlprof", "rlprof/_analysis", "rlprof/librlprof.so.0", "rlprof/librlprof_nvtx.so", "rlprof/_bin/rlprof",
                  "rlprof.libs/libyaml-cpp", "rlprof.libs/libzstd", "rlprof.libs/libz-"):
         assert any(n.startswith(want) for n in names), (want, names)
     if glob.glob(os.path.join(BUILD, "python", "rlprof", "_torch_ops*.so")):
