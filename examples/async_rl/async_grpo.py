@@ -35,8 +35,9 @@ The weight sync, as each side sees it (phases as in checkpoint-engine-like syncs
 Ground truth: each process writes <out>/truth/<role><index>.jsonl, one JSON object a line:
 {"kind", "start_ns", "end_ns", ...} on CLOCK_MONOTONIC (time.monotonic_ns, rlprof's clock), for
 every interval it spends: rollout_generate, wait/weights, wait/queue_full (rollout);
-wait/samples, actor_update (trainer); sync/<phase>; and one "consume" record per group a trainer
-takes (its version, staleness, kept or dropped). rlprof records the same intervals under the
+wait/samples, actor_update (trainer); sync/<phase>; one "consume" record per group a trainer
+takes (its version, staleness, kept or dropped); one "publish" record per version trainer 0
+publishes (the instant the rollout workers may load it). rlprof records the same intervals under the
 same names (stages, and rlprof.rl's wait/ and sync/ ranges) and the versions and staleness as
 rlprof.rl's counters, without reading this file.
 """
@@ -192,7 +193,9 @@ def sync_as_trainer(model: torch.nn.Module, version: int, group: Any, sh: Shared
         with phase(truth, "transfer", version, buf.numel() * buf.element_size()):
             dist.broadcast(buf, src=0, group=group)
         sh.published.value = version
+        now = time.monotonic_ns()
         rl.published(version)
+        truth.add("publish", now, now, version=version)
 
 
 def sync_as_rollout(model: TinyGPT, version: int, group: Any, requested_ns: int, truth: Truth) -> None:

@@ -3,15 +3,20 @@
 # capture (docs/reliability.md). As root (CI) the program runs through
 # `setpriv --reuid=65534 --regid=65534 --clear-groups` from a world-readable copy; as another
 # user the directory is made mode 0000.
-#   cmake -DEXE=… -DCONFIG=… -DOUT=… -P check_unwritable.cmake
+# The program's librlprof.so.0 travels with it (the other user may not enter the build tree;
+# the program finds it beside itself, $ORIGIN).
+#   cmake -DEXE=… -DLIB=… -DCONFIG=… -DOUT=… -P check_unwritable.cmake
 string(RANDOM LENGTH 10 tag)
 set(tmp "/tmp/rlprof-unwritable-${tag}")  # OUT may sit under a 0700 home directory
 file(MAKE_DIRECTORY "${tmp}/locked")
-file(COPY "${EXE}" "${CONFIG}" DESTINATION "${tmp}")
+file(COPY "${EXE}" "${CONFIG}" "${LIB}" DESTINATION "${tmp}")
 get_filename_component(exe_name "${EXE}" NAME)
 get_filename_component(config_name "${CONFIG}" NAME)
 file(CHMOD "${tmp}" "${tmp}/${config_name}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
      GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+get_filename_component(lib_name "${LIB}" NAME)
+file(CHMOD "${tmp}/${lib_name}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+     GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 file(CHMOD "${tmp}/${exe_name}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
      GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)

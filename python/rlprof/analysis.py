@@ -222,6 +222,16 @@ class Analysis:
         return self.table("async_verdict")
 
     @property
+    def async_versions(self) -> pd.DataFrame:
+        """Asynchronous RL by version interval: one row from each version's publish to the next
+        (trainer steps, samples generated and consumed, staleness, the joined timeline and the
+        waits by cause within it; docs/definitions.md §5.12). Empty without rlprof.rl's
+        records or without a publish."""
+        if "async_versions" not in self.table_names:
+            return pd.DataFrame()
+        return self.table("async_versions")
+
+    @property
     def op_stats(self) -> pd.DataFrame:
         """op_statistic: host operators (by name and by shapes) and device kernels (µs)."""
         return self.table("op_statistic")

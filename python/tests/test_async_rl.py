@@ -147,11 +147,49 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
         assert abs(row[k] - want[k] / 1e3) <= 0.01 * longest, (mode, k, row[k], want[k] / 1e3)
     if mode == "sync":  # lock-step: generation and training never overlap
         assert row["overlap"] <= 0.01 * longest
+    check_version_intervals(json.loads(r.stdout)["async_versions"], truths, spans, sync_kinds, consumed, longest,
+                            mode)
     staleness = {e["staleness"] for e in consumed}
     bound = {"sync": 0, "one_step_off": 1, "fully_async": 2}[mode]
     assert max(staleness) <= bound or any(not e["kept"] for e in consumed)
     if mode == "sync":
         assert staleness == {0}
+
+
+def clip(spans, lo, hi):
+    return [(max(a, lo), min(b, hi)) for a, b in spans if min(b, hi) > max(a, lo)]
+
+
+def check_version_intervals(table, truths, spans, sync_kinds, consumed, longest, mode):
+    """async_versions against the truth: one row per version trainer 0 published, from its
+    publish to the next (the last to the run's end); what was consumed in it, by whom and how
+    stale; the trainer steps that ended in it; the joined timeline clipped to it."""
+    cols = [c["name"] for c in table["columns"]]
+    rows = [dict(zip(cols, row)) for row in table["rows"]]
+    pubs = sorted((r["start_ns"], r["version"]) for recs in truths.values() for r in recs if r["kind"] == "publish")
+    published = [v for _, v in pubs]
+    got = [row["version"] for row in rows if row["version"] is not None]
+    assert got == published, (mode, got, published)
+    assert rows[0]["version"] is None  # the initial load, before version 0 is published
+    eats = sorted(e["start_ns"] for e in consumed)
+    updates = sorted(r["end_ns"] for name, recs in truths.items() if name.startswith("trainer0")
+                     for r in recs if r["kind"] == "actor_update")
+    for row, (at, v), (nxt, _) in zip(rows[1:], pubs, pubs[1:] + [(None, None)]):
+        # The interval's edges: the publish the truth recorded, within 1 % of the longest window.
+        rlprof_start = row["start"] * 1e3
+        assert abs((at - pubs[0][0]) - (rlprof_start - rows[1]["start"] * 1e3)) <= 0.01 * longest * 1e3
+        hi = nxt if nxt is not None else float("inf")
+        want = sum(1 for e in eats if at <= e < hi)
+        assert abs(row["consumed"] - want) <= 1, (mode, v, row["consumed"], want)
+        steps = sum(1 for e in updates if at <= e < hi)
+        assert abs(row["trainer_steps"] - steps) <= 1, (mode, v, row["trainer_steps"], steps)
+        end = nxt if nxt is not None else max(b for recs in truths.values() for r in recs for b in [r["end_ns"]])
+        j = joined(clip(spans("rollout", {"rollout_generate"}), at, end), clip(spans("trainer", {"actor_update"}), at, end),
+                   clip(spans("rollout", sync_kinds) + spans("trainer", sync_kinds), at, end))
+        for k in ("generation", "training", "exposed_generation"):
+            assert abs(row[k] - j[k] / 1e3) <= 0.01 * longest, (mode, v, k, row[k], j[k] / 1e3)
+    assert sum(row["consumed"] for row in rows) == len(eats)  # every consumption in one interval
+    assert sum(row["trainer_steps"] for row in rows) == len(updates)
 
 
 def test_the_run_pipeline_and_rlprof_analysis_carry_the_async_table(tmp_path, rlprof_cli):
@@ -172,7 +210,13 @@ def test_the_run_pipeline_and_rlprof_analysis_carry_the_async_table(tmp_path, rl
     import sqlite3
     with sqlite3.connect(os.path.join(dest, "analysis.db")) as db:
         n = db.execute("SELECT COUNT(*) FROM async_pools WHERE input LIKE 'pool %'").fetchone()[0]
+        versions = [v for (v,) in db.execute("SELECT version FROM async_versions")]
     assert n == 2
+    # The version intervals: the start-up before version 0, then one per published version.
+    assert versions[0] is None and versions[1:] == list(range(0, 6, 1)), versions
+    assert os.path.exists(os.path.join(dest, "async_versions.csv"))
+    v = a.async_versions
+    assert list(v["version"].iloc[1:]) == versions[1:] and v["consumed"].sum() == 2 * 6 * 2
 
 
 @pytest.mark.parametrize("knob,verdict", [("--train-delay-ms", "train-bound"), ("--generate-delay-ms", "rollout-bound")])

@@ -109,6 +109,27 @@ nlohmann::json InputJson(const analysis::InputResult& r, const std::optional<for
   return in;
 }
 
+// --view async: the run's processes and pools, the verdict and the version intervals (async RL;
+// rlprof.rl's records).
+void PrintAsync(const SummaryArgs& a, const std::vector<analysis::InputResult>& results, nlohmann::json* out,
+                Io& io) {
+  nlohmann::json& j = *out;
+  analysis::Table t = analysis::AsyncPoolsTable(results);
+  analysis::Table v = analysis::AsyncVerdictTable(results);
+  analysis::Table vi = analysis::AsyncVersionsTable(results);
+  if (a.json) {
+    j["async_pools"] = analysis::ToJson(t);
+    j["async_verdict"] = analysis::ToJson(v);
+    j["async_versions"] = analysis::ToJson(vi);
+  } else {
+    io.out << "== run: async pools (" << t.rows.size() << " row(s))\n-- " << t.name << "\n" << analysis::ToText(t);
+    if (t.rows.empty()) io.out << "(no input holds rlprof.rl's records: see docs/python.md, \"Asynchronous RL\")\n";
+    else io.out << "-- " << v.name << " (estimates from the measured rates)\n" << analysis::ToText(v);
+    if (!vi.rows.empty()) io.out << "-- " << vi.name << " (from one publish to the next)\n" << analysis::ToText(vi);
+    PrintDiagnostics(io, MergedDiagnostics(results), "all inputs");
+  }
+}
+
 base::Status Run(const SummaryArgs& a, Io& io) {
   analysis::RunConfig cfg;
   RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &cfg.options, &cfg.classifier));
@@ -176,19 +197,7 @@ base::Status Run(const SummaryArgs& a, Io& io) {
     if (a.json) j["stage_across_ranks"] = analysis::ToJson(t);
     else io.out << "== all inputs\n-- " << t.name << "\n" << analysis::ToText(t);
   }
-  if (a.view == "async") {  // the run's processes and pools (async RL; rlprof.rl's records)
-    analysis::Table t = analysis::AsyncPoolsTable(results);
-    analysis::Table v = analysis::AsyncVerdictTable(results);
-    if (a.json) {
-      j["async_pools"] = analysis::ToJson(t);
-      j["async_verdict"] = analysis::ToJson(v);
-    } else {
-      io.out << "== run: async pools (" << t.rows.size() << " row(s))\n-- " << t.name << "\n" << analysis::ToText(t);
-      if (t.rows.empty()) io.out << "(no input holds rlprof.rl's records: see docs/python.md, \"Asynchronous RL\")\n";
-      else io.out << "-- " << v.name << " (estimates from the measured rates)\n" << analysis::ToText(v);
-      PrintDiagnostics(io, MergedDiagnostics(results), "all inputs");
-    }
-  }
+  if (a.view == "async") PrintAsync(a, results, &j, io);
   analysis::Diagnostics run_diag;  // what building the run view counted
   if (a.view == "rl") {
     const analysis::RunView& v = run->view;

@@ -60,7 +60,7 @@ std::array<int64_t, kClasses + 1> Partition(std::vector<Edge> edges, int64_t lo,
     if (cls < kClasses) {
       AsyncSegment s{at, until, cls < kWaitBase ? AsyncSegment::kSync : cls < kBusyClass ? AsyncSegment::kWait
                                                                                          : AsyncSegment::kBusy,
-                     cls >= kWaitBase && cls < kBusyClass ? cls - kWaitBase : -1};
+                     cls < kWaitBase ? cls : cls < kBusyClass ? cls - kWaitBase : -1};
       if (!segments->empty() && segments->back().end == s.start && segments->back().kind == s.kind &&
           segments->back().cause == s.cause)
         segments->back().end = s.end;
@@ -118,8 +118,11 @@ AsyncBreakdown AsyncPools(const Trace& t) {
     const auto v = static_cast<int64_t>(c.value);
     if (name == "rl/sync_bytes") {
       b.transfer_bytes += c.value;
+    } else if (name == "rl/published_version") {
+      b.published.push_back({c.ts_ns, v});
     } else if (name == "rl/generated") {
       b.generated += v;
+      b.generated_at.push_back({c.ts_ns, v});
     } else if (name == "rl/queue_depth") {
       ++b.queue_samples;
       b.queue_depth_mean += (c.value - b.queue_depth_mean) / static_cast<double>(b.queue_samples);
@@ -127,14 +130,18 @@ AsyncBreakdown AsyncPools(const Trace& t) {
     } else if (name == "rl/staleness") {
       ++b.consumed;
       staleness_sum += v;
+      b.consumed_at.push_back({c.ts_ns, v});
       b.staleness_max = std::max(b.staleness_max, v);
     } else if (name == "rl/weight_version" || name == "rl/trainer_version") {
+      if (name == "rl/trainer_version") b.trained_at.push_back({c.ts_ns, v});
       int64_t* fl = versions[name == "rl/weight_version" ? 0 : 1];
       if (fl[0] < 0) fl[0] = v;
       fl[1] = v;
     }
   }
   // A rollout process's versions are the weights it loaded; a trainer's, the updates it made.
+  for (auto* v : {&b.published, &b.generated_at, &b.consumed_at, &b.trained_at})
+    std::stable_sort(v->begin(), v->end(), [](const AsyncFact& x, const AsyncFact& y) { return x.at < y.at; });
   const int64_t* fl = versions[0][0] >= 0 ? versions[0] : versions[1];
   b.version_first = fl[0];
   b.version_last = fl[1];

@@ -31,7 +31,13 @@ struct AsyncSegment {
   enum Kind : int { kSync = 0, kWait = 1, kBusy = 2 };
   int64_t start = 0, end = 0;
   int kind = kBusy;
-  int cause = -1;  // kWait: its WaitCause
+  int cause = -1;  // kWait: its WaitCause; kSync: its phase (kSyncPhaseCount: the stage's rest)
+};
+
+// A timestamped rl/ counter sample: when, and its value.
+struct AsyncFact {
+  int64_t at = 0;
+  int64_t value = 0;
 };
 
 struct AsyncBreakdown {
@@ -53,6 +59,11 @@ struct AsyncBreakdown {
   double queue_depth_mean = 0;
   int64_t queue_depth_max = 0;
   std::vector<AsyncSegment> segments;  // the split in time order (other left out), merged
+  // The facts in time order, for the run's version intervals (async_run.h).
+  std::vector<AsyncFact> published;      // rl/published_version: (when, version)
+  std::vector<AsyncFact> generated_at;   // rl/generated: (when, samples)
+  std::vector<AsyncFact> consumed_at;    // rl/staleness: (when, staleness)
+  std::vector<AsyncFact> trained_at;     // rl/trainer_version: (when, the version an update made)
   int64_t sync_total() const;
   int64_t wait_total() const;
 };

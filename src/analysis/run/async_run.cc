@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <map>
+#include <set>
 #include <string>
 
 namespace rlprof::analysis {
@@ -65,13 +67,14 @@ struct Overlaps {
   int64_t generation = 0, training = 0, overlap = 0, exposed_generation = 0, exposed_sync = 0;
 };
 
-Overlaps Join(const std::vector<InputResult>& results) {
-  struct E {
-    int64_t at;
-    int set;  // 0 G, 1 T, 2 S
-    int delta;
-  };
-  std::vector<E> edges;
+struct JoinEdge {
+  int64_t at;
+  int set;  // 0 G, 1 T, 2 S
+  int delta;
+};
+
+std::vector<JoinEdge> JoinEdges(const std::vector<InputResult>& results) {
+  std::vector<JoinEdge> edges;
   for (const auto& r : results) {
     const AsyncBreakdown& b = r.analysis.async;
     if (!r.status.ok() || !b.present) continue;
@@ -85,22 +88,43 @@ Overlaps Join(const std::vector<InputResult>& results) {
       edges.push_back({s.end, set, -1});
     }
   }
-  std::sort(edges.begin(), edges.end(), [](const E& a, const E& b) { return a.at < b.at; });
-  Overlaps o;
+  std::sort(edges.begin(), edges.end(), [](const JoinEdge& a, const JoinEdge& b) { return a.at < b.at; });
+  return edges;
+}
+
+// The sweep over the joined edges, credited to the intervals [bounds[i], bounds[i + 1]) (one
+// Overlaps per interval; time outside them is not counted).
+std::vector<Overlaps> Sweep(const std::vector<JoinEdge>& edges, const std::vector<int64_t>& bounds) {
+  std::vector<Overlaps> out(bounds.size() > 1 ? bounds.size() - 1 : 0);
   int open[3] = {0, 0, 0};
+  auto credit = [&](int64_t from, int64_t to) {
+    // Split [from, to) at the interval bounds.
+    size_t i = static_cast<size_t>(std::upper_bound(bounds.begin(), bounds.end(), from) - bounds.begin());
+    while (from < to && i > 0 && i < bounds.size()) {
+      const int64_t cut = std::min(to, bounds[i]);
+      const int64_t len = cut - from;
+      Overlaps& o = out[i - 1];
+      const bool g = open[0] > 0, t = open[1] > 0, s = open[2] > 0;
+      o.generation += g ? len : 0;
+      o.training += t ? len : 0;
+      o.overlap += g && t ? len : 0;
+      o.exposed_generation += g && !t ? len : 0;
+      o.exposed_sync += s && !g && !t ? len : 0;
+      from = cut;
+      ++i;
+    }
+  };
   for (size_t i = 0; i < edges.size(); ++i) {
     open[edges[i].set] += edges[i].delta;
-    if (i + 1 == edges.size()) break;
-    const int64_t len = edges[i + 1].at - edges[i].at;
-    if (len <= 0) continue;
-    const bool g = open[0] > 0, t = open[1] > 0, s = open[2] > 0;
-    o.generation += g ? len : 0;
-    o.training += t ? len : 0;
-    o.overlap += g && t ? len : 0;
-    o.exposed_generation += g && !t ? len : 0;
-    o.exposed_sync += s && !g && !t ? len : 0;
+    if (i + 1 < edges.size() && edges[i + 1].at > edges[i].at) credit(edges[i].at, edges[i + 1].at);
   }
-  return o;
+  return out;
+}
+
+Overlaps Join(const std::vector<InputResult>& results) {
+  const std::vector<JoinEdge> edges = JoinEdges(results);
+  if (edges.empty()) return {};
+  return Sweep(edges, {edges.front().at, edges.back().at})[0];
 }
 
 }  // namespace
@@ -152,6 +176,116 @@ Table AsyncVerdictTable(const std::vector<InputResult>& results) {
                     capacity(gen_procs, train_procs), measured, capacity(gen_procs + 1, train_procs - 1),
                     capacity(gen_procs - 1, train_procs + 1), Us(o.generation), Us(o.training), Us(o.overlap),
                     Us(o.exposed_generation), Us(o.exposed_sync)});
+  return t;
+}
+
+Table AsyncVersionsTable(const std::vector<InputResult>& results) {
+  Table t{"async_versions",
+          {Column{"version", ColumnType::kInt, ""}, Column{"start", ColumnType::kReal, "us"},
+           Column{"duration", ColumnType::kReal, "us"}, Column{"trainer_steps", ColumnType::kInt, ""},
+           Column{"generated", ColumnType::kInt, ""}, Column{"consumed", ColumnType::kInt, ""},
+           Column{"staleness_mean", ColumnType::kReal, ""}, Column{"staleness_max", ColumnType::kInt, ""},
+           Column{"samples_per_s", ColumnType::kReal, "/s"}, Column{"generation", ColumnType::kReal, "us"},
+           Column{"training", ColumnType::kReal, "us"}, Column{"overlap", ColumnType::kReal, "us"},
+           Column{"exposed_generation", ColumnType::kReal, "us"}, Column{"exposed_sync", ColumnType::kReal, "us"},
+           Column{"sync", ColumnType::kReal, "us"}},
+          {}};
+  for (const char* c : kWaitCauses) t.columns.push_back({std::string("wait_") + c, ColumnType::kReal, "us"});
+  // The bounds: each version's first publish (any process), between the run's first and last
+  // instant of its processes' windows.
+  std::map<int64_t, int64_t> publish;  // version → when
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& r : results) {
+    const AsyncBreakdown& b = r.analysis.async;
+    if (!r.status.ok() || !b.present) continue;
+    for (const AsyncFact& p : b.published) {
+      auto [it, fresh] = publish.emplace(p.value, p.at);
+      if (!fresh) it->second = std::min(it->second, p.at);
+    }
+    for (const AsyncSegment& g : b.segments) {
+      lo = std::min(lo, g.start);
+      hi = std::max(hi, g.end);
+    }
+  }
+  if (publish.empty() || lo >= hi) return t;
+  std::vector<std::pair<int64_t, int64_t>> order;  // (when, version), by time
+  for (const auto& [v, at] : publish) order.emplace_back(std::clamp(at, lo, hi), v);
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> bounds;
+  std::vector<Cell> versions;
+  if (order.front().first > lo) {  // before the first publish: the initial weights' load
+    bounds.push_back(lo);
+    versions.push_back(Cell{});
+  }
+  for (const auto& [at, v] : order) {
+    if (!bounds.empty() && at <= bounds.back()) continue;  // two versions at one instant: the later
+    bounds.push_back(at);
+    versions.push_back(v);
+  }
+  bounds.push_back(hi);
+  const size_t n = versions.size();
+  struct Per {
+    int64_t generated = 0, consumed = 0, staleness_sum = 0, staleness_max = 0, sync = 0;
+    std::set<int64_t> steps;
+    std::array<int64_t, kWaitCauseCount> wait{};
+  };
+  std::vector<Per> per(n);
+  auto index = [&](int64_t at) -> int64_t {  // the interval holding `at`, -1 outside
+    const auto i = std::upper_bound(bounds.begin(), bounds.end(), at) - bounds.begin() - 1;
+    return i >= 0 && static_cast<size_t>(i) < n ? i : (at == hi ? static_cast<int64_t>(n) - 1 : -1);
+  };
+  auto clip = [&](const AsyncSegment& g, auto&& add) {  // g's time in each interval
+    for (int64_t i = std::max<int64_t>(index(g.start), 0); i < static_cast<int64_t>(n) && bounds[i] < g.end; ++i) {
+      const int64_t len = std::min(g.end, bounds[i + 1]) - std::max(g.start, bounds[i]);
+      if (len > 0) add(per[i], len);
+    }
+  };
+  for (const auto& r : results) {
+    const AsyncBreakdown& b = r.analysis.async;
+    if (!r.status.ok() || !b.present) continue;
+    for (const AsyncFact& f : b.generated_at)
+      if (int64_t i = index(f.at); i >= 0) per[i].generated += f.value;
+    for (const AsyncFact& f : b.consumed_at) {
+      if (int64_t i = index(f.at); i >= 0) {
+        ++per[i].consumed;
+        per[i].staleness_sum += f.value;
+        per[i].staleness_max = std::max(per[i].staleness_max, f.value);
+      }
+    }
+    for (const AsyncFact& f : b.trained_at)
+      if (int64_t i = index(f.at); i >= 0) per[i].steps.insert(f.value);
+    for (const AsyncSegment& g : b.segments) {
+      if (g.kind == AsyncSegment::kWait && g.cause >= 0)
+        clip(g, [&](Per& p, int64_t len) { p.wait[g.cause] += len; });
+    }
+  }
+  // The sync as the run sees it: a union over processes (S of the join).
+  std::vector<JoinEdge> sync_edges;
+  for (const JoinEdge& e : JoinEdges(results))
+    if (e.set == 2) sync_edges.push_back(e);
+  std::vector<int64_t> sync_union(n, 0);
+  {
+    int open = 0;
+    for (size_t i = 0; i + 1 < sync_edges.size(); ++i) {
+      open += sync_edges[i].delta;
+      if (open > 0)
+        clip({sync_edges[i].at, sync_edges[i + 1].at, AsyncSegment::kSync, -1},
+             [&](Per& p, int64_t len) { p.sync += len; });
+    }
+  }
+  const std::vector<Overlaps> o = Sweep(JoinEdges(results), bounds);
+  for (size_t i = 0; i < n; ++i) {
+    const Per& p = per[i];
+    const int64_t d = bounds[i + 1] - bounds[i];
+    Row row{versions[i], Us(bounds[i] - lo), Us(d), static_cast<int64_t>(p.steps.size()), p.generated, p.consumed,
+            p.consumed > 0 ? static_cast<double>(p.staleness_sum) / static_cast<double>(p.consumed) : NAN,
+            p.consumed > 0 ? Cell(p.staleness_max) : Cell(),
+            d > 0 ? static_cast<double>(p.consumed) / (static_cast<double>(d) / 1e9) : NAN,
+            Us(o[i].generation), Us(o[i].training), Us(o[i].overlap), Us(o[i].exposed_generation),
+            Us(o[i].exposed_sync), Us(p.sync)};
+    for (int64_t w : p.wait) row.push_back(Us(w));
+    t.rows.push_back(std::move(row));
+  }
   return t;
 }
 

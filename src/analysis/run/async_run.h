@@ -30,6 +30,16 @@ Table AsyncPoolsTable(const std::vector<InputResult>& results);
 // (a sync while neither pool is busy), µs. One row; "incomplete" without both pools.
 Table AsyncVerdictTable(const std::vector<InputResult>& results);
 
+// The run by version interval (docs/definitions.md §5.12): one row from each version's first
+// publish (rl/published_version, any process) to the next one — the last to the end of the
+// run, and one before the first publish (version null) when the run starts earlier — with the
+// trainer steps that ended in it (distinct rl/trainer_version values), the samples generated
+// and consumed in it, the staleness of what was consumed, samples per second, the joined
+// timeline clipped to it (generation, training, overlap, exposed generation, exposed sync, the
+// sync as a union over processes) and the waits by cause summed over processes, µs. Empty
+// when no process published.
+Table AsyncVersionsTable(const std::vector<InputResult>& results);
+
 // Whether some analysed input holds rlprof.rl's records (then runs get the table).
 bool AnyAsync(const std::vector<InputResult>& results);
 

@@ -161,6 +161,7 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
   if (AnyAsync(run.inputs)) {
     merged.push_back(AsyncPoolsTable(run.inputs));
     merged.push_back(AsyncVerdictTable(run.inputs));
+    merged.push_back(AsyncVersionsTable(run.inputs));
   }
   merged.push_back(StageAcrossRanksTable(run.inputs));
   merged.push_back(RunViewDbTable(run.view));
@@ -258,11 +259,10 @@ class RunWriter {
   }
   // The run-level tables (alive until Join): analysis.db gets them after every input's rows and
   // is committed, unless an input's CSVs failed.
-  void RunLevel(const Table* across, const Table* view, const Table* view_long, const Table* async,
-                const Table* verdict) {
+  void RunLevel(const Table* across, const Table* view, const Table* view_long,
+                const std::vector<Table>* async) {
     std::lock_guard<std::mutex> lock(mu_);
     async_ = async;
-    verdict_ = verdict;
     across_ = across;
     view_ = view;
     view_long_ = view_long;
@@ -437,8 +437,8 @@ class RunWriter {
       RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir_));
       RLPROF_ASSIGN_OR_RETURN(db_, SqliteWriter::Open(dir_ + "/analysis.db"));
     }
-    if (async_ != nullptr) RLPROF_RETURN_IF_ERROR(db_->Add({{{"", async_}}, false}));
-    if (verdict_ != nullptr) RLPROF_RETURN_IF_ERROR(db_->Add({{{"", verdict_}}, false}));
+    if (async_ != nullptr)
+      for (const Table& a : *async_) RLPROF_RETURN_IF_ERROR(db_->Add({{{"", &a}}, false}));
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", across_}}, false}));
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", view_}}, false}));
     RLPROF_RETURN_IF_ERROR(db_->Add({{{"", view_long_}}, false}));
@@ -460,8 +460,8 @@ class RunWriter {
   std::deque<Task> csv_ready_;
   bool db_busy_ = false, db_failed_ = false, committed_ = false, abandon_ = false;
   const Table* across_ = nullptr;
-  const Table* async_ = nullptr;    // async_pools, when some input holds rlprof.rl's records
-  const Table* verdict_ = nullptr;  // async_verdict, likewise
+  // async_pools, async_verdict, async_versions, when some input holds rlprof.rl's records.
+  const std::vector<Table>* async_ = nullptr;
   const Table* view_ = nullptr;
   const Table* view_long_ = nullptr;
   // The database: used by one task at a time (db_busy_).
@@ -485,13 +485,11 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   std::optional<Table> db_view;
   if (run.view.lanes.size() > kSqliteRunViewLaneColumns) db_view = RunViewDbTable(run.view);
   const Table view_long = RunViewLongTable(run.view);
-  std::optional<Table> async, verdict;
-  if (AnyAsync(run.inputs)) {
-    async = AsyncPoolsTable(run.inputs);
-    verdict = AsyncVerdictTable(run.inputs);
-  }
-  w->RunLevel(&across, db_view ? &*db_view : &view, &view_long, async ? &*async : nullptr,
-              verdict ? &*verdict : nullptr);  // then the db commits
+  std::optional<std::vector<Table>> async;
+  if (AnyAsync(run.inputs))
+    async = std::vector<Table>{AsyncPoolsTable(run.inputs), AsyncVerdictTable(run.inputs),
+                               AsyncVersionsTable(run.inputs)};
+  w->RunLevel(&across, db_view ? &*db_view : &view, &view_long, async ? &*async : nullptr);  // then the db commits
   out.summary = RunSummaryJson(run);
   out.summary["output"] = dir;
   // The run view, the run's one table of steps × stages × ranks (also in summary.json).
@@ -510,10 +508,8 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
     if (files[i].export_failure) out.export_failures.emplace_back(run.inputs[i].input, *files[i].export_failure);
   RLPROF_RETURN_IF_ERROR(base::MakeDirs(dir));
   RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/run_view.csv", view_csv));
-  if (async) {
-    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/async_pools.csv", ToCsv(*async)));
-    RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/async_verdict.csv", ToCsv(*verdict)));
-  }
+  if (async)
+    for (const Table& a : *async) RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/" + a.name + ".csv", ToCsv(a)));
   RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(dir + "/summary.json", summary));
   if (page) {
     RLPROF_RETURN_IF_ERROR(page->status());
