@@ -237,3 +237,36 @@ def test_a_planted_slow_pool_gives_the_verdict(tmp_path, rlprof_cli, knob, verdi
     worse = "with_one_more_generating" if verdict == "train-bound" else "with_one_more_training"
     assert row[worse] < row["throughput_capacity"]
     assert row[better] > row[worse]
+
+
+def test_compare_puts_two_async_runs_side_by_side_by_version_interval(tmp_path, rlprof_cli):
+    """`rlprof compare` of an async run against the same run with 40 ms planted in every update:
+    each version interval of the new run is longer, its throughput lower, the balance says the
+    trainers are now the bottleneck, and the rollout workers wait more (for weights, on the full
+    queue)."""
+    base = run_example(tmp_path / "a", "fully_async")
+    new = run_example(tmp_path / "b", "fully_async", "--train-delay-ms", "40")
+    runs = []
+    for out in (base, new):
+        with open(os.path.join(out, "summary.json")) as f:
+            runs.append(json.load(f)["run_dir"])
+    dest = str(tmp_path / "cmp")
+    r = subprocess.run([rlprof_cli, "compare", *runs, "--json", "-o", dest], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    def rows(name):
+        cols = [c["name"] for c in j[name]["columns"]]
+        return [dict(zip(cols, row)) for row in j[name]["rows"]]
+    fig = {row["metric"]: row for row in rows("compare_async")}
+    assert fig["version_intervals"]["baseline"] == fig["version_intervals"]["new"] == 3  # versions 0, 2, 4
+    assert fig["interval_median"]["delta"] > 0.8 * 2 * 40e3  # two updates of 40 ms more each (µs)
+    assert fig["throughput_measured"]["new"] < fig["throughput_measured"]["baseline"]
+    assert fig["balance"]["new"] > 1.1 and fig["balance"]["new"] > fig["balance"]["baseline"]
+    assert fig["training"]["delta"] > 0
+    versions = rows("compare_async_versions")
+    assert [v["interval"] for v in versions] == [1, 2, 3]
+    assert [v["version_baseline"] for v in versions] == [v["version_new"] for v in versions] == [0, 2, 4]
+    assert all(v["duration_new"] > v["duration_baseline"] for v in versions), versions
+    assert sum(v["consumed_baseline"] for v in versions) <= 2 * 6 * 2  # the start-up row left out
+    for name in ("compare_async", "compare_async_versions"):
+        assert os.path.exists(os.path.join(dest, name + ".csv"))

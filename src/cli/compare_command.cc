@@ -59,20 +59,26 @@ base::Status Compare(const CompareArgs& a, const analysis::AnalysisOptions& opts
 
   const nlohmann::json j = ComparisonJson(c, a, opts);
   if (!a.output.empty())
-    RLPROF_RETURN_IF_ERROR(WriteTableFiles(a.output, {&c.steps, &c.stages, &c.ops}, "compare.json", j));
+    RLPROF_RETURN_IF_ERROR(WriteTableFiles(a.output, c.Tables(), "compare.json", j));
   if (a.json) {
     io.out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return UnreadableInputs(bad);
   }
   io.out << "baseline: " << a.baseline << " (" << base.size() << " inputs)\n"
          << "new:      " << a.test << " (" << test.size() << " inputs)\n";
-  for (const analysis::Table* t : {&c.steps, &c.stages, &c.ops}) {
-    io.out << "-- " << t->name
-           << (t == &c.ops ? " (per rank-step" : " (median over rank-steps") << ", us; delta = new - baseline)\n"
-           << analysis::ToText(*t);
+  for (const analysis::Table* t : c.Tables()) {
+    const char* how = t == &c.ops                ? " (per rank-step, us"
+                      : t == &c.async            ? " (the async run's figures"
+                      : t == &c.async_versions   ? " (the k-th version interval of each run"
+                                                 : " (median over rank-steps, us";
+    io.out << "-- " << t->name << how << "; delta = new - baseline)\n" << analysis::ToText(*t);
   }
   PrintDiagnostics(io, c.diagnostics);
-  if (!a.output.empty()) io.out << "wrote " << a.output << "/{compare_steps,compare_stages,compare_ops}.csv, compare.json\n";
+  if (!a.output.empty()) {
+    std::string names;
+    for (const analysis::Table* t : c.Tables()) names += (names.empty() ? "" : ",") + t->name;
+    io.out << "wrote " << a.output << "/{" << names << "}.csv, compare.json\n";
+  }
   return UnreadableInputs(bad);
 }
 

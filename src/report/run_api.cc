@@ -225,7 +225,9 @@ TableSet Compare(const Run& baseline, const Run& test, size_t top_ops) {
   analysis::Comparison c = analysis::CompareRuns(b.inputs, t.inputs, {.top_ops = top_ops});
   MergeRunDiagnostics(&c.diagnostics, b);  // as `rlprof compare`: one sink for both sides
   MergeRunDiagnostics(&c.diagnostics, t);
-  return WithDiagnostics({c.steps, c.stages, c.ops}, c.diagnostics);
+  std::vector<Table> tables;
+  for (const Table* x : c.Tables()) tables.push_back(*x);
+  return WithDiagnostics(std::move(tables), c.diagnostics);
 }
 
 TableSet Cluster(const Run& run) {

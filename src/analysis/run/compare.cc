@@ -233,7 +233,7 @@ Table OpsTable(const Side& b, const Side& t, size_t top) {
 
 nlohmann::json ComparisonToJson(const Comparison& c) {
   nlohmann::json j;
-  for (const Table* t : {&c.steps, &c.stages, &c.ops}) j[t->name] = ToJson(*t);
+  for (const Table* t : c.Tables()) j[t->name] = ToJson(*t);
   j["diagnostics"] = nlohmann::json::object();
   for (const auto& [k, v] : c.diagnostics.counts) j["diagnostics"][k] = v;
   return j;
@@ -247,7 +247,16 @@ Comparison CompareRuns(const std::vector<InputResult>& baseline, const std::vect
   c.steps = StepsTable(b, t);
   c.stages = StagesTable(b, t);
   c.ops = OpsTable(b, t, opts.top_ops);
+  c.async = CompareAsyncTable(baseline, test);
+  c.async_versions = CompareAsyncVersionsTable(baseline, test);
   return c;
+}
+
+std::vector<const Table*> Comparison::Tables() const {
+  std::vector<const Table*> out{&steps, &stages, &ops};
+  if (!async.rows.empty()) out.push_back(&async);
+  if (!async_versions.rows.empty()) out.push_back(&async_versions);
+  return out;
 }
 
 }  // namespace rlprof::analysis

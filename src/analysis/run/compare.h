@@ -31,10 +31,27 @@ struct Comparison {
   Table steps;   // compare_steps: one row per step metric (median over rank-steps, µs)
   Table stages;  // compare_stages: one row per (role, stage), by |Δ median duration|
   Table ops;     // compare_ops: host ops and device kernels, time per rank-step, by |Δ|
+  // Asynchronous runs (either side holds rlprof.rl's records; else no rows): the run's async
+  // figures, and its version intervals side by side (compare_async.cc).
+  Table async;           // compare_async
+  Table async_versions;  // compare_async_versions
   Diagnostics diagnostics;  // e.g. partial_steps_left_out_baseline, unreadable_inputs_new
+  // The tables to show or write: steps, stages, ops, and the async ones when they have rows.
+  std::vector<const Table*> Tables() const;
 };
 
-// {"compare_steps", "compare_stages", "compare_ops": tables as in summary.json, "diagnostics"}.
+// compare_async: one row per figure of an async run — the number of version intervals, their
+// median duration and median samples per second, samples consumed, the measured throughput,
+// the balance, generation / training / overlap / exposed generation / exposed sync (µs), and
+// the waits by cause summed over processes (µs) — baseline, new, delta (new − baseline).
+Table CompareAsyncTable(const std::vector<InputResult>& baseline, const std::vector<InputResult>& test);
+// compare_async_versions: the k-th published version interval of each run side by side (the
+// start-up before the first publish left out): duration, consumed, samples per second, exposed
+// generation, trainers' wait for samples, staleness mean — baseline, new, delta.
+Table CompareAsyncVersionsTable(const std::vector<InputResult>& baseline, const std::vector<InputResult>& test);
+
+// {"compare_steps", "compare_stages", "compare_ops"[, "compare_async", "compare_async_versions"]:
+// tables as in summary.json, "diagnostics"}.
 nlohmann::json ComparisonToJson(const Comparison& c);
 
 Comparison CompareRuns(const std::vector<InputResult>& baseline, const std::vector<InputResult>& test,
