@@ -311,12 +311,16 @@ class Analysis:
 
 
 class Comparison:
-    """`rlprof compare`: steps, stages and ops (baseline, new, delta; µs), diagnostics."""
+    """`rlprof compare`: steps, stages and ops (baseline, new, delta; µs), diagnostics; for
+    asynchronous runs also `async_figures` (compare_async) and `async_versions`
+    (compare_async_versions: the k-th version interval of each run), else empty frames."""
 
     def __init__(self, d: Dict[str, Any]) -> None:
         self.steps = _frame(d["compare_steps"])
         self.stages = _frame(d["compare_stages"])
         self.ops = _frame(d["compare_ops"])
+        self.async_figures = _frame(d["compare_async"]) if "compare_async" in d else pd.DataFrame()
+        self.async_versions = _frame(d["compare_async_versions"]) if "compare_async_versions" in d else pd.DataFrame()
         self.diagnostics = _frame(d["diagnostics"])
         self.diagnostics.attrs["details"] = list(d["details"])
 

@@ -259,7 +259,8 @@ def test_compare_puts_two_async_runs_side_by_side_by_version_interval(tmp_path, 
         return [dict(zip(cols, row)) for row in j[name]["rows"]]
     fig = {row["metric"]: row for row in rows("compare_async")}
     assert fig["version_intervals"]["baseline"] == fig["version_intervals"]["new"] == 3  # versions 0, 2, 4
-    assert fig["interval_median"]["delta"] > 0.8 * 2 * 40e3  # two updates of 40 ms more each (µs)
+    # Two updates of 40 ms more per interval, partly hidden by the queue the rollout workers fill.
+    assert fig["interval_median"]["delta"] > 0.5 * 40e3
     assert fig["throughput_measured"]["new"] < fig["throughput_measured"]["baseline"]
     assert fig["balance"]["new"] > 1.1 and fig["balance"]["new"] > fig["balance"]["baseline"]
     assert fig["training"]["delta"] > 0
@@ -270,3 +271,7 @@ def test_compare_puts_two_async_runs_side_by_side_by_version_interval(tmp_path, 
     assert sum(v["consumed_baseline"] for v in versions) <= 2 * 6 * 2  # the start-up row left out
     for name in ("compare_async", "compare_async_versions"):
         assert os.path.exists(os.path.join(dest, name + ".csv"))
+    import rlprof.analysis as ra
+    c = ra.compare(runs[0], runs[1])
+    assert list(c.async_versions["version_new"]) == [0, 2, 4]
+    assert c.async_figures.set_index("metric").loc["balance", "new"] == pytest.approx(fig["balance"]["new"])
