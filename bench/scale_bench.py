@@ -17,6 +17,12 @@ at 1,024 ranks; report <= 5 MB and interactive < 2 s. Prints figures only; exits
 
   .venv/bin/python bench/scale_bench.py [--build build] [--sizes 64,256,1024] [--steps 4]
                                         [--mode e2e|discrete] [--out DIR] [--no-browser]
+
+With --async ROLLOUT:TRAINERS (issue 32: 1024:256): a synthetic asynchronous run of that many
+rollout replicas and trainer ranks (bench/synth_async: 8 versions, rlprof.rl's records) against
+its baseline in the same run, a synchronous GRPO run of as many ranks (synth_run, 1 step): the
+async view (`summary --view async`: pools, verdict, version intervals), the run view and the
+report of each, wall time and peak RSS, and the async run's total against the target (< 10 s).
 """
 from __future__ import annotations
 
@@ -83,6 +89,47 @@ def browser_figures(html: str, shot: str) -> tuple[float, float] | None:
         drv.quit()
 
 
+def async_main(a: argparse.Namespace, rlprof: str, out: str) -> int:
+    rollout, trainers = (int(x) for x in a.async_sizes.split(":"))
+    synth_async = os.path.join(a.build, "bench", "synth_async")
+    synth = os.path.join(a.build, "bench", "synth_run")
+    for b in (synth_async, synth):
+        if not os.path.exists(b):
+            sys.exit(f"{b} missing: cmake --build {a.build} --target synth_async synth_run")
+    runs = {}
+    save = os.path.join(out, "async")
+    shutil.rmtree(save, ignore_errors=True)
+    gen = subprocess.run([synth_async, save, "--rollout", str(rollout), "--trainers", str(trainers),
+                          "--run-id", "async"], capture_output=True, text=True, check=True)
+    print(gen.stdout.strip())
+    runs["async"] = os.path.join(save, "async")
+    save = os.path.join(out, "sync")
+    shutil.rmtree(save, ignore_errors=True)
+    subprocess.run([synth, save, "--ranks", str(rollout + trainers), "--steps", "1", "--run-id", "sync"],
+                   capture_output=True, text=True, check=True)
+    runs["baseline"] = os.path.join(save, "sync")
+    print(f"{'run':<9} {'command':<11} {'wall s':>8} {'peak MB':>8}")
+    totals = {}
+    for which, run_dir in runs.items():
+        html = os.path.join(out, f"report-{which}.html")
+        cmds = {"async view": [rlprof, "summary", run_dir, "--view", "async"],
+                "run view": [rlprof, "summary", run_dir, "--view", "rl"],
+                "report": [rlprof, "report", run_dir, "-o", html]}
+        totals[which] = 0.0
+        for name, cmd in cmds.items():
+            wall, rss, text = measure(cmd)
+            totals[which] += wall
+            print(f"{which:<9} {name:<11} {wall:>8.2f} {rss:>8.1f}")
+            if which == "async" and name == "async view" and "async_versions" not in text:
+                sys.exit("the async view printed no version intervals:\n" + text[-2000:])
+    t = totals["async"]
+    print(f"async run of {rollout} rollout replicas + {trainers} trainers: async view + run view + report "
+          f"{t:.2f} s (target < 10 s: {'met' if t < 10 else 'NOT met'}); baseline (synchronous, "
+          f"{rollout + trainers} ranks x 1 step) {totals['baseline']:.2f} s, ratio {t / totals['baseline']:.2f}")
+    print(f"files kept in {out}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.environ.get("RLPROF_BUILD_DIR", "build"))
@@ -91,8 +138,16 @@ def main() -> int:
     ap.add_argument("--mode", default="e2e", choices=["e2e", "discrete"])
     ap.add_argument("--out", help="keep the runs, reports and screenshot here (default: a temp dir)")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--async", dest="async_sizes", metavar="ROLLOUT:TRAINERS",
+                    help="the async run instead (e.g. 1024:256) against a synchronous baseline")
     a = ap.parse_args()
     rlprof = os.path.join(a.build, "bin", "rlprof")
+    if a.async_sizes:
+        if not os.path.exists(rlprof):
+            sys.exit(f"{rlprof} missing: cmake --build {a.build} --target rlprof")
+        out = a.out or tempfile.mkdtemp(prefix="rlprof-scale-async-")
+        os.makedirs(out, exist_ok=True)
+        return async_main(a, rlprof, out)
     synth = os.path.join(a.build, "bench", "synth_run")
     for b in (rlprof, synth):
         if not os.path.exists(b):

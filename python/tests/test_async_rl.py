@@ -275,3 +275,36 @@ def test_compare_puts_two_async_runs_side_by_side_by_version_interval(tmp_path, 
     c = ra.compare(runs[0], runs[1])
     assert list(c.async_versions["version_new"]) == [0, 2, 4]
     assert c.async_figures.set_index("metric").loc["balance", "new"] == pytest.approx(fig["balance"]["new"])
+
+
+def test_a_synthetic_async_run_gives_back_what_it_was_made_of(tmp_path, rlprof_cli):
+    """bench/synth_async (the async scale benchmark's run, small here): the async view finds every
+    version it published, every group generated and consumed, each pool's processes, and the
+    planted timeline (each trainer's update 100 ms, two per version)."""
+    from conftest import BUILD
+    synth = os.path.join(BUILD, "bench", "synth_async")
+    if not os.access(synth, os.X_OK):
+        pytest.skip("bench/synth_async not built")
+    g = subprocess.run([synth, str(tmp_path), "--rollout", "12", "--trainers", "3", "--versions", "5",
+                        "--run-id", "a"], capture_output=True, text=True, check=True)
+    words = g.stdout.split("totals: ")[1].split()
+    totals = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+    r = subprocess.run([rlprof_cli, "summary", str(tmp_path / "a"), "--view", "async", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    def rows(name):
+        cols = [c["name"] for c in j[name]["columns"]]
+        return [dict(zip(cols, row)) for row in j[name]["rows"]]
+    verdict = rows("async_verdict")[0]
+    assert verdict["generated"] == totals["generated"] and verdict["consumed"] == totals["consumed"]
+    assert verdict["generating_processes"] == 12 and verdict["training_processes"] == 3
+    versions = rows("async_versions")
+    assert [v["version"] for v in versions] == [None] + list(range(totals["versions"]))
+    assert sum(v["consumed"] for v in versions) == totals["consumed"]
+    assert sum(v["generated"] for v in versions) == totals["generated"]
+    assert all(v["trainer_steps"] == 2 for v in versions[1:])
+    pools = {row["role"]: row for row in rows("async_pools") if row["input"].startswith("pool ")}
+    assert pools["actor"]["rank"] == 3 and pools["rollout"]["rank"] == 12
+    # 2 updates × 5 versions × 3 trainers of 100 ms ± 3 %: the trainers' busy time.
+    assert pools["actor"]["busy"] == pytest.approx(2 * 5 * 3 * 100e3, rel=0.03)
