@@ -286,3 +286,43 @@ def test_a_gpu_trace_has_step_blocks_and_a_lane_per_stream(browser, tmp_path, rl
     browser.find_element(By.ID, "tlact").click()
     assert browser.execute_script("return window.rlprofReport.timeline.activity.shown()") is False
     assert _severe(browser) == []
+
+
+def test_an_async_run_has_pool_lanes_version_bands_and_its_tables(browser, tmp_path, rlprof_cli):
+    """An asynchronous run (bench/synth_async: 40 rollout replicas, 8 trainers, 4 versions) gets
+    the async section: a lane per process (at most 32 per pool), one band per version interval
+    (the start-up and each published version), the verdict, the version intervals and the pools;
+    hovering a trainer's lane inside a version's band names the interval."""
+    synth = os.path.join(BUILD or "", "bench", "synth_async")
+    if not os.access(synth, os.X_OK):
+        pytest.skip("bench/synth_async is not built")
+    subprocess.run([synth, str(tmp_path / "runs"), "--rollout", "40", "--trainers", "8", "--versions", "4",
+                    "--run-id", "async"], check=True, capture_output=True, timeout=120)
+    out = str(tmp_path / "async.html")
+    subprocess.run([rlprof_cli, "report", str(tmp_path / "runs" / "async"), "-o", out], check=True,
+                   capture_output=True, text=True, timeout=120)
+    browser.get("file://" + out)
+    assert _severe(browser) == []
+    a = browser.execute_script("return window.rlprofReport.async")
+    assert a["lanes"] == 8 + 32 and a["processes"] == 48 and a["bands"] == 1 + 4 and a["segments"] > 0
+    assert not browser.find_element(By.ID, "async").get_attribute("hidden")
+    kpis = browser.find_element(By.ID, "asynckpis").text
+    assert "8 + 40" not in kpis and "40 + 8" in kpis and "versions published" in kpis
+    assert "train-bound" in kpis or "rollout-bound" in kpis or "balanced" in kpis
+    versions = browser.find_element(By.ID, "asyncversions").text
+    assert "trainer_steps" in versions and "exposed_generation" in versions
+    assert "pool rollout" in browser.find_element(By.ID, "asyncpools").text
+    # A trainer (lane 0, rank 0) half-way through version 1's interval: the tip names it.
+    bands = browser.execute_script(
+        "const t = JSON.parse(document.getElementById('rlprof-data').textContent).async.versions;"
+        "const c = t.columns.map(c => c.name); return t.rows.map(r => [r[c.indexOf('version')], r[c.indexOf('start')], r[c.indexOf('duration')]])")
+    v1 = next(b for b in bands if b[0] == 1)
+    canvas = browser.find_element(By.ID, "asynccanvas")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    pt = browser.execute_script(f"return window.rlprofReport.async.point(0, {v1[1] + v1[2] / 2})")
+    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
+    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
+                                                      int(pt["y"] - r["y"] - r["h"] / 2)).perform()
+    tip = browser.execute_script("const t = [...document.querySelectorAll('div')].find(d => d.style.display === 'block' && d.textContent.includes('version interval')); return t ? t.textContent : ''")
+    assert "actor · rank 0" in tip and "version interval v1" in tip, tip
+    browser.find_element(By.ID, "async").screenshot(os.path.join(_artifacts(), "report_async.png"))

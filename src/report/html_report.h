@@ -35,13 +35,16 @@ namespace rlprof::report {
 // view ("cluster": balance, slow_ranks and the kReportCollectives collectives of largest start skew);
 // for runs of at most kReportDetailInputs inputs analysed with AnalysisOptions::activity_spans,
 // each input's device and host activity lanes ("activity"), at most kReportActivitySpans spans
-// in all (lanes coarsened further to fit: analysis/activity.h).
+// in all (lanes coarsened further to fit: analysis/activity.h); for async runs ("async":
+// rlprof.rl's records) the pools, verdict and version intervals, the publishes, and the split
+// of at most kReportAsyncLanesPerPool processes of each pool as lanes.
 // Layout: docs/scale.md ("The report's data").
 inline constexpr size_t kReportDetailInputs = 64;
 inline constexpr size_t kReportInputTopOps = 12;
 inline constexpr size_t kReportTopOps = 200;
 inline constexpr size_t kReportRunViewLanes = 32;
 inline constexpr size_t kReportCollectives = 50;
+inline constexpr size_t kReportAsyncLanesPerPool = 32;
 inline constexpr size_t kReportActivitySpansPerLane = 4000;  // what report/serve ask the analysis for
 inline constexpr size_t kReportActivitySpans = 60000;        // in the whole page  // the cluster view's collectives, largest start skew first
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,

@@ -18,6 +18,7 @@
 
 #include "src/report/html_report.h"
 
+#include "src/analysis/run/async_run.h"
 #include "src/analysis/run/cluster.h"
 
 namespace rlprof::report {
@@ -252,6 +253,62 @@ json MemoryRows(const std::vector<analysis::InputResult>& results) {
   return mem_rows;
 }
 
+// The async section (issue 32; runs with rlprof.rl's records): the pools, the verdict, the
+// version intervals, the publishes, and one lane per process — its split as [start, end, kind,
+// cause] quadruples, µs from the run's first instant — for at most kReportAsyncLanesPerPool
+// processes of each pool (the lowest ranks); how many were left out.
+json AsyncJson(const std::vector<analysis::InputResult>& results) {
+  if (!analysis::AnyAsync(results)) return nullptr;
+  int64_t t0 = INT64_MAX;
+  for (const auto& r : results)
+    if (r.status.ok())
+      for (const analysis::AsyncSegment& g : r.analysis.async.segments) t0 = std::min(t0, g.start);
+  if (t0 == INT64_MAX) t0 = 0;
+  const auto rel = [t0](int64_t ns) { return static_cast<double>(ns - t0) / 1e3; };
+  std::vector<const analysis::InputResult*> procs;
+  for (const auto& r : results)
+    if (r.status.ok() && r.analysis.async.present) procs.push_back(&r);
+  std::stable_sort(procs.begin(), procs.end(), [](const auto* a, const auto* b) {
+    return std::make_pair(a->analysis.role, a->analysis.rank) < std::make_pair(b->analysis.role, b->analysis.rank);
+  });
+  json lanes = json::array(), publishes = json::array();
+  std::map<std::string, size_t> per_pool;
+  size_t left_out = 0;
+  for (const auto* r : procs) {
+    const analysis::AsyncBreakdown& b = r->analysis.async;
+    for (const analysis::AsyncFact& p : b.published) publishes.push_back({Number(rel(p.at)), p.value});
+    if (per_pool[r->analysis.role]++ >= kReportAsyncLanesPerPool) {
+      ++left_out;
+      continue;
+    }
+    json segs = json::array();
+    for (const analysis::AsyncSegment& g : b.segments) {
+      segs.push_back(Number(rel(g.start)));
+      segs.push_back(Number(rel(g.end)));
+      segs.push_back(g.kind);
+      segs.push_back(g.cause);
+    }
+    lanes.push_back({{"input", r->name}, {"rank", r->analysis.rank}, {"role", r->analysis.role},
+                     {"generates", b.generated > 0}, {"segments", std::move(segs)}});
+  }
+  analysis::Table pools = analysis::AsyncPoolsTable(results);
+  std::erase_if(pools.rows, [&](const std::vector<analysis::Cell>& row) {
+    return !Text(CellOf(pools, row, "input")).starts_with("pool ");
+  });
+  json out = {{"pools", analysis::ToJson(pools)},
+              {"verdict", analysis::ToJson(analysis::AsyncVerdictTable(results))},
+              {"versions", analysis::ToJson(analysis::AsyncVersionsTable(results))},
+              {"lanes", std::move(lanes)}, {"lanes_left_out", left_out}, {"publishes", std::move(publishes)},
+              {"processes", procs.size()}};
+  json waits = json::array(), phases = json::array();
+  for (const char* w : analysis::kWaitCauses) waits.push_back(w);
+  for (const char* p : analysis::kSyncPhases) phases.push_back(p);
+  phases.push_back("other");
+  out["wait_causes"] = std::move(waits);
+  out["sync_phases"] = std::move(phases);
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
@@ -353,6 +410,7 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
   data["dict"] = std::move(dict).ToJson();
   data["memory"] = MemoryRows(results);
   data["activity"] = ActivityJson(results, detail);
+  if (json a = AsyncJson(results); !a.is_null()) data["async"] = std::move(a);
   // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
   // collectives with the largest start skew (the table comes sorted by it).
   if (!results.empty()) {
