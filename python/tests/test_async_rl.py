@@ -237,6 +237,16 @@ def test_a_planted_slow_pool_gives_the_verdict(tmp_path, rlprof_cli, knob, verdi
     worse = "with_one_more_generating" if verdict == "train-bound" else "with_one_more_training"
     assert row[worse] < row["throughput_capacity"]
     assert row[better] > row[worse]
+    if verdict == "train-bound":
+        # What verl's own idle metrics would say of this run (examples/async_rl/framework_metrics.py):
+        # the trainer's agrees with the trace; the rollouter's misses the waits on the full queue
+        # the rollout processes came back from before each version ended.
+        m = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "async_rl", "framework_metrics.py"), out,
+                            "--rlprof", rlprof_cli, "--json"], capture_output=True, text=True)
+        assert m.returncode == 0, m.stderr
+        fig = {x["metric"]: x for x in json.loads(m.stdout)}
+        assert abs(fig["trainer idle"]["framework"] - fig["trainer idle"]["rlprof"]) < 0.1, fig
+        assert fig["rollouter idle"]["framework"] < fig["rollouter idle"]["rlprof"] - 0.1, fig
 
 
 def test_compare_puts_two_async_runs_side_by_side_by_version_interval(tmp_path, rlprof_cli):
