@@ -25,6 +25,12 @@ Modes:
   sync           S = 0, publish every update: generation and training alternate (lock-step)
   one_step_off   S = 1, publish every update: generation of batch n+1 overlaps training on n
   fully_async    S = --max-staleness (default 2), publish every --publish-every updates (2)
+  --partial-rollout (fully_async): a sync requested while a group is being generated interrupts
+                 it between tokens (phase drain: its tokens so far are kept), the new weights
+                 are loaded, and the group goes on with them (phase resume: the prompt and the
+                 tokens so far prefilled again); the group's version is the oldest that made any
+                 of its tokens. --generate-delay-ms spreads its delay over the tokens (a slower
+                 decode), which makes interruptions likely.
 
 The weight sync, as each side sees it (phases as in checkpoint-engine-like syncs):
   trainer 0: gather (flatten parameters into the buffer), wait (for every rollout worker to
@@ -90,6 +96,9 @@ class AsyncConfig:
     # Planted slowness (ms added to each call), to make a run train-bound or rollout-bound.
     train_delay_ms: float = 0.0
     generate_delay_ms: float = 0.0
+    # Partial rollout (fully_async): a sync requested mid-group interrupts its generation (drain),
+    # the new weights are loaded, and the group goes on with them (resume: the prefix re-prefilled).
+    partial_rollout: bool = False
 
     def staleness(self) -> int:
         return {"sync": 0, "one_step_off": 1}.get(self.mode, self.max_staleness)
@@ -163,8 +172,11 @@ def load_flat(model: torch.nn.Module, flat: torch.Tensor) -> None:
             at += n
 
 
-def generate_group(model: TinyGPT, a: int, b: int, cfg: AsyncConfig, gen: torch.Generator) -> Dict[str, Any]:
-    """G answers to a+b= with the behaviour policy's log-probs and rewards."""
+def generate_group(model: TinyGPT, a: int, b: int, cfg: AsyncConfig, gen: torch.Generator,
+                   interrupt: Optional[Any] = None) -> Dict[str, Any]:
+    """G answers to a+b= with the behaviour policy's log-probs and rewards. `interrupt()` (partial
+    rollout) is asked between tokens: when it syncs the weights it returns a resume context, and
+    the group goes on with the new weights over its prefix."""
     with torch.no_grad():
         idx = torch.tensor([encode_prompt(a, b)] * cfg.group)
         cache = KVCache(len(model.blocks))
@@ -173,7 +185,15 @@ def generate_group(model: TinyGPT, a: int, b: int, cfg: AsyncConfig, gen: torch.
         for t in range(cfg.max_new_tokens):
             tok = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen)
             out.append(tok)
+            if cfg.generate_delay_ms > 0:  # planted: a slower decode, spread over the tokens
+                time.sleep(cfg.generate_delay_ms / 1e3 / cfg.max_new_tokens)
             if t + 1 < cfg.max_new_tokens:
+                resume = interrupt() if interrupt is not None else None
+                if resume is not None:
+                    with resume:  # the new weights' cache over the prompt and the tokens so far
+                        cache = KVCache(len(model.blocks))
+                        logits = model(torch.cat([idx] + out, dim=1), cache)[:, -1]
+                    continue
                 logits = model(tok, cache)[:, -1]
         seqs = torch.cat([idx] + out, dim=1)
         old_lp = token_log_probs(model, seqs)
@@ -198,11 +218,14 @@ def sync_as_trainer(model: torch.nn.Module, version: int, group: Any, sh: Shared
         truth.add("publish", now, now, version=version)
 
 
-def sync_as_rollout(model: TinyGPT, version: int, group: Any, requested_ns: int, truth: Truth) -> None:
+def sync_as_rollout(model: TinyGPT, version: int, group: Any, requested_ns: int, truth: Truth,
+                    drained: bool = False) -> None:
     """Joins trainer 0's broadcast of `version` (requested at `requested_ns`)."""
     # Draining (finishing the group in progress) began at the request: recorded here, as
-    # trainer 0 requested it, and as a ground-truth record of the same interval.
-    truth.add("sync/drain", requested_ns, time.monotonic_ns(), version=version)
+    # trainer 0 requested it, and as a ground-truth record of the same interval — unless the
+    # caller drained itself (partial rollout: its own sync/drain phase, recorded by rlprof too).
+    if not drained:  # (`request`: not a phase the process recorded — it learns of the request late)
+        truth.add("sync/drain", requested_ns, time.monotonic_ns(), version=version, request=True)
     with Span(truth, "weight_sync", rlprof.annotate("weight_sync", role="rollout"), version=version):
         buf = flat_params(model)
         with phase(truth, "wait", version):
@@ -235,6 +258,20 @@ def rollout_loop(cfg: AsyncConfig, index: int, group: Any, sh: Shared, prof: Opt
             version = req
         return sh.stop.value < cfg.trainers
 
+    def interrupt() -> Any:
+        """Partial rollout: a requested sync stops the group in progress (drain), loads the new
+        weights, and hands back the resume phase to run the rest of the group under."""
+        nonlocal version, seen_request
+        req = sh.requested.value
+        if req <= version or sh.stop.value >= cfg.trainers:
+            return None
+        seen_request = req
+        with phase(truth, "drain", req):  # the group's state is kept: its tokens so far
+            pass
+        sync_as_rollout(model, req, group, time.monotonic_ns(), truth, drained=True)
+        version = req
+        return phase(truth, "resume", req)
+
     step = 0
     while sh.stop.value < cfg.trainers:
         step += 1
@@ -255,11 +292,11 @@ def rollout_loop(cfg: AsyncConfig, index: int, group: Any, sh: Shared, prof: Opt
             a, b = facts[slot % len(facts)]
             with Span(truth, "rollout_generate", rlprof.annotate("rollout_generate", role="rollout"),
                       version=version, slot=slot):
-                made = generate_group(model, a, b, cfg, gen)
-                if cfg.generate_delay_ms > 0:
-                    time.sleep(cfg.generate_delay_ms / 1e3)
+                first = version  # a partial rollout may finish the group with newer weights
+                made = generate_group(model, a, b, cfg, gen, interrupt if cfg.partial_rollout else None)
             rl.generated(1)  # one group: the unit the queue holds
-            made.update(slot=slot, version=version, worker=index, made_ns=time.monotonic_ns())
+            # Its version is the oldest weights that made any of its tokens (staleness: conservative).
+            made.update(slot=slot, version=first, version_end=version, worker=index, made_ns=time.monotonic_ns())
             if not put(made, sh, truth, service_sync):
                 break
     truth.close()
@@ -440,12 +477,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--out", default=d.out)
     ap.add_argument("--train-delay-ms", type=float, default=0.0, help="planted: added to every update")
     ap.add_argument("--generate-delay-ms", type=float, default=0.0, help="planted: added to every group generated")
+    ap.add_argument("--partial-rollout", action="store_true",
+                    help="fully_async: a sync interrupts the group in progress, which resumes with the new weights")
     ap.add_argument("--no-profile", dest="profile", action="store_false")
     a = ap.parse_args(argv)
     cfg = AsyncConfig(mode=a.mode, trainers=a.trainers, rollout_workers=a.rollout_workers, updates=a.updates,
                       groups=a.groups, max_staleness=a.max_staleness, publish_every=a.publish_every,
                       queue_max=a.queue_max, out=a.out, profile=a.profile, train_delay_ms=a.train_delay_ms,
-                      generate_delay_ms=a.generate_delay_ms)
+                      generate_delay_ms=a.generate_delay_ms, partial_rollout=a.partial_rollout)
     s = launch(cfg)
     kept = sum(t["kept"] for t in s["trainers"])
     dropped = sum(t["dropped"] for t in s["trainers"])
