@@ -294,7 +294,10 @@ def rollout_loop(cfg: AsyncConfig, index: int, group: Any, sh: Shared, prof: Opt
                       version=version, slot=slot):
                 first = version  # a partial rollout may finish the group with newer weights
                 made = generate_group(model, a, b, cfg, gen, interrupt if cfg.partial_rollout else None)
-            rl.generated(1)  # one group: the unit the queue holds
+            tokens = int(made["seqs"].shape[0] * (made["seqs"].shape[1] - PROMPT_LEN))  # the answers' tokens
+            rl.generated(1, tokens=tokens)  # one group: the unit the queue holds
+            now = time.monotonic_ns()
+            truth.add("generated", now, now, groups=1, tokens=tokens)
             # Its version is the oldest weights that made any of its tokens (staleness: conservative).
             made.update(slot=slot, version=first, version_end=version, worker=index, made_ns=time.monotonic_ns())
             if not put(made, sh, truth, service_sync):

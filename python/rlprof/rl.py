@@ -9,13 +9,13 @@
         dist.broadcast(buf, src=0, group=g)
     rl.published(v)                      # the trainer made version v available
     rl.trainer_version(u)                # the trainer's policy is now version u (updates done)
-    rl.generated(n)                      # a rollout process made n samples (the unit its queue holds)
+    rl.generated(n, tokens=t)            # a rollout process made n samples (the unit its queue holds), t tokens
     rl.consumed(staleness=u - v)         # a trainer took a sample made with version v
     rl.queue_depth(n)                    # samples waiting in the queue
 
 What they record (names the analysis reads, docs/python.md "Asynchronous RL"):
   counters  rl/weight_version, rl/published_version, rl/trainer_version, rl/staleness,
-            rl/generated, rl/queue_depth, rl/sync_bytes
+            rl/generated, rl/generated_tokens, rl/queue_depth, rl/sync_bytes
   ranges    wait/<cause>, sync/<phase> (phase: drain, gather, wait, transfer, load, resume)
 Outside a capture window every call is a cheap no-op, as every other marker.
 """
@@ -44,9 +44,12 @@ def trainer_version(version: int) -> None:
     counter("rl/trainer_version", float(version))
 
 
-def generated(n: int = 1) -> None:
-    """This rollout process made `n` samples (whatever unit its queue holds: a response, a group)."""
+def generated(n: int = 1, tokens: Optional[int] = None) -> None:
+    """This rollout process made `n` samples (whatever unit its queue holds: a response, a group),
+    `tokens` tokens in all when given (the pools' tokens per second)."""
     counter("rl/generated", float(n))
+    if tokens is not None:
+        counter("rl/generated_tokens", float(tokens))
 
 
 def consumed(staleness: int) -> None:

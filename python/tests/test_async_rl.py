@@ -140,6 +140,10 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
             assert got["sync_transfer"] > 0 and got["transfer_mb"] > 0
             if partial:
                 resumed += sum(1 for r in records if r["kind"] == "sync/resume")
+            # Throughput: the groups and tokens it made, exactly; per second over its window.
+            made = [r for r in records if r["kind"] == "generated"]
+            assert got["generated"] == len(made) and got["tokens"] == sum(r["tokens"] for r in made)
+            assert got["tokens_per_s"] == pytest.approx(got["tokens"] / (window_us / 1e6), rel=1e-6)
     # Across processes (one host: one clock, offsets exactly 0): generation, training, their
     # overlap, exposed generation and exposed sync, against the same unions of the truth.
     truths = {}

@@ -120,6 +120,8 @@ AsyncBreakdown AsyncPools(const Trace& t) {
       b.transfer_bytes += c.value;
     } else if (name == "rl/published_version") {
       b.published.push_back({c.ts_ns, v});
+    } else if (name == "rl/generated_tokens") {
+      b.tokens += v;
     } else if (name == "rl/generated") {
       b.generated += v;
       b.generated_at.push_back({c.ts_ns, v});

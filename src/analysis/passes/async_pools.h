@@ -52,6 +52,7 @@ struct AsyncBreakdown {
   double transfer_bytes = 0;  // Σ rl/sync_bytes
   int64_t version_first = -1, version_last = -1;  // rl/weight_version, else rl/trainer_version
   int64_t generated = 0;      // Σ rl/generated: samples a rollout process made
+  int64_t tokens = 0;         // Σ rl/generated_tokens: the tokens in them (when recorded)
   int64_t consumed = 0;       // rl/staleness samples: what a trainer took
   double staleness_mean = 0;
   int64_t staleness_max = 0;

@@ -24,6 +24,8 @@ void Accumulate(const AsyncBreakdown& b, AsyncBreakdown* sum, double* staleness_
   sum->busy += b.busy;
   sum->other += b.other;
   sum->syncs += b.syncs;
+  sum->generated += b.generated;
+  sum->tokens += b.tokens;
   sum->transfer_bytes += b.transfer_bytes;
   if (b.version_first >= 0)
     sum->version_first = sum->version_first < 0 ? b.version_first : std::min(sum->version_first, b.version_first);
@@ -39,7 +41,8 @@ void Accumulate(const AsyncBreakdown& b, AsyncBreakdown* sum, double* staleness_
   sum->queue_depth_max = std::max(sum->queue_depth_max, b.queue_depth_max);
 }
 
-Row RowOf(const std::string& input, int64_t rank, const std::string& role, const AsyncBreakdown& b) {
+// `span`: the wall time its throughput is over (a process: its window; a pool: its longest).
+Row RowOf(const std::string& input, int64_t rank, const std::string& role, const AsyncBreakdown& b, int64_t span) {
   const int64_t transfer = b.sync[3];
   Row r{input, rank, role, Us(b.window), Us(b.busy)};
   for (int64_t w : b.wait) r.push_back(Us(w));
@@ -58,6 +61,13 @@ Row RowOf(const std::string& input, int64_t rank, const std::string& role, const
   r.push_back(b.staleness_max);
   r.push_back(b.queue_samples > 0 ? b.queue_depth_mean : NAN);
   r.push_back(b.queue_samples > 0 ? Cell(b.queue_depth_max) : Cell());
+  // Throughput: what the process (the pool: its processes together) made or took, per second.
+  const double window_s = static_cast<double>(span) / 1e9;
+  r.push_back(b.generated);
+  r.push_back(b.tokens > 0 ? Cell(b.tokens) : Cell());
+  const int64_t samples = b.generated > 0 ? b.generated : b.consumed;
+  r.push_back(window_s > 0 && samples > 0 ? Cell(static_cast<double>(samples) / window_s) : Cell());
+  r.push_back(window_s > 0 && b.tokens > 0 ? Cell(static_cast<double>(b.tokens) / window_s) : Cell());
   return r;
 }
 
@@ -312,21 +322,26 @@ Table AsyncPoolsTable(const std::vector<InputResult>& results) {
   t.columns.push_back({"staleness_max", ColumnType::kInt, ""});
   t.columns.push_back({"queue_depth_mean", ColumnType::kReal, ""});
   t.columns.push_back({"queue_depth_max", ColumnType::kInt, ""});
+  t.columns.push_back({"generated", ColumnType::kInt, ""});
+  t.columns.push_back({"tokens", ColumnType::kInt, ""});
+  t.columns.push_back({"samples_per_s", ColumnType::kReal, "/s"});
+  t.columns.push_back({"tokens_per_s", ColumnType::kReal, "/s"});
   std::map<std::string, std::pair<AsyncBreakdown, double>> pools;  // role → (sum, Σ staleness)
-  std::map<std::string, int64_t> processes;
+  std::map<std::string, int64_t> processes, span;
   for (const auto& r : results) {
     const AsyncBreakdown& b = r.analysis.async;
     if (!r.status.ok() || !b.present) continue;
     const std::string role = r.analysis.role.empty() ? "?" : r.analysis.role;
-    t.rows.push_back(RowOf(r.name, r.analysis.rank, role, b));
+    t.rows.push_back(RowOf(r.name, r.analysis.rank, role, b, b.window));
     auto& [sum, staleness] = pools[role];
     Accumulate(b, &sum, &staleness);
     ++processes[role];
+    span[role] = std::max(span[role], b.window);
   }
   for (auto& [role, p] : pools) {
     AsyncBreakdown& sum = p.first;
     if (sum.consumed > 0) sum.staleness_mean = p.second / static_cast<double>(sum.consumed);
-    t.rows.push_back(RowOf("pool " + role, processes[role], role, sum));
+    t.rows.push_back(RowOf("pool " + role, processes[role], role, sum, span[role]));
   }
   return t;
 }

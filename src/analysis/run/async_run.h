@@ -16,7 +16,10 @@ namespace rlprof::analysis {
 // async_pools: input, rank, role, window, busy, wait_<cause>…, sync, sync_<phase>…, sync_other,
 // other (µs), busy_pct, syncs, transfer_mb, transfer_gbps, version_first, version_last,
 // consumed, staleness_mean, staleness_max, queue_depth_mean, queue_depth_max (over the
-// rl/queue_depth samples the process took). Pool rows: input "pool <role>", rank = processes.
+// rl/queue_depth samples the process took), generated, tokens (rl/generated_tokens),
+// samples_per_s (generated, else consumed, over the window) and tokens_per_s. Pool rows: input
+// "pool <role>", rank = processes, throughput over the pool's longest window (its processes run
+// side by side).
 Table AsyncPoolsTable(const std::vector<InputResult>& results);
 
 // The run's balance (docs/definitions.md §5.12): the processes that generated (rl/generated)
