@@ -126,12 +126,16 @@ class Truth:
 
 class Span:
     """An interval recorded twice: as rlprof records it (`inner`: an rlprof.rl range or a stage)
-    and as a ground-truth record of the same name."""
+    and as a ground-truth record of the same name. rlprof reads its clock somewhere inside the
+    inner context's enter and exit, so the record brackets it: start_ns / end_ns just inside them,
+    outer_start_ns / outer_end_ns just outside (a process descheduled in between, on a loaded
+    machine, widens the bracket instead of making the truth disagree)."""
 
     def __init__(self, truth: Truth, kind: str, inner: Any, **fields: Any) -> None:
         self.truth, self.kind, self.inner, self.fields = truth, kind, inner, fields
 
     def __enter__(self) -> "Span":
+        self.outer = time.monotonic_ns()
         self.inner.__enter__()
         self.start = time.monotonic_ns()
         return self
@@ -139,7 +143,8 @@ class Span:
     def __exit__(self, *exc: Any) -> None:
         end = time.monotonic_ns()
         self.inner.__exit__(*exc)
-        self.truth.add(self.kind, self.start, end, **self.fields)
+        self.truth.add(self.kind, self.start, end, outer_start_ns=self.outer, outer_end_ns=time.monotonic_ns(),
+                       **self.fields)
 
 
 def phase(truth: Truth, name: str, version: int, nbytes: Optional[int] = None) -> Span:

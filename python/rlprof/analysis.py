@@ -232,6 +232,15 @@ class Analysis:
         return self.table("async_versions")
 
     @property
+    def async_syncs(self) -> pd.DataFrame:
+        """Asynchronous RL: one row per weight sync, joined across the processes that took part
+        (the publisher's gather / wait / transfer, the receivers' phases, bytes and GB/s;
+        docs/definitions.md §5.12). Empty without a publish."""
+        if "async_syncs" not in self.table_names:
+            return pd.DataFrame()
+        return self.table("async_syncs")
+
+    @property
     def op_stats(self) -> pd.DataFrame:
         """op_statistic: host operators (by name and by shapes) and device kernels (µs)."""
         return self.table("op_statistic")

@@ -312,6 +312,7 @@ def test_an_async_run_has_pool_lanes_version_bands_and_its_tables(browser, tmp_p
     versions = browser.find_element(By.ID, "asyncversions").text
     assert "trainer_steps" in versions and "exposed_generation" in versions
     assert "pool rollout" in browser.find_element(By.ID, "asyncpools").text
+    assert "publisher_transfer" in browser.find_element(By.ID, "asyncsyncs").text
     # A trainer (lane 0, rank 0) half-way through version 1's interval: the tip names it.
     bands = browser.execute_script(
         "const t = JSON.parse(document.getElementById('rlprof-data').textContent).async.versions;"

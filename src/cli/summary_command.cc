@@ -117,15 +117,18 @@ void PrintAsync(const SummaryArgs& a, const std::vector<analysis::InputResult>& 
   analysis::Table t = analysis::AsyncPoolsTable(results);
   analysis::Table v = analysis::AsyncVerdictTable(results);
   analysis::Table vi = analysis::AsyncVersionsTable(results);
+  analysis::Table sy = analysis::AsyncSyncsTable(results);
   if (a.json) {
     j["async_pools"] = analysis::ToJson(t);
     j["async_verdict"] = analysis::ToJson(v);
     j["async_versions"] = analysis::ToJson(vi);
+    j["async_syncs"] = analysis::ToJson(sy);
   } else {
     io.out << "== run: async pools (" << t.rows.size() << " row(s))\n-- " << t.name << "\n" << analysis::ToText(t);
     if (t.rows.empty()) io.out << "(no input holds rlprof.rl's records: see docs/python.md, \"Asynchronous RL\")\n";
     else io.out << "-- " << v.name << " (estimates from the measured rates)\n" << analysis::ToText(v);
     if (!vi.rows.empty()) io.out << "-- " << vi.name << " (from one publish to the next)\n" << analysis::ToText(vi);
+    if (!sy.rows.empty()) io.out << "-- " << sy.name << " (each weight sync, joined across its processes)\n" << analysis::ToText(sy);
     PrintDiagnostics(io, MergedDiagnostics(results), "all inputs");
   }
 }

@@ -298,6 +298,7 @@ json AsyncJson(const std::vector<analysis::InputResult>& results) {
   json out = {{"pools", analysis::ToJson(pools)},
               {"verdict", analysis::ToJson(analysis::AsyncVerdictTable(results))},
               {"versions", analysis::ToJson(analysis::AsyncVersionsTable(results))},
+              {"syncs", analysis::ToJson(analysis::AsyncSyncsTable(results))},
               {"lanes", std::move(lanes)}, {"lanes_left_out", left_out}, {"publishes", std::move(publishes)},
               {"processes", procs.size()}};
   json waits = json::array(), phases = json::array();

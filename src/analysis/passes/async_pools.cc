@@ -107,6 +107,7 @@ AsyncBreakdown AsyncPools(const Trace& t) {
   for (const Marker& s : t.stages) {
     const bool sync = s.name == "weight_sync";
     b.syncs += sync ? 1 : 0;
+    if (sync && s.end_ns > s.start_ns) b.sync_stages.push_back({s.start_ns, s.end_ns, AsyncSegment::kSync, -1});
     Add(&edges, s.start_ns, s.end_ns, sync ? kSyncOtherClass : kBusyClass);
   }
   int64_t staleness_sum = 0;
@@ -118,6 +119,7 @@ AsyncBreakdown AsyncPools(const Trace& t) {
     const auto v = static_cast<int64_t>(c.value);
     if (name == "rl/sync_bytes") {
       b.transfer_bytes += c.value;
+      b.sync_bytes_at.push_back({c.ts_ns, v});
     } else if (name == "rl/published_version") {
       b.published.push_back({c.ts_ns, v});
     } else if (name == "rl/generated_tokens") {
@@ -142,7 +144,9 @@ AsyncBreakdown AsyncPools(const Trace& t) {
     }
   }
   // A rollout process's versions are the weights it loaded; a trainer's, the updates it made.
-  for (auto* v : {&b.published, &b.generated_at, &b.consumed_at, &b.trained_at})
+  std::sort(b.sync_stages.begin(), b.sync_stages.end(),
+            [](const AsyncSegment& x, const AsyncSegment& y) { return x.start < y.start; });
+  for (auto* v : {&b.published, &b.generated_at, &b.consumed_at, &b.trained_at, &b.sync_bytes_at})
     std::stable_sort(v->begin(), v->end(), [](const AsyncFact& x, const AsyncFact& y) { return x.at < y.at; });
   const int64_t* fl = versions[0][0] >= 0 ? versions[0] : versions[1];
   b.version_first = fl[0];

@@ -65,6 +65,8 @@ struct AsyncBreakdown {
   std::vector<AsyncFact> generated_at;   // rl/generated: (when, samples)
   std::vector<AsyncFact> consumed_at;    // rl/staleness: (when, staleness)
   std::vector<AsyncFact> trained_at;     // rl/trainer_version: (when, the version an update made)
+  std::vector<AsyncFact> sync_bytes_at;  // rl/sync_bytes: (when, bytes)
+  std::vector<AsyncSegment> sync_stages; // the weight_sync stages (kind kSync), in time order
   int64_t sync_total() const;
   int64_t wait_total() const;
 };

@@ -43,6 +43,15 @@ Table AsyncVerdictTable(const std::vector<InputResult>& results);
 // when no process published.
 Table AsyncVersionsTable(const std::vector<InputResult>& results);
 
+// The weight syncs (docs/definitions.md §5.12): one row per published version — the
+// publisher's weight_sync stage around its publish, and every process whose weight_sync stage
+// overlaps it — with its start (µs from the run's first instant), its duration (first join to
+// last end), the participants, `last_join` (from the publisher's sync start to the last
+// participant joining: the drain the publisher waits out), the publisher's gather / wait /
+// transfer, the receivers' mean drain / wait / transfer / load / resume, the bytes the publisher
+// sent (rl/sync_bytes) and their GB/s over its transfer. Empty when no process published.
+Table AsyncSyncsTable(const std::vector<InputResult>& results);
+
 // Whether some analysed input holds rlprof.rl's records (then runs get the table).
 bool AnyAsync(const std::vector<InputResult>& results);
 

@@ -162,6 +162,7 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
     merged.push_back(AsyncPoolsTable(run.inputs));
     merged.push_back(AsyncVerdictTable(run.inputs));
     merged.push_back(AsyncVersionsTable(run.inputs));
+    merged.push_back(AsyncSyncsTable(run.inputs));
   }
   merged.push_back(StageAcrossRanksTable(run.inputs));
   merged.push_back(RunViewDbTable(run.view));
@@ -488,7 +489,7 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   std::optional<std::vector<Table>> async;
   if (AnyAsync(run.inputs))
     async = std::vector<Table>{AsyncPoolsTable(run.inputs), AsyncVerdictTable(run.inputs),
-                               AsyncVersionsTable(run.inputs)};
+                               AsyncVersionsTable(run.inputs), AsyncSyncsTable(run.inputs)};
   w->RunLevel(&across, db_view ? &*db_view : &view, &view_long, async ? &*async : nullptr);  // then the db commits
   out.summary = RunSummaryJson(run);
   out.summary["output"] = dir;
