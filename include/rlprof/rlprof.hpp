@@ -175,6 +175,26 @@ struct SessionOptions {
   bool quiet = false;                             // no "rlprof: capture …" info lines
 };
 
+namespace internal {
+
+// The C options of `o`; `roles` is o.roles joined (it must outlive the result).
+inline rlprof_options ToOptions(const SessionOptions& o, const std::string& roles) {
+  rlprof_options c;
+  rlprof_options_init(&c);
+  if (o.rank) c.rank = *o.rank;
+  if (o.local_rank) c.local_rank = *o.local_rank;
+  if (o.world_size) c.world_size = *o.world_size;
+  if (o.roles) c.roles = roles.c_str();
+  if (o.replica) c.replica = *o.replica;
+  if (!o.run_id.empty()) c.run_id = o.run_id.c_str();
+  c.install_signal_handlers = o.install_signal_handlers ? 1 : 0;
+  c.allow_tsc = o.allow_tsc ? 1 : 0;
+  c.quiet = o.quiet ? 1 : 0;
+  return c;
+}
+
+}  // namespace internal
+
 class Session;
 
 // Ends a stage when it goes out of scope (Session::Annotate / rlprof::Annotate).
@@ -297,21 +317,6 @@ class Session {
  private:
   Session(rlprof_session* s, bool owned) : s_(s), owned_(owned) { ReadInfo(); }
 
-  static rlprof_options ToC(const SessionOptions& o, const std::string& roles) {
-    rlprof_options c;
-    rlprof_options_init(&c);
-    if (o.rank) c.rank = *o.rank;
-    if (o.local_rank) c.local_rank = *o.local_rank;
-    if (o.world_size) c.world_size = *o.world_size;
-    if (o.roles) c.roles = roles.c_str();
-    if (o.replica) c.replica = *o.replica;
-    if (!o.run_id.empty()) c.run_id = o.run_id.c_str();
-    c.install_signal_handlers = o.install_signal_handlers ? 1 : 0;
-    c.allow_tsc = o.allow_tsc ? 1 : 0;
-    c.quiet = o.quiet ? 1 : 0;
-    return c;
-  }
-
   static std::unique_ptr<Session> Open(const char* path, const std::string* text,
                                        const std::vector<std::string>& overrides,
                                        const SessionOptions& options, std::string* error,
@@ -319,7 +324,7 @@ class Session {
     std::vector<const char*> ovr;
     for (const std::string& w : overrides) ovr.push_back(w.c_str());
     const std::string roles = options.roles ? internal::JoinCommas(*options.roles) : "";
-    const rlprof_options c = ToC(options, roles);
+    const rlprof_options c = internal::ToOptions(options, roles);
     rlprof_session* s = nullptr;
     const int rc = text != nullptr ? rlprof_session_open_text(text->c_str(), origin.c_str(), ovr.data(),
                                                               ovr.size(), &c, &s)
@@ -362,17 +367,7 @@ inline bool InitFromConfig(const std::string& path, const std::vector<std::strin
   std::vector<const char*> ovr;
   for (const std::string& w : overrides) ovr.push_back(w.c_str());
   const std::string roles = options.roles ? internal::JoinCommas(*options.roles) : "";
-  rlprof_options c;
-  rlprof_options_init(&c);
-  if (options.rank) c.rank = *options.rank;
-  if (options.local_rank) c.local_rank = *options.local_rank;
-  if (options.world_size) c.world_size = *options.world_size;
-  if (options.roles) c.roles = roles.c_str();
-  if (options.replica) c.replica = *options.replica;
-  if (!options.run_id.empty()) c.run_id = options.run_id.c_str();
-  c.install_signal_handlers = options.install_signal_handlers ? 1 : 0;
-  c.allow_tsc = options.allow_tsc ? 1 : 0;
-  c.quiet = options.quiet ? 1 : 0;
+  const rlprof_options c = internal::ToOptions(options, roles);
   if (rlprof_init_from_config(path.c_str(), ovr.data(), ovr.size(), &c) == RLPROF_OK) return true;
   if (error != nullptr) *error = rlprof_last_error();
   return false;

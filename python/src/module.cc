@@ -49,21 +49,6 @@ std::vector<std::string> ContentNames(uint32_t c) {
   return out;
 }
 
-std::vector<std::string> SplitCommas(const char* s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (const char* p = s; p != nullptr && *p != '\0'; ++p) {
-    if (*p == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += *p;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 // One profiled process's session (a librlprof handle), as the Python Profiler sees it.
 class PySession {
  public:
@@ -78,7 +63,7 @@ class PySession {
     if (c & RLPROF_CONTENTS_STACK) torch_ |= kTorchStack;
     if (c & RLPROF_CONTENTS_MEMORY) torch_ |= kTorchMemory;
     if (c & RLPROF_CONTENTS_MODULE) torch_ |= kTorchModule;
-    stages_ = SplitCommas(info_.stages);
+    stages_ = internal::SplitCommas(info_.stages);
   }
   ~PySession() {
     Shutdown();
@@ -136,15 +121,7 @@ class PySession {
     }
     SyncTorchPython(false, torch_);
   }
-  std::vector<std::string> Captures() const {
-    std::vector<std::string> out;
-    const size_t n = rlprof_session_capture_count(s_);
-    std::vector<char> buf(8192);
-    for (size_t i = 0; i < n; ++i)
-      if (rlprof_session_capture_dir(s_, i, buf.data(), buf.size()) == RLPROF_OK)
-        out.emplace_back(buf.data());
-    return out;
-  }
+  std::vector<std::string> Captures() const { return Session::View(s_)->Captures(); }
   void SetClockOffset(int64_t ns) { rlprof_session_set_clock_offset(s_, ns); }
 
   py::dict Identity() const {
@@ -154,7 +131,7 @@ class PySession {
     d["world_size"] = info_.world_size;
     d["host"] = info_.host;
     d["pid"] = info_.pid;
-    d["roles"] = SplitCommas(info_.roles);
+    d["roles"] = internal::SplitCommas(info_.roles);
     d["replica"] = info_.replica >= 0 ? py::cast(info_.replica) : py::none();
     d["source"] = info_.rank_source;
     return d;
@@ -194,11 +171,8 @@ std::unique_ptr<PySession> CreateSession(const std::string& config, bool config_
   if (rank) o.rank = *rank;
   if (local_rank) o.local_rank = *local_rank;
   if (world_size) o.world_size = *world_size;
-  std::string role_list;
-  if (roles) {
-    for (const std::string& r : *roles) role_list += (role_list.empty() ? "" : ",") + r;
-    o.roles = role_list.c_str();
-  }
+  const std::string role_list = roles ? internal::JoinCommas(*roles) : "";
+  if (roles) o.roles = role_list.c_str();
   if (!run_id.empty()) o.run_id = run_id.c_str();
   o.install_signal_handlers = install_signal_handlers ? 1 : 0;
   o.quiet = quiet ? 1 : 0;

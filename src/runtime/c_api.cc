@@ -108,22 +108,16 @@ rlprof::SessionOptions ToSessionOptions(const rlprof_options& o) {
   return so;
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
 void FillInfo(rlprof_session& s) {
   const rlprof::Identity& id = s.impl->identity();
   const rlprof::config::ProcessPlan& p = s.impl->process_plan();
   s.host = id.host;
-  s.roles = Join(id.roles);
+  s.roles = rlprof::base::Join(id.roles, ",");
   s.rank_source = id.source;
   s.run_id = s.impl->run_id();
   s.run_dir = s.impl->run_dir();
   s.mode = rlprof::config::CaptureModeName(p.mode);
-  s.stages = Join(p.stages);
+  s.stages = rlprof::base::Join(p.stages, ",");
   s.level = p.level;
   rlprof_session_info& i = s.info;
   i.struct_size = sizeof i;
