@@ -28,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/synth_jitter.h"
 #include "src/base/files.h"
 #include "src/base/version.h"
 #include "src/format/capture.h"
@@ -65,12 +66,7 @@ constexpr const char* kStrings[] = {
     "rl/sync_bytes", "step"};
 static_assert(std::size(kStrings) == kSCount);
 
-double Jitter(int64_t a, int64_t b, int64_t c) {  // deterministic, in [-1, 1)
-  uint64_t h = static_cast<uint64_t>(a) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(b) * 0xC2B2AE3D27D4EB4Full ^
-               static_cast<uint64_t>(c) * 0x165667B19E3779F9ull;
-  h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
-  return static_cast<double>(h % 20001) / 10000.0 - 1.0;
-}
+using rlprof::bench::Jitter;  // (rank, step, stage) → [-1, 1), deterministic
 
 Event Range(int64_t ts, int64_t dur, uint32_t name, Category cat = Category::kUser, uint32_t arg0 = 0,
             uint32_t arg1 = 0) {

@@ -29,6 +29,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/synth_jitter.h"
 #include "src/base/files.h"
 #include "src/base/version.h"
 #include "src/format/capture.h"
@@ -76,13 +77,7 @@ uint32_t RoleId(const char* role) {
   return r == "rollout" ? kSRoleRollout : r == "ref" ? kSRoleRef : kSRoleActor;
 }
 
-// A deterministic jitter in [-1, 1) for (rank, step, stage).
-double Jitter(int64_t rank, int64_t step, size_t stage) {
-  uint64_t h = static_cast<uint64_t>(rank) * 0x9E3779B97F4A7C15ull ^
-               static_cast<uint64_t>(step) * 0xC2B2AE3D27D4EB4Full ^ stage * 0x165667B19E3779F9ull;
-  h ^= h >> 31; h *= 0xD6E8FEB86659FD93ull; h ^= h >> 32;
-  return static_cast<double>(h % 20001) / 10000.0 - 1.0;
-}
+using rlprof::bench::Jitter;  // (rank, step, stage) → [-1, 1), deterministic
 
 bool RankRunsStage(const Options& o, int64_t rank, const StageSpec& s) {
   if (o.placement == "colocated") return true;

@@ -259,15 +259,10 @@ json MemoryRows(const std::vector<analysis::InputResult>& results) {
 // processes of each pool (the lowest ranks); how many were left out.
 json AsyncJson(const std::vector<analysis::InputResult>& results) {
   if (!analysis::AnyAsync(results)) return nullptr;
-  int64_t t0 = INT64_MAX;
-  for (const auto& r : results)
-    if (r.status.ok())
-      for (const analysis::AsyncSegment& g : r.analysis.async.segments) t0 = std::min(t0, g.start);
-  if (t0 == INT64_MAX) t0 = 0;
+  const analysis::AsyncRun run = analysis::CollectAsyncRun(results);
+  const int64_t t0 = run.lo == INT64_MAX ? 0 : run.lo;
   const auto rel = [t0](int64_t ns) { return static_cast<double>(ns - t0) / 1e3; };
-  std::vector<const analysis::InputResult*> procs;
-  for (const auto& r : results)
-    if (r.status.ok() && r.analysis.async.present) procs.push_back(&r);
+  std::vector<const analysis::InputResult*> procs = run.processes;
   std::stable_sort(procs.begin(), procs.end(), [](const auto* a, const auto* b) {
     return std::make_pair(a->analysis.role, a->analysis.rank) < std::make_pair(b->analysis.role, b->analysis.rank);
   });

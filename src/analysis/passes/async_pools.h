@@ -25,6 +25,8 @@ inline constexpr const char* kWaitCauses[] = {"samples", "weights", "staleness",
 inline constexpr const char* kSyncPhases[] = {"drain", "gather", "wait", "transfer", "load", "resume"};
 inline constexpr size_t kWaitCauseCount = 4, kSyncPhaseCount = 6;
 enum WaitCause { kWaitSamples = 0, kWaitWeights, kWaitStaleness, kWaitQueueFull };
+// Indices of kSyncPhases (AsyncBreakdown::sync, AsyncSegment::cause of a kSync segment).
+enum SyncPhase { kPhaseDrain = 0, kPhaseGather, kPhaseWait, kPhaseTransfer, kPhaseLoad, kPhaseResume };
 
 // A stretch of the window in one class, on rank 0's timeline (what run-level figures join).
 struct AsyncSegment {

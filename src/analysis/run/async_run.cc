@@ -43,7 +43,7 @@ void Accumulate(const AsyncBreakdown& b, AsyncBreakdown* sum, double* staleness_
 
 // `span`: the wall time its throughput is over (a process: its window; a pool: its longest).
 Row RowOf(const std::string& input, int64_t rank, const std::string& role, const AsyncBreakdown& b, int64_t span) {
-  const int64_t transfer = b.sync[3];
+  const int64_t transfer = b.sync[kPhaseTransfer];
   Row r{input, rank, role, Us(b.window), Us(b.busy)};
   for (int64_t w : b.wait) r.push_back(Us(w));
   r.push_back(Us(b.sync_total()));
@@ -203,23 +203,11 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results) {
   for (const char* c : kWaitCauses) t.columns.push_back({std::string("wait_") + c, ColumnType::kReal, "us"});
   // The bounds: each version's first publish (any process), between the run's first and last
   // instant of its processes' windows.
-  std::map<int64_t, int64_t> publish;  // version → when
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const auto& r : results) {
-    const AsyncBreakdown& b = r.analysis.async;
-    if (!r.status.ok() || !b.present) continue;
-    for (const AsyncFact& p : b.published) {
-      auto [it, fresh] = publish.emplace(p.value, p.at);
-      if (!fresh) it->second = std::min(it->second, p.at);
-    }
-    for (const AsyncSegment& g : b.segments) {
-      lo = std::min(lo, g.start);
-      hi = std::max(hi, g.end);
-    }
-  }
-  if (publish.empty() || lo >= hi) return t;
+  const AsyncRun run = CollectAsyncRun(results);
+  const int64_t lo = run.lo, hi = run.hi;
+  if (run.publishes.empty() || lo >= hi) return t;
   std::vector<std::pair<int64_t, int64_t>> order;  // (when, version), by time
-  for (const auto& [v, at] : publish) order.emplace_back(std::clamp(at, lo, hi), v);
+  for (const auto& [v, p] : run.publishes) order.emplace_back(std::clamp(p.at, lo, hi), v);
   std::sort(order.begin(), order.end());
   std::vector<int64_t> bounds;
   std::vector<Cell> versions;
@@ -250,9 +238,8 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results) {
       if (len > 0) add(per[i], len);
     }
   };
-  for (const auto& r : results) {
-    const AsyncBreakdown& b = r.analysis.async;
-    if (!r.status.ok() || !b.present) continue;
+  for (const InputResult* r : run.processes) {
+    const AsyncBreakdown& b = r->analysis.async;
     for (const AsyncFact& f : b.generated_at)
       if (int64_t i = index(f.at); i >= 0) per[i].generated += f.value;
     for (const AsyncFact& f : b.consumed_at) {
@@ -297,6 +284,25 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results) {
     t.rows.push_back(std::move(row));
   }
   return t;
+}
+
+AsyncRun CollectAsyncRun(const std::vector<InputResult>& results) {
+  AsyncRun run;
+  for (const auto& r : results) {
+    const AsyncBreakdown& b = r.analysis.async;
+    if (!r.status.ok() || !b.present) continue;
+    const size_t index = run.processes.size();
+    run.processes.push_back(&r);
+    for (const AsyncSegment& g : b.segments) {
+      run.lo = std::min(run.lo, g.start);
+      run.hi = std::max(run.hi, g.end);
+    }
+    for (const AsyncFact& f : b.published) {
+      auto [it, fresh] = run.publishes.emplace(f.value, AsyncRun::Publish{f.at, index});
+      if (!fresh && f.at < it->second.at) it->second = {f.at, index};
+    }
+  }
+  return run;
 }
 
 bool AnyAsync(const std::vector<InputResult>& results) {

@@ -6,6 +6,8 @@
 #ifndef RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
 #define RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
 
+#include <cstdint>
+#include <map>
 #include <vector>
 
 #include "src/analysis/run/run.h"
@@ -51,6 +53,20 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results);
 // transfer, the receivers' mean drain / wait / transfer / load / resume, the bytes the publisher
 // sent (rl/sync_bytes) and their GB/s over its transfer. Empty when no process published.
 Table AsyncSyncsTable(const std::vector<InputResult>& results);
+
+// The processes with rlprof.rl's records, their span on the run's clock (first to last instant of
+// their splits; lo = INT64_MAX when empty), and each published version's first publish and the
+// process (index into `processes`) that made it — what the run-level async tables share.
+struct AsyncRun {
+  struct Publish {
+    int64_t at = 0;
+    size_t process = 0;
+  };
+  std::vector<const InputResult*> processes;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  std::map<int64_t, Publish> publishes;  // version → its first publish
+};
+AsyncRun CollectAsyncRun(const std::vector<InputResult>& results);
 
 // Whether some analysed input holds rlprof.rl's records (then runs get the table).
 bool AnyAsync(const std::vector<InputResult>& results);

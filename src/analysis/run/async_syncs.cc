@@ -30,8 +30,8 @@ void AddAdjacent(const AsyncBreakdown& b, int64_t lo, int64_t hi, std::array<int
   constexpr int64_t kNear = 1'000'000;
   for (const AsyncSegment& g : b.segments) {
     if (g.kind != AsyncSegment::kSync) continue;
-    if (g.cause == 0 && g.end <= lo && g.end >= lo - kNear) (*out)[0] += g.end - g.start;      // drain
-    if (g.cause == 5 && g.start >= hi && g.start <= hi + kNear) (*out)[5] += g.end - g.start;  // resume
+    if (g.cause == kPhaseDrain && g.end <= lo && g.end >= lo - kNear) (*out)[kPhaseDrain] += g.end - g.start;
+    if (g.cause == kPhaseResume && g.start >= hi && g.start <= hi + kNear) (*out)[kPhaseResume] += g.end - g.start;
   }
 }
 
@@ -48,22 +48,13 @@ Table AsyncSyncsTable(const std::vector<InputResult>& results) {
            Column{"receiver_resume", ColumnType::kReal, "us"}, Column{"transfer_mb", ColumnType::kReal, "MB"},
            Column{"transfer_gbps", ColumnType::kReal, "GB/s"}},
           {}};
+  const AsyncRun run = CollectAsyncRun(results);
   std::vector<const AsyncBreakdown*> procs;
-  int64_t lo = INT64_MAX;
-  for (const auto& r : results)
-    if (r.status.ok() && r.analysis.async.present) {
-      procs.push_back(&r.analysis.async);
-      for (const AsyncSegment& g : r.analysis.async.segments) lo = std::min(lo, g.start);
-    }
-  // Each version's first publish, and who made it.
-  std::map<int64_t, std::pair<int64_t, size_t>> publish;  // version → (when, process)
-  for (size_t p = 0; p < procs.size(); ++p)
-    for (const AsyncFact& f : procs[p]->published) {
-      auto [it, fresh] = publish.emplace(f.value, std::make_pair(f.at, p));
-      if (!fresh && f.at < it->second.first) it->second = {f.at, p};
-    }
-  for (const auto& [version, who] : publish) {
-    const auto [at, pub] = who;
+  for (const InputResult* r : run.processes) procs.push_back(&r->analysis.async);
+  const int64_t lo = run.lo;
+  for (const auto& [version, p] : run.publishes) {
+    const int64_t at = p.at;
+    const size_t pub = p.process;
     // The publisher's sync: its weight_sync stage around the publish (else the instant).
     AsyncSegment w{at, at, AsyncSegment::kSync, -1};
     for (const AsyncSegment& s : procs[pub]->sync_stages)
@@ -90,11 +81,11 @@ Table AsyncSyncsTable(const std::vector<InputResult>& results) {
     double bytes = 0;
     for (const AsyncFact& f : procs[pub]->sync_bytes_at)
       if (f.at >= w.start && f.at <= w.end) bytes += static_cast<double>(f.value);
-    const int64_t transfer = own[3];  // kSyncPhases[3] == "transfer"
+    const int64_t transfer = own[kPhaseTransfer];
     auto mean = [&](size_t phase) { return receivers > 0 ? Cell(recv[phase] / static_cast<double>(receivers) / 1e3) : Cell(); };
     t.rows.push_back({version, Us(start - (lo == INT64_MAX ? start : lo)), Us(end - start), receivers + 1,
-                      Us(last_join - w.start), Us(own[1]), Us(own[2]), Us(transfer), mean(0), mean(2), mean(3), mean(4),
-                      mean(5), bytes / 1e6, transfer > 0 ? Cell(bytes / static_cast<double>(transfer)) : Cell()});
+                      Us(last_join - w.start), Us(own[kPhaseGather]), Us(own[kPhaseWait]), Us(transfer), mean(kPhaseDrain),
+                      mean(kPhaseWait), mean(kPhaseTransfer), mean(kPhaseLoad), mean(kPhaseResume), bytes / 1e6, transfer > 0 ? Cell(bytes / static_cast<double>(transfer)) : Cell()});
   }
   return t;
 }
