@@ -325,6 +325,53 @@ typedef struct rlprof_hot_state {
 } rlprof_hot_state;
 extern rlprof_hot_state rlprof_hot;
 
+/* ---- Samples: each generated sample's life (issue 33; docs/samples.md). A rollout loop (or
+ * rlprof's vLLM source) hands over one record per finished sample, with the times it saw on
+ * CLOCK_MONOTONIC (Python: time.monotonic_ns()); a trainer says what became of it by id. The
+ * records go into the open capture window (0 returned when none is open), a few events each,
+ * counted against the capture's budget. `sample_rate` (config) keeps a deterministic share of
+ * ids: every process keeps the same ones, so a sample and its use stay joined.
+ *
+ *   rlprof_sample s;
+ *   rlprof_sample_init(&s);                       (unknown: 0 for times, -1 for counts)
+ *   s.id = "req-17"; s.submit_ns = t0; s.first_token_ns = t1; s.last_token_ns = t2;
+ *   s.prompt_tokens = 64; s.completion_tokens = 200; s.finish_reason = "stop";
+ *   rlprof_sample_record(&s);                     (strings are copied)
+ *   ... in the trainer: rlprof_sample_use("req-17", "consumed", step, version, 0);
+ */
+typedef struct rlprof_sample_span {
+  const char* phase;  /* "tool", "reward", "wait", … : recorded as sample/<phase> */
+  const char* label;  /* optional: the tool's name, … */
+  int64_t start_ns, end_ns;
+} rlprof_sample_span;
+
+typedef struct rlprof_sample {
+  uint32_t struct_size;       /* set by rlprof_sample_init */
+  const char* id;             /* required: the sample's key, unique in the run */
+  const char* group;          /* optional: its prompt group (GRPO's uid) */
+  const char* finish_reason;  /* optional: "stop", "length", "abort", … */
+  /* CLOCK_MONOTONIC ns; 0 = unknown. submit: handed to the engine; queued → scheduled: waited
+   * for a batch slot; scheduled → first token: prefill; first → last token: decode; end: done
+   * (default: the last token). */
+  int64_t submit_ns, queued_ns, scheduled_ns, first_token_ns, last_token_ns, end_ns;
+  /* -1 = unknown */
+  int64_t prompt_tokens, completion_tokens, cached_tokens, preemptions;
+  int64_t version_first, version_last; /* weight versions it was generated with */
+  int64_t replica;                     /* the engine replica that made it (-1: this process) */
+  const rlprof_sample_span* spans;     /* tool calls, reward, … (n_spans of them) */
+  uint32_t n_spans;
+} rlprof_sample;
+
+void rlprof_sample_init(rlprof_sample* s);
+/* 1: recorded into the open window; 0: not (no window, sampled out, no session). */
+int rlprof_sample_record(const rlprof_sample* s);
+/* What became of sample `id`: outcome "consumed" (by the training step `step`, whose policy is
+ * `version`; -1 unknown) or why it was dropped ("stale", "filtered", "truncated", "overflow",
+ * …). at_ns: when (0 = now). 1: recorded, 0: not. */
+int rlprof_sample_use(const char* id, const char* outcome, int64_t step, int64_t version, int64_t at_ns);
+/* Whether `sample_rate` keeps `id` (1) or not (0): the same answer in every process. */
+int rlprof_sample_kept(const char* id);
+
 #if defined(__GNUC__) || defined(__clang__)
 /* rlprof_window() and rlprof_ticks() inline (no call): for markers on a hot path. */
 static inline uint32_t rlprof_window_inline(void) {

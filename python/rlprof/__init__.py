@@ -33,6 +33,7 @@ from rlprof.profiler import (  # noqa: F401
     current,
     sub_step,
 )
+from rlprof.samples import sample, sample_kept, sample_use  # noqa: F401
 
 from rlprof._rlprof import __version__  # noqa: E402,F401  CMakeLists.txt project(VERSION), via the runtime
 
@@ -63,5 +64,8 @@ __all__ = [
     "counter",
     "recording",
     "set_thread_name",
+    "sample",
+    "sample_use",
+    "sample_kept",
     "HAVE_TORCH_OPS",
 ]

@@ -241,6 +241,28 @@ class Analysis:
         return self.table("async_syncs")
 
     @property
+    def samples(self) -> pd.DataFrame:
+        """Each sample's life: one row per sample record (rlprof.sample, rlprof's vLLM source) —
+        its step and replica, queue / prefill / TTFT / decode / TPOT / e2e (µs), tokens, finish
+        reason, preemptions, tool calls, weight versions, and what became of it (outcome,
+        used_step, used_version, staleness; docs/definitions.md §5.13). Empty without records."""
+        return self.table("samples") if "samples" in self.table_names else pd.DataFrame()
+
+    @property
+    def sample_tail(self) -> pd.DataFrame:
+        """The long tail per step (all replicas, then each): the times until 50/90/95/99/100 %
+        of the samples had ended, the tail (p100 − p90) and its share of the step, idle
+        replica-time in it, queue / TTFT / TPOT percentiles, imbalance, and the what-ifs (stop
+        at p95, partial rollout at p90: estimates). Empty without sample records."""
+        return self.table("sample_tail") if "sample_tail" in self.table_names else pd.DataFrame()
+
+    @property
+    def sample_outcomes(self) -> pd.DataFrame:
+        """What became of the samples (consumed, dropped and why, unused) and the staleness of
+        the consumed ones. Empty without sample records."""
+        return self.table("sample_outcomes") if "sample_outcomes" in self.table_names else pd.DataFrame()
+
+    @property
     def op_stats(self) -> pd.DataFrame:
         """op_statistic: host operators (by name and by shapes) and device kernels (µs)."""
         return self.table("op_statistic")

@@ -4,6 +4,7 @@
 #define RLPROF_PYTHON_SRC_BINDINGS_H_
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 
@@ -11,6 +12,7 @@ namespace rlprof::python {
 
 void BindSession(pybind11::module_& m);
 void BindMarkers(pybind11::module_& m);
+void BindSamples(pybind11::module_& m);
 // rlprof.annotate, a C type (annotate.cc), and _set_annotate_hooks.
 void BindAnnotate(pybind11::module_& m);
 

@@ -243,6 +243,7 @@ PYBIND11_MODULE(_rlprof, m) {
   m.attr("__version__") = rlprof_version();
   rlprof::python::BindSession(m);
   rlprof::python::BindMarkers(m);
+  rlprof::python::BindSamples(m);
   rlprof::python::BindAnnotate(m);
   // NVTX ranges of the process's other code (torch, vLLM, Megatron) record into the same
   // librlprof when NVTX_INJECTION64_PATH names rlprof's injection library: it links it too.

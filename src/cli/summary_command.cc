@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "src/analysis/run/async_run.h"
+#include "src/analysis/run/samples_run.h"
 #include "src/analysis/run/run.h"
 #include "src/analysis/run/run_pipeline.h"
 #include "src/analysis/run/run_view.h"
@@ -50,7 +51,7 @@ std::vector<analysis::Table> ViewTables(const std::string& view, const analysis:
   if (view == "stack") return {OpsByFrameTable(a)};
   if (view == "ranges") return {UserRangeTable(a)};
   if (view == "tb") return {TbStepTimeTable(a)};
-  if (view == "async") return {};  // a run-level table (AsyncPoolsTable), printed after the inputs
+  if (view == "async" || view == "samples") return {};  // run-level tables, printed after the inputs
   std::vector<Table> all{StepTraceTimeTable(a), StepAtomsTable(a), StageTimeTable(a), CommByGroupTable(a),
                          HtaTemporalTable(a), HtaIdleTable(a), HtaKernelTypeTable(a), GpuTimelineTable(a),
                          TbStepTimeTable(a), ClassTable(a)};
@@ -133,6 +134,45 @@ void PrintAsync(const SummaryArgs& a, const std::vector<analysis::InputResult>& 
   }
 }
 
+// --view samples: each sample's life (rlprof.sample, rlprof's vLLM source): the tail per step,
+// what became of the samples, and the samples themselves (the longest first, --top of them).
+void PrintSamples(const SummaryArgs& a, const std::vector<analysis::InputResult>& results, nlohmann::json* out,
+                  Io& io) {
+  nlohmann::json& j = *out;
+  analysis::Table tail = analysis::SampleTailTable(results);
+  analysis::Table outcomes = analysis::SampleOutcomesTable(results);
+  analysis::Table samples = analysis::SamplesTable(results);
+  if (a.json) {
+    j["sample_tail"] = analysis::ToJson(tail);
+    j["sample_outcomes"] = analysis::ToJson(outcomes);
+    j["samples"] = analysis::ToJson(samples);
+    return;
+  }
+  io.out << "== run: samples (" << samples.rows.size() << ")\n";
+  if (samples.rows.empty()) {
+    io.out << "(no input holds sample records: see docs/samples.md)\n";
+    return;
+  }
+  io.out << "-- " << tail.name << " (µs from each step's first submit; what-ifs are estimates)\n" << analysis::ToText(tail);
+  io.out << "-- " << outcomes.name << "\n" << analysis::ToText(outcomes);
+  // The longest samples (e2e), a screenful.
+  size_t e2e = 0;
+  for (size_t c = 0; c < samples.columns.size(); ++c)
+    if (samples.columns[c].name == "e2e") e2e = c;
+  auto key = [&](const std::vector<analysis::Cell>& r) {
+    const double* d = std::get_if<double>(&r[e2e]);
+    return d != nullptr ? *d : -1.0;
+  };
+  std::stable_sort(samples.rows.begin(), samples.rows.end(),
+                   [&](const auto& x, const auto& y) { return key(x) > key(y); });
+  const size_t shown = std::min<size_t>(samples.rows.size(), 20);
+  const size_t total = samples.rows.size();
+  samples.rows.resize(shown);
+  io.out << "-- samples (the " << shown << " longest of " << total << "; all: rlprof analyse → samples.csv)\n"
+         << analysis::ToText(samples);
+  PrintDiagnostics(io, MergedDiagnostics(results), "all inputs");
+}
+
 base::Status Run(const SummaryArgs& a, Io& io) {
   analysis::RunConfig cfg;
   RLPROF_RETURN_IF_ERROR(PrepareAnalysis(a.analysis, &cfg.options, &cfg.classifier));
@@ -180,7 +220,7 @@ base::Status Run(const SummaryArgs& a, Io& io) {
       j["inputs"].push_back(InputJson(r, man, tables));
       continue;
     }
-    if (run_view_only || a.view == "async") continue;
+    if (run_view_only || a.view == "async" || a.view == "samples") continue;
     io.out << "== " << r.name << "  (" << r.analysis.format
            << (r.analysis.cpu_only ? ", cpu-only: host threads" : "") << ", rank " << r.analysis.rank
            << ")\n";
@@ -201,6 +241,7 @@ base::Status Run(const SummaryArgs& a, Io& io) {
     else io.out << "== all inputs\n-- " << t.name << "\n" << analysis::ToText(t);
   }
   if (a.view == "async") PrintAsync(a, results, &j, io);
+  if (a.view == "samples") PrintSamples(a, results, &j, io);
   analysis::Diagnostics run_diag;  // what building the run view counted
   if (a.view == "rl") {
     const analysis::RunView& v = run->view;
@@ -246,8 +287,8 @@ Command AddSummaryCommand(CLI::App& app) {
   auto args = std::make_shared<SummaryArgs>();
   auto* cmd = app.add_subcommand("summary", "Print a breakdown view of traces in the terminal");
   cmd->add_option("path", args->path, "Capture directory, trace file, or a folder of them")->required();
-  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | tb | rl | ops | kernels | comm | atoms | module | memory | stack | ranges | async | all")
-      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "module", "memory", "stack", "ranges", "tb", "async", "all"}));
+  cmd->add_option("--view", args->view, "msprof (default) | hta | tracelens | tb | rl | ops | kernels | comm | atoms | module | memory | stack | ranges | async | samples | all")
+      ->check(CLI::IsMember({"msprof", "hta", "tracelens", "rl", "ops", "kernels", "comm", "atoms", "module", "memory", "stack", "ranges", "tb", "async", "samples", "all"}));
   AddAnalysisOptions(cmd, &args->analysis);
   cmd->add_flag("--json", args->json, "Print the tables as JSON");
   cmd->add_flag("--per-capture", args->per_capture,

@@ -72,7 +72,7 @@ void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
   if (!block.present() || !rd.IsBlock(block) || block.null()) return;
   std::vector<std::string> keys = {"export",          "combine",    "budget",
                                    "buffer",          "flush_interval_s", "backstop_s", "memory_interval_s",
-                                   "custom_stages"};
+                                   "sample_rate",     "custom_stages"};
   keys.insert(keys.end(), extra_allowed.begin(), extra_allowed.end());
   rd.CheckKeys(block, keys);
   Plan& p = ctx.plan;
@@ -102,6 +102,11 @@ void ParseRlprofGlobals(ParseContext& ctx, const Ref& block,
   if (auto f = rd.Number(block, "flush_interval_s", 0.001)) p.flush_interval_s = *f;
   if (auto b = rd.Number(block, "backstop_s", 0.001)) p.backstop_s = *b;
   if (auto m = rd.Number(block, "memory_interval_s", 0)) p.memory_interval_s = *m;
+  if (auto r = rd.Number(block, "sample_rate", 0)) {
+    if (*r > 1) ctx.doc.Error(ctx.doc.Child(block, "sample_rate"),
+                              "expected a share of samples from 0 to 1, got " + std::to_string(*r));
+    else p.sample_rate = *r;
+  }
   Ref custom = ctx.doc.Child(block, "custom_stages");
   if (!custom.null()) {
     if (!custom.node.IsSequence()) {

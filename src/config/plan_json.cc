@@ -75,6 +75,7 @@ nlohmann::ordered_json PlanToJson(const Plan& p) {
   j["flush_interval_s"] = p.flush_interval_s;
   j["backstop_s"] = p.backstop_s;
   j["memory_interval_s"] = p.memory_interval_s;
+  j["sample_rate"] = p.sample_rate;
   nlohmann::ordered_json roles = nlohmann::ordered_json::array();
   for (const auto& r : p.roles) roles.push_back(RolePlanToJson(r));
   j["roles"] = roles;

@@ -146,7 +146,12 @@ class Writer {
       key("bytes");  // signed: a free is negative
       AppendInt(&buf_, e.payload);
     }
-    if (spec.arg0 != nullptr) {
+    if (spec.arg0 != nullptr && spec.arg0_is_string) {
+      if (e.arg0 != 0) {
+        key(spec.arg0);
+        AppendJsonString(&buf_, c.raw.str(e.arg0));
+      }
+    } else if (spec.arg0 != nullptr) {
       key(spec.arg0);
       AppendUint(&buf_, e.arg0);
     } else if (e.arg0 != 0) {

@@ -94,6 +94,7 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"ray_input_missing", S::kDataLoss, "ray", "a path given to analyse --ray that no node of the cluster holds: left out"},
     {"ray_node_lost", S::kDataLoss, "ray", "inputs whose node died (or left the cluster) before their analysis came back: left out, the rest is analysed"},
     {"run_view_duplicate_stage_windows", S::kInfo, "analysis", "a stage of one rank and step seen by two of its captures (e.g. e2e and discrete): the run view keeps one"},
+    {"sample_event_unknown", S::kWarning, "trace", "a sample event (category sample) of a name or kind this version does not know, or without an id: skipped"},
     {"stack_without_operator", S::kDataLoss, "trace", "operator call stack whose operator is not in the capture (the window closed inside it): dropped"},
     {"stage_from_manifest", S::kInfo, "capture", "no stage marker in a scheduled capture: the stage spans the capture window (manifest)"},
     {"step_from_manifest", S::kInfo, "capture", "no step marker in a discrete capture: the step spans the capture window (manifest)"},

@@ -9,7 +9,7 @@ const char* CategoryName(Category c) {
       "user",   "step",   "stage",  "sub_step", "operator", "communication", "kernel",
       "memcpy", "memset", "sync",   "memory",   "runtime",  "capture"};
   // Framework contents (20..27).
-  static constexpr const char* kContentNames[] = {"module", "allocation", "stack"};
+  static constexpr const char* kContentNames[] = {"module", "allocation", "stack", "sample"};
   auto i = static_cast<uint8_t>(c);
   if (i < std::size(kNames)) return kNames[i];
   if (i >= 20 && i - 20u < std::size(kContentNames)) return kContentNames[i - 20];
@@ -42,6 +42,7 @@ ArgSpec ArgSpecFor(Category c) {
     case Category::kMemcpy: return {"bytes", "direction", true};
     case Category::kModule: return {"depth", "class", true};
     case Category::kAllocation: return {"oom", "operator", true};
+    case Category::kSample: return {"id", "detail", true, true};
     default: return {};
   }
 }

@@ -32,6 +32,7 @@ struct ArgSpec {
   const char* arg0 = nullptr;
   const char* arg1 = nullptr;
   bool arg1_is_string = false;  // arg1 is a string id into the capture's string table
+  bool arg0_is_string = false;  // arg0 is a string id too
 };
 ArgSpec ArgSpecFor(Category c);
 

@@ -170,7 +170,7 @@ class Writer {
     std::unordered_map<uint16_t, std::vector<int64_t>> open;  // per track: open slice ends
     uint64_t order = 0;
     // The current event's packet parts (they must outlive seq.Event(p)).
-    std::string name_text, arg1_text;
+    std::string name_text, arg0_text, arg1_text;
     InternedString new_name, new_cat, new_args[2];
     DebugArg dargs[2];
   };
@@ -231,8 +231,14 @@ class Writer {
   size_t EventArgs(CaptureState& st, const Event& ev) {
     size_t n = 0;
     const ArgSpec spec = ArgSpecFor(ev.category);
-    if (spec.arg0 != nullptr || ev.arg0 != 0)
+    if (spec.arg0_is_string) {
+      if (ev.arg0 != 0) {
+        st.arg0_text = SanitizeUtf8(st.c.raw.str(ev.arg0));
+        st.dargs[n++] = {ArgIid(spec.arg0), true, 0, st.arg0_text};
+      }
+    } else if (spec.arg0 != nullptr || ev.arg0 != 0) {
       st.dargs[n++] = {ArgIid(spec.arg0 != nullptr ? spec.arg0 : "arg0"), false, ev.arg0, {}};
+    }
     if (spec.arg1_is_string && ev.arg1 != 0) {
       st.arg1_text = SanitizeUtf8(st.c.raw.str(ev.arg1));
       st.dargs[n++] = {ArgIid(spec.arg1), true, 0, st.arg1_text};

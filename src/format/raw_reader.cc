@@ -131,6 +131,7 @@ class Parser {
     for (const Event& e : cap_->events) {
       if (!is_defined(e.name)) ++d.undefined_string_refs;
       if (ArgSpecFor(e.category).arg1_is_string && !is_defined(e.arg1)) ++d.undefined_string_refs;
+      if (ArgSpecFor(e.category).arg0_is_string && !is_defined(e.arg0)) ++d.undefined_string_refs;
       if (!tracks_.test(e.track)) ++d.undefined_track_refs;
     }
   }

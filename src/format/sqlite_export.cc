@@ -211,7 +211,12 @@ class Exporter {
       sqlite3_bind_int(s, 4, static_cast<int>(e.category));
       sqlite3_bind_int64(s, 5, name);
       sqlite3_bind_int64(s, 6, track_ids[e.track]);
-      sqlite3_bind_int64(s, 7, e.arg0);
+      if (ArgSpecFor(e.category).arg0_is_string && e.arg0 != 0) {
+        RLPROF_ASSIGN_OR_RETURN(int64_t a0, remap(e.arg0));
+        sqlite3_bind_int64(s, 7, a0);
+      } else {
+        sqlite3_bind_int64(s, 7, e.arg0);
+      }
       if (ArgSpecFor(e.category).arg1_is_string && e.arg1 != 0) {
         RLPROF_ASSIGN_OR_RETURN(int64_t a1, remap(e.arg1));
         sqlite3_bind_int64(s, 8, a1);

@@ -9,6 +9,7 @@
 #include "rlprof/format/event.h"
 #include "rlprof/rlprof.h"
 #include "rlprof/rlprof.hpp"
+#include "src/runtime/sample_source.h"
 #include "src/runtime/source.h"
 #include "src/runtime/thread_buffer.h"
 
@@ -116,6 +117,44 @@ int rlprof_unregister_source(const char* name) {
                                                                               : RLPROF_ERROR_STATE;
   } catch (...) {
     return RLPROF_ERROR_INTERNAL;
+  }
+}
+
+void rlprof_sample_init(rlprof_sample* s) {
+  if (s == nullptr) return;
+  std::memset(s, 0, sizeof *s);
+  s->struct_size = sizeof *s;
+  s->prompt_tokens = s->completion_tokens = s->cached_tokens = s->preemptions = -1;
+  s->version_first = s->version_last = s->replica = -1;
+}
+
+int rlprof_sample_record(const rlprof_sample* s) {
+  if (s == nullptr || s->struct_size < sizeof(rlprof_sample) || rlprof::internal::OpenWindow() == 0) return 0;
+  try {
+    auto src = rlprof::runtime::SampleSource::Current();
+    return src != nullptr ? src->Record(*s) : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int rlprof_sample_use(const char* id, const char* outcome, int64_t step, int64_t version, int64_t at_ns) {
+  if (rlprof::internal::OpenWindow() == 0) return 0;
+  try {
+    auto src = rlprof::runtime::SampleSource::Current();
+    return src != nullptr ? src->Use(id, outcome, step, version, at_ns) : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int rlprof_sample_kept(const char* id) {
+  if (id == nullptr) return 0;
+  try {
+    auto src = rlprof::runtime::SampleSource::Current();
+    return rlprof::runtime::SampleKept(id, src != nullptr ? src->rate() : 1.0) ? 1 : 0;
+  } catch (...) {
+    return 0;
   }
 }
 

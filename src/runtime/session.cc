@@ -12,6 +12,7 @@
 #include "src/base/files.h"
 #include "src/config/plan_json.h"
 #include "src/runtime/memory_source.h"
+#include "src/runtime/sample_source.h"
 #include "src/runtime/signals.h"
 #include "src/runtime/thread_buffer.h"
 
@@ -163,6 +164,9 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   sc.flush_interval_s = wo.flush_interval_s;
   s->sources_ = std::make_shared<SourceSet>(sc);
   s->sources_->Add(std::make_shared<MemorySource>());
+  // Each sample's life (rlprof_sample_record): the C API finds the live session's source.
+  auto samples = std::make_shared<SampleSource>();
+  if (s->sources_->Add(samples)) SampleSource::SetCurrent(samples);
   SourceRegistry::Get().SetListener(s->sources_.get());
   s->listening_ = true;
   // The writer's wake-ups drive the sources' ticks (contents memory: the RSS interval).

@@ -177,10 +177,12 @@ std::string SourceSet::CountersJson(uint32_t gen) {
       std::lock_guard<std::mutex> lock(e->mu);
       failure = e->failure;
     }
+    if (c.empty() && failure.empty() && !e->source->ListedWhenIdle()) continue;
     for (auto& [k, v] : c) std::visit([&, &key = k](auto&& x) { o[key] = x; }, v);
     if (!failure.empty()) o["status"] = failure;
     j[e->name] = std::move(o);
   }
+  if (j.empty()) return {};
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

@@ -121,6 +121,9 @@ class Source {
   virtual double TickInterval() const { return 0; }
   virtual void Drain(SourceSink& sink, uint32_t final_gen) { (void)sink; (void)final_gen; }
   virtual SourceCounters Counters(uint32_t gen) { (void)gen; return {}; }
+  // false: left out of the manifest's sources for a window it recorded nothing in (the built-in
+  // samples source, which every session has).
+  virtual bool ListedWhenIdle() const { return true; }
   virtual void Shutdown() {}
 };
 

@@ -123,7 +123,7 @@ TEST(SourceTest, ARegisteredSourceIsStartedFlushedStoppedAndDrainedWithEachWindo
   plan.roles[0].contents.device = true;
   auto s = SessionImpl::Create(plan, Quiet("life"), NoEnv);
   ASSERT_TRUE(s->enabled());
-  EXPECT_EQ(s->SourceNames(), std::vector<std::string>{"fake_device"});
+  EXPECT_EQ(s->SourceNames(), (std::vector<std::string>{"samples", "fake_device"}));
   RunSteps(*s, 3);
   s->Shutdown();
   // Two windows (steps 1 and 2), each: start, flush before the window stops, stop, then the
@@ -171,7 +171,7 @@ TEST(SourceTest, ASourceThePlanDoesNotWantNeverRuns) {
   const std::string save = FreshDir("src-unwanted");
   auto s = SessionImpl::Create(MakePlan(save, {1}), Quiet("unwanted"), NoEnv);  // no device
   ASSERT_TRUE(s->enabled());
-  EXPECT_TRUE(s->SourceNames().empty());
+  EXPECT_EQ(s->SourceNames(), std::vector<std::string>{"samples"});  // built in: every session has it
   RunSteps(*s, 1);
   s->Shutdown();
   EXPECT_TRUE(fake->log().empty());
@@ -207,7 +207,7 @@ TEST(SourceTest, MemoryIsABuiltInSourceWithItsCountersInTheManifest) {
   plan.roles[0].contents.memory = true;
   plan.memory_interval_s = 0;  // boundaries only
   auto s = SessionImpl::Create(plan, Quiet("mem"), NoEnv);
-  EXPECT_EQ(s->SourceNames(), std::vector<std::string>{"memory"});
+  EXPECT_EQ(s->SourceNames(), (std::vector<std::string>{"memory", "samples"}));
   RunSteps(*s, 1);
   s->Shutdown();
   const std::vector<std::string> caps = FindCaptures(save);
@@ -294,11 +294,11 @@ TEST(SourceTest, ASourceRegisteredWhileASessionLivesJoinsItAndLeavesWhenUnregist
   auto s = SessionImpl::Create(plan, Quiet("late"), NoEnv);
   auto fake = std::make_shared<FakeSource>("fake_late");
   ASSERT_TRUE(SourceRegistry::Get().Register(fake));
-  EXPECT_EQ(s->SourceNames(), std::vector<std::string>{"fake_late"});
+  EXPECT_EQ(s->SourceNames(), (std::vector<std::string>{"samples", "fake_late"}));
   RunSteps(*s, 1);
   ASSERT_TRUE(s->Flush(10));  // step 1's capture finalised (its final drain done)
   SourceRegistry::Get().Unregister("fake_late");
-  EXPECT_TRUE(s->SourceNames().empty());
+  EXPECT_EQ(s->SourceNames(), std::vector<std::string>{"samples"});
   s->BeginStep(2);
   s->EndStep();
   s->Shutdown();

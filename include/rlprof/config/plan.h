@@ -140,6 +140,7 @@ struct Plan {
   double flush_interval_s = 0.1;                // crash safety: flush at least this often
   double backstop_s = 600.0;                    // close a scheduled window after this long
   double memory_interval_s = 0.1;  // contents memory: RSS sampled this often in a window (0: boundaries only)
+  double sample_rate = 1.0;  // share of sample ids whose records are kept (rlprof_sample_record), 0..1
   std::vector<RolePlan> roles;
   std::vector<std::string> warnings;            // semantics made explicit (printed by plan)
   // Facts stated, not problems: profiling off, blocks ignored as upstream ignores them, stage

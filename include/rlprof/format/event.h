@@ -49,6 +49,8 @@ enum class Category : uint8_t {
                        // ("cpu", "cuda:0"), arg1 = innermost operator on the thread (string id, 0 none)
   kStack = 22,         // Python call stack (instant) of the operator that begins at the same ts on
                        // the same track: name = frames "file:line:function", innermost first, '\n'-joined
+  kSample = 23,        // a generated sample's life (src/runtime/sample_source.h): name = sample,
+                       // sample/<phase> (complete) or sample/<fact> (instant), arg0 = its id (string id)
 };
 
 struct Event {

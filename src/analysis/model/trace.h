@@ -85,6 +85,27 @@ struct CounterSample {
   uint32_t name = 0;  // string id of the series ("rss_bytes", "allocated_bytes cpu"; "" unknown)
 };
 
+// A generated sample's life (issue 33; rlprof captures' kSample events, AReaL session traces):
+// times in ns on the trace's timeline, -1 unknown; counts -1 unknown.
+struct SampleSpan {
+  std::string phase, label;  // "tool" + the tool's name, "reward", …
+  int64_t start = -1, end = -1;
+};
+struct SampleRecord {
+  std::string id, group, finish_reason;
+  int64_t submit = -1, queued = -1, scheduled = -1, first_token = -1, last_token = -1, end = -1;
+  int64_t prompt_tokens = -1, completion_tokens = -1, cached_tokens = -1, preemptions = -1;
+  int64_t version_first = -1, version_last = -1;
+  int64_t replica = -1;  // -1: the process's own rank
+  int64_t step = -1;     // the RL step it was made in (analysis: the step containing its end)
+  std::vector<SampleSpan> spans;
+};
+// What became of a sample (rlprof.sample_use): consumed by a step, or dropped and why.
+struct SampleUse {
+  std::string id, outcome;
+  int64_t at = -1, step = -1, version = -1;
+};
+
 struct Trace {
   // Identity.
   std::string source;  // file or capture directory
@@ -139,6 +160,8 @@ struct Trace {
   std::vector<Marker> steps;          // step markers
   std::vector<Marker> stages;         // stage markers (RL stages)
   std::vector<CounterSample> counters;
+  std::vector<SampleRecord> samples;    // in the order their records end
+  std::vector<SampleUse> sample_uses;
 
   Diagnostics diagnostics;
 

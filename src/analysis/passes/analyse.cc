@@ -373,6 +373,20 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   a.modules = ModuleView(t);
   a.user_ranges = UserRanges(t);
   a.async = AsyncPools(t);
+  // Each sample's life: the step it was made in is the one whose window holds its end (else the
+  // last step begun before it).
+  a.samples = t.samples;
+  a.sample_uses = t.sample_uses;
+  for (SampleRecord& s : a.samples) {
+    const int64_t at = s.end >= 0 ? s.end : s.submit;
+    for (const StepWindow& w : windows) {
+      if (at >= w.host_start && at <= w.host_end) {
+        s.step = w.step;
+        break;
+      }
+      if (w.host_start <= at) s.step = w.step;
+    }
+  }
   a.tb_steps = TbStepTime(t, TbRules::kRelease043);
   a.memory_peaks = MemoryPeaks(t, a.stages);
   a.ops_by_frame = OpsByFrame(t);

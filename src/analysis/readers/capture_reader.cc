@@ -211,6 +211,10 @@ class CaptureTraceBuilder {
     t_.Reserve(c_.raw.events.size());
     std::unordered_map<int64_t, std::vector<Event>> open;  // range id → begins
     for (const Event& e : c_.raw.events) {
+      if (e.category == Category::kSample) {  // records, not slices: no thread's work
+        SampleEvent(e);
+        continue;
+      }
       switch (e.kind) {
         case EventKind::kComplete:
           Add(e, e.ts_ns, e.payload, TrackFor(e.track), SliceKind::kRange);
@@ -250,6 +254,71 @@ class CaptureTraceBuilder {
     if (!pending_stack_.empty()) t_.diagnostics.Add("stack_without_operator", pending_stack_.size());
     if (!pending_external_.empty())
       t_.diagnostics.Add("external_id_without_operator", pending_external_.size());
+  }
+
+  // A sample's events (src/runtime/sample_source.h): joined by id (arg0) into one record.
+  static int64_t Hi(int64_t packed) {
+    const auto v = static_cast<uint32_t>(static_cast<uint64_t>(packed) >> 32);
+    return v == 0xffffffffu ? -1 : static_cast<int64_t>(v);
+  }
+  static int64_t Lo(int64_t packed) {
+    const auto v = static_cast<uint32_t>(static_cast<uint64_t>(packed));
+    return v == 0xffffffffu ? -1 : static_cast<int64_t>(v);
+  }
+  void SampleEvent(const Event& e) {
+    const std::string& name = c_.raw.str(e.name);
+    if (!name.starts_with("sample") || e.arg0 == 0) {
+      t_.diagnostics.Add("sample_event_unknown");
+      return;
+    }
+    const std::string& arg1 = e.arg1 != 0 ? c_.raw.str(e.arg1) : kEmpty;
+    if (name == "sample/use") {
+      t_.sample_uses.push_back({c_.raw.str(e.arg0), arg1, e.ts_ns, Lo(e.payload), Hi(e.payload)});
+      return;
+    }
+    auto [it, fresh] = sample_of_.try_emplace(e.arg0, t_.samples.size());
+    if (fresh) {
+      t_.samples.emplace_back();
+      t_.samples.back().id = c_.raw.str(e.arg0);
+    }
+    SampleRecord& s = t_.samples[it->second];
+    const int64_t end = e.kind == EventKind::kComplete ? base::SatAdd(e.ts_ns, std::max<int64_t>(e.payload, 0)) : e.ts_ns;
+    if (e.kind == EventKind::kComplete) {
+      if (name == "sample") {
+        s.submit = e.ts_ns;
+        s.end = end;
+        s.group = arg1;
+      } else if (name == "sample/queue") {
+        s.queued = e.ts_ns;
+        s.scheduled = end;
+      } else if (name == "sample/prefill") {
+        s.scheduled = e.ts_ns;
+        s.first_token = end;
+      } else if (name == "sample/decode") {
+        s.first_token = e.ts_ns;
+        s.last_token = end;
+      } else if (name.starts_with("sample/")) {
+        s.spans.push_back({name.substr(7), arg1, e.ts_ns, end});
+      }
+    } else if (e.kind == EventKind::kInstant) {
+      if (name == "sample/tokens") {
+        s.completion_tokens = Hi(e.payload);
+        s.prompt_tokens = Lo(e.payload);
+      } else if (name == "sample/cached") {
+        s.cached_tokens = Hi(e.payload);
+        s.preemptions = Lo(e.payload);
+      } else if (name == "sample/finish") {
+        s.replica = Hi(e.payload);
+        s.finish_reason = arg1;
+      } else if (name == "sample/version") {
+        s.version_first = Hi(e.payload);
+        s.version_last = Lo(e.payload);
+      } else {
+        t_.diagnostics.Add("sample_event_unknown");
+      }
+    } else {
+      t_.diagnostics.Add("sample_event_unknown");
+    }
   }
 
   // Device work carries the external id of its launch (same correlation id).
@@ -307,6 +376,17 @@ class CaptureTraceBuilder {
         mk.end_ns += off;
       }
     for (CounterSample& cs : t_.counters) cs.ts_ns += off;
+    auto shift = [off](int64_t* x) {
+      if (*x >= 0) *x = base::SatAdd(*x, off);
+    };
+    for (SampleRecord& s : t_.samples) {
+      for (int64_t* x : {&s.submit, &s.queued, &s.scheduled, &s.first_token, &s.last_token, &s.end}) shift(x);
+      for (SampleSpan& sp : s.spans) {
+        shift(&sp.start);
+        shift(&sp.end);
+      }
+    }
+    for (SampleUse& u : t_.sample_uses) shift(&u.at);
     if (t_.capture_start_ns >= 0) t_.capture_start_ns = base::SatAdd(t_.capture_start_ns, off);
     if (t_.capture_end_ns >= 0) t_.capture_end_ns = base::SatAdd(t_.capture_end_ns, off);
   }
@@ -321,6 +401,8 @@ class CaptureTraceBuilder {
   uint32_t external_name_ = UINT32_MAX;
   std::map<Key, uint32_t> pending_stack_;
   std::map<Key, uint32_t> pending_external_;
+  std::unordered_map<uint32_t, size_t> sample_of_;  // raw string id of a sample's id → t_.samples
+  inline static const std::string kEmpty;
 };
 
 }  // namespace

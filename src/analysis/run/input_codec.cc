@@ -40,13 +40,22 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelTypeRow, kernel_type, time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TbStepRow, step, kernel, memcpy, memset, communication, runtime, dataloader,
                                    cpu_exec, other, total)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncSegment, start, end, kind, cause)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncFact, at, value)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AsyncBreakdown, present, window, sync, sync_other, wait, busy, other, syncs,
-                                   transfer_bytes, version_first, version_last, generated, consumed, staleness_mean,
-                                   staleness_max, queue_samples, queue_depth_mean, queue_depth_max, segments)
+                                   transfer_bytes, version_first, version_last, generated, tokens, consumed,
+                                   staleness_mean, staleness_max, queue_samples, queue_depth_mean, queue_depth_max,
+                                   segments, published, generated_at, consumed_at, trained_at, sync_bytes_at,
+                                   sync_stages)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleSpan, phase, label, start, end)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleRecord, id, group, finish_reason, submit, queued, scheduled, first_token,
+                                   last_token, end, prompt_tokens, completion_tokens, cached_tokens, preemptions,
+                                   version_first, version_last, replica, step, spans)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleUse, id, outcome, at, step, version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, step_is_capture_window,
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
-                                   kernel_rows, classes, modules, memory_peaks, ops_by_frame, tb_steps, async, diagnostics)
+                                   kernel_rows, classes, modules, memory_peaks, ops_by_frame, tb_steps, async, samples,
+                                   sample_uses, diagnostics)
 
 namespace {
 

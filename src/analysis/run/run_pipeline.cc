@@ -1,5 +1,6 @@
 // The run pipeline: find → analyse in parallel → run tables, summary.json → files.
 #include "src/analysis/run/async_run.h"
+#include "src/analysis/run/samples_run.h"
 #include "src/analysis/run/run_pipeline.h"
 
 #include <algorithm>
@@ -140,6 +141,25 @@ RunAnalysis AssembleRun(std::vector<std::string> paths, const AnalysisOptions& o
   return run;
 }
 
+// The run-level tables made from every input together: asynchronous RL (rlprof.rl's records;
+// async_run.h) and each sample's life (sample records; samples_run.h), each set where some input
+// holds its records.
+static std::vector<Table> JoinedTables(const std::vector<InputResult>& inputs) {
+  std::vector<Table> out;
+  if (AnyAsync(inputs)) {
+    out.push_back(AsyncPoolsTable(inputs));
+    out.push_back(AsyncVerdictTable(inputs));
+    out.push_back(AsyncVersionsTable(inputs));
+    out.push_back(AsyncSyncsTable(inputs));
+  }
+  if (AnySamples(inputs)) {
+    out.push_back(SamplesTable(inputs));
+    out.push_back(SampleTailTable(inputs));
+    out.push_back(SampleOutcomesTable(inputs));
+  }
+  return out;
+}
+
 std::vector<Table> RunTables(const RunAnalysis& run) {
   std::vector<std::vector<Table>> tables(run.inputs.size());
   size_t first = run.inputs.size();
@@ -157,13 +177,7 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
       merged.push_back(ConcatWithInput(parts));
     }
   }
-  // Asynchronous RL (rlprof.rl's records): each process's window split, per process and pool.
-  if (AnyAsync(run.inputs)) {
-    merged.push_back(AsyncPoolsTable(run.inputs));
-    merged.push_back(AsyncVerdictTable(run.inputs));
-    merged.push_back(AsyncVersionsTable(run.inputs));
-    merged.push_back(AsyncSyncsTable(run.inputs));
-  }
+  for (Table& t : JoinedTables(run.inputs)) merged.push_back(std::move(t));
   merged.push_back(StageAcrossRanksTable(run.inputs));
   merged.push_back(RunViewDbTable(run.view));
   merged.push_back(RunViewLongTable(run.view));
@@ -461,7 +475,8 @@ class RunWriter {
   std::deque<Task> csv_ready_;
   bool db_busy_ = false, db_failed_ = false, committed_ = false, abandon_ = false;
   const Table* across_ = nullptr;
-  // async_pools, async_verdict, async_versions, when some input holds rlprof.rl's records.
+  // async_pools, async_verdict, async_versions, async_syncs, when some input holds rlprof.rl's
+  // records; samples, sample_tail, sample_outcomes when some holds sample records.
   const std::vector<Table>* async_ = nullptr;
   const Table* view_ = nullptr;
   const Table* view_long_ = nullptr;
@@ -486,10 +501,9 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   std::optional<Table> db_view;
   if (run.view.lanes.size() > kSqliteRunViewLaneColumns) db_view = RunViewDbTable(run.view);
   const Table view_long = RunViewLongTable(run.view);
+  // Async RL and sample tables (JoinedTables): CSV files and analysis.db tables of the run.
   std::optional<std::vector<Table>> async;
-  if (AnyAsync(run.inputs))
-    async = std::vector<Table>{AsyncPoolsTable(run.inputs), AsyncVerdictTable(run.inputs),
-                               AsyncVersionsTable(run.inputs), AsyncSyncsTable(run.inputs)};
+  if (std::vector<Table> joined = JoinedTables(run.inputs); !joined.empty()) async = std::move(joined);
   w->RunLevel(&across, db_view ? &*db_view : &view, &view_long, async ? &*async : nullptr);  // then the db commits
   out.summary = RunSummaryJson(run);
   out.summary["output"] = dir;
