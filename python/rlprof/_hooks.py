@@ -41,12 +41,21 @@ PATCHES: Dict[str, _Patch] = {
     "verl.utils.profiler.profile": _patch("verl", "patch_dist_profiler"),
     "verl.utils.profiler.performance": _patch("verl", "patch_markers"),
     "verl.utils.profiler": _patch("verl", "patch_markers"),
-    "verl.workers.engine_workers": _patch("verl", "patch_engine_workers"),
+    # rlprof.integrations.verl's patch, then the actor's side of an async weight sync
+    "verl.workers.engine_workers": _patch("verl_async", "patch_engine_workers"),
+    # verl's async recipes: rlprof.rl's facts (rlprof.integrations.verl_async)
+    "verl.checkpoint_engine.base": _patch("verl_async", "patch_checkpoint_engine"),
+    "verl.experimental.fully_async_policy.fully_async_trainer": _patch("verl_async", "patch_trainer"),
+    "verl.experimental.fully_async_policy.fully_async_rollouter": _patch("verl_async", "patch_rollouter"),
+    "verl.experimental.fully_async_policy.message_queue": _patch("verl_async", "patch_message_queue"),
+    "verl.experimental.one_step_off_policy.ray_trainer": _patch("verl_async", "patch_one_step_off"),
     "verl.trainer.ppo.ray_trainer": _patch("verl_rollout", "patch_trainer"),
     "verl.trainer.ppo.v1.trainer_base": _patch("verl_rollout", "patch_trainer_v1"),
     "verl.experimental.reward_loop.reward_loop": _patch("verl_reward", "patch_reward_loop"),
     "verl.workers.rollout.llm_server": _patch("verl_rollout", "patch_server_manager"),
     "verl.workers.rollout.vllm_rollout.vllm_async_server": _patch("verl_rollout", "patch_vllm_server"),
+    # each request of a vLLM frontend as an rlprof sample (issue 33)
+    "vllm.v1.engine.output_processor": _patch("vllm_samples", "patch_output_processor"),
     "vllm.v1.worker.gpu_model_runner": _patch("vllm", "patch_model_runner_module"),
     "vllm.v1.worker.cpu_model_runner": _patch("vllm", "patch_model_runner_module"),
     "vllm.v1.worker.gpu.model_runner": _patch("vllm", "patch_model_runner_module"),
@@ -91,11 +100,12 @@ class _Loader(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    def __init__(self) -> None:
+    def __init__(self, names: Optional[set] = None) -> None:
         self._busy = threading.local()
+        self.names = names  # None: every module of PATCHES
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name not in PATCHES or _applied.get(name):
+        if name not in PATCHES or _applied.get(name) or (self.names is not None and name not in self.names):
             return None
         busy = getattr(self._busy, "names", None)
         if busy is None:
@@ -147,3 +157,22 @@ def install() -> None:
 
 def installed() -> bool:
     return _finder is not None
+
+
+_only: Optional[_Finder] = None
+
+
+def install_one(name: str) -> None:
+    """One patch of PATCHES (an integration a program enables itself, e.g.
+    rlprof.integrations.vllm_samples.enable()): applied now if the module is imported, else
+    when it is; the other patches stay off unless install() runs."""
+    global _only
+    mod = sys.modules.get(name)
+    if mod is not None:
+        _apply(name, mod)
+        return
+    with _lock:
+        if _only is None:
+            _only = _Finder(set())
+            sys.meta_path.insert(0, _only)
+        _only.names.add(name)

@@ -25,6 +25,7 @@ profiled steps (`global_profiler.steps`), in discrete and end-to-end mode alike.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from typing import Any, Optional
 
@@ -205,12 +206,28 @@ def patch_server_manager(module: Any) -> None:
     if fn is None or getattr(fn, "_rlprof_patched", False):
         return
 
-    @functools.wraps(fn)
-    def start_profile(self: Any, *args: Any, **kwargs: Any) -> Any:
-        rollout = getattr(self, "rollout_config", None)
-        if _tool_is_rlprof(getattr(rollout, "profiler", None)) and _Trainer.step is not None:
-            kwargs.setdefault("profile_step", int(_Trainer.step))
-        return fn(self, *args, **kwargs)
+    # verl 0.9.1 decorates it with @auto_await, which decides by its caller's frame whether to
+    # hand back the coroutine (an async caller: fully_async's rollouter awaits it) or to run it:
+    # the coroutine underneath is wrapped and auto_await applied again, so that the caller stays
+    # verl's own.
+    inner = getattr(fn, "__wrapped__", None)
+    auto_await = getattr(module, "auto_await", None)
+    if inner is not None and auto_await is not None and inspect.iscoroutinefunction(inner):
+        @functools.wraps(inner)
+        async def start_profile_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            rollout = getattr(self, "rollout_config", None)
+            if _tool_is_rlprof(getattr(rollout, "profiler", None)) and _Trainer.step is not None:
+                kwargs.setdefault("profile_step", int(_Trainer.step))
+            return await inner(self, *args, **kwargs)
+
+        start_profile = auto_await(start_profile_async)
+    else:
+        @functools.wraps(fn)
+        def start_profile(self: Any, *args: Any, **kwargs: Any) -> Any:
+            rollout = getattr(self, "rollout_config", None)
+            if _tool_is_rlprof(getattr(rollout, "profiler", None)) and _Trainer.step is not None:
+                kwargs.setdefault("profile_step", int(_Trainer.step))
+            return fn(self, *args, **kwargs)
 
     start_profile._rlprof_patched = True  # type: ignore[attr-defined]
     cls.start_profile = start_profile

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "src/config/stages.h"
+
 namespace rlprof::analysis {
 namespace {
 
@@ -105,7 +107,8 @@ AsyncBreakdown AsyncPools(const Trace& t) {
     Add(&edges, t.ts[i], t.ts[i] + t.dur[i], cls);
   }
   for (const Marker& s : t.stages) {
-    const bool sync = s.name == "weight_sync";
+    // verl's update_weights timer (and every other alias of weight_sync, src/config/stages.cc).
+    const bool sync = s.name == "weight_sync" || config::SameStage(s.name, "weight_sync");
     b.syncs += sync ? 1 : 0;
     if (sync && s.end_ns > s.start_ns) b.sync_stages.push_back({s.start_ns, s.end_ns, AsyncSegment::kSync, -1});
     Add(&edges, s.start_ns, s.end_ns, sync ? kSyncOtherClass : kBusyClass);
