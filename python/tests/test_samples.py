@@ -162,3 +162,45 @@ def test_real_vllm_requests_are_samples_with_the_engines_own_counts(rlprof_cli, 
         else:
             assert s["queue"] is None and s["preemptions"] is None
     assert {e["finish_reason"] for e in engine} == {"stop", "length"}
+
+
+@pytest.mark.skipif(not os.path.exists(INTEG_PY), reason=".venv-integ (opentelemetry-proto) is not set up: scripts/setup")
+def test_otlp_export_decodes_with_the_official_protos(rlprof_cli, tmp_path):
+    """`rlprof export RUN -f otlp`: the steps, stages and samples as OTLP/JSON spans that
+    OpenTelemetry's own protobuf definitions decode: one trace per step, each sample once under
+    its process's rollout stage, its phases under it, GenAI token attributes, wall-clock times."""
+    import time
+    t_start = time.time_ns()
+    truth = _plant(tmp_path, "--samples", "20")
+    out = str(tmp_path / "spans.otlp.json")
+    r = subprocess.run([rlprof_cli, "export", os.path.join(truth["out"], "profile"), "-o", out, "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert (st["format"], st["traces"], st["samples"], st["unanchored_spans"]) == ("otlp", 2, 40, 0)
+    d = subprocess.run([INTEG_PY, os.path.join(ROOT, "python", "tests", "otlp_decode.py"), out],
+                       capture_output=True, text=True, timeout=120)
+    assert d.returncode == 0, d.stderr
+    spans = json.loads(d.stdout)
+    assert len(spans) == st["spans"]
+    by_id = {s["span"]: s for s in spans}
+    assert len(by_id) == len(spans)  # span ids unique
+    steps = {s["attrs"]["rl.step"]["intValue"]: s for s in spans if s["name"].startswith("rl.step")}
+    assert sorted(steps) == ["1", "2"] and len({s["trace"] for s in steps.values()}) == 2
+    samples = [s for s in spans if s["name"] == "rl.sample"]
+    assert sorted(s["attrs"]["rl.sample.id"]["stringValue"] for s in samples) == sorted(x["id"] for x in truth["samples"])
+    planted = {x["id"]: x for x in truth["samples"]}
+    for s in samples:
+        x = planted[s["attrs"]["rl.sample.id"]["stringValue"]]
+        stage = by_id[s["parent"]]
+        assert stage["name"] == "rollout_generate" and by_id[stage["parent"]]["name"] == "rl.step " + str(x["step"])
+        assert s["trace"] == stage["trace"] == steps[str(x["step"])]["trace"]
+        assert s["attrs"]["gen_ai.usage.output_tokens"]["intValue"] == str(x["completion_tokens"])
+        assert s["attrs"]["gen_ai.usage.input_tokens"]["intValue"] == "32"
+        assert s["attrs"]["gen_ai.response.finish_reasons"]["arrayValue"]["values"][0]["stringValue"] == \
+            ("length" if x["long"] else "stop")
+        assert s["end"] - s["start"] == x["last_token"] - x["submit"]
+        assert t_start <= s["start"] <= s["end"] <= time.time_ns()  # Unix ns
+        phases = {p["name"]: p["end"] - p["start"] for p in spans if p["parent"] == s["span"]}
+        assert phases == {"queue": x["scheduled"] - x["queued"], "prefill": x["first_token"] - x["scheduled"],
+                          "decode": x["last_token"] - x["first_token"]}

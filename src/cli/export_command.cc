@@ -1,4 +1,4 @@
-// `rlprof export INPUT [--format json|pftrace|db] -o FILE [--json]`
+// `rlprof export INPUT [--format json|pftrace|db|otlp] -o FILE [--json]`
 // Converts a capture directory, a bare events.rlp, a tree of capture directories (a run,
 // a step), or traces rlprof reads (Kineto / torch JSON, Ascend trace_view.json, a folder of
 // them) into a file other tools open: Chrome trace JSON (.json / .json.gz, Perfetto UI and
@@ -7,6 +7,8 @@
 // A run exported as one file is its merged run timeline: every rank on rank 0's clock, grouped
 // by role; --detail-ranks / --detail-steps / --stages-only keep operators and device work only
 // where asked (format::LevelOfDetail), so hundreds of ranks stay small (docs/scale.md).
+// --format otlp (or an output named *.otlp.json): the analysed run's steps, stages and samples as
+// OpenTelemetry spans in OTLP/JSON (report/otlp_export.h; docs/samples.md).
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -22,6 +24,8 @@
 #include "src/format/capture.h"
 #include "src/format/export.h"
 #include "src/format/json_escape.h"
+#include "src/base/files.h"
+#include "src/report/otlp_export.h"
 
 namespace rlprof::cli {
 namespace {
@@ -85,7 +89,43 @@ base::StatusOr<std::vector<format::Capture>> LoadInput(const std::string& path,
   return out;
 }
 
+bool IsOtlp(const ExportArgs& a) {
+  return a.format == "otlp" || (a.format.empty() && a.output.ends_with(".otlp.json"));
+}
+
+// --format otlp: the analysed run as OpenTelemetry spans (report/otlp_export.h): steps, stages
+// and each sample's life, in OTLP/JSON.
+base::Status RunOtlp(const ExportArgs& a, Io& io) {
+  analysis::RunConfig cfg;
+  auto run = analysis::AnalyseRun({a.input}, cfg);
+  RLPROF_RETURN_IF_ERROR(run.status());
+  for (const auto& r : run->inputs)
+    if (!r.status.ok()) io.err << "rlprof export: " << r.input << ": " << r.status.message() << "\n";
+  if (run->analysed() == 0) return base::InvalidArgument(a.input + ": no readable trace or capture");
+  std::string name = fs::path(a.input).lexically_normal().filename().string();
+  if (name.empty() || name == ".") name = fs::path(a.input).lexically_normal().parent_path().filename().string();
+  report::OtlpStats st;
+  const std::string body = report::OtlpJson(*run, name, &st);
+  RLPROF_RETURN_IF_ERROR(base::WriteFileAtomic(a.output, body));
+  const analysis::Diagnostics diagnostics = run->AllDiagnostics();
+  if (a.json) {
+    nlohmann::json j{{"output", format::SanitizeUtf8(a.output)}, {"format", "otlp"}, {"traces", st.traces},
+                     {"spans", st.spans},   {"samples", st.samples},  {"stages", st.stages},
+                     {"unanchored_spans", st.unanchored_spans}, {"bytes", body.size()},
+                     {"diagnostics", DiagnosticsJson(diagnostics)}};
+    io.out << j.dump() << "\n";
+  } else {
+    io.out << "wrote " << a.output << " (otlp): " << st.spans << " spans in " << st.traces << " traces ("
+           << st.samples << " samples, " << st.stages << " stages), " << base::FormatBytes(body.size()) << "\n";
+    if (st.unanchored_spans > 0)
+      io.out << st.unanchored_spans << " spans of traces without a wall-clock anchor keep their own clock\n";
+    PrintDiagnostics(io, diagnostics);
+  }
+  return base::Status::Ok();
+}
+
 base::Status Run(const ExportArgs& a, Io& io) {
+  if (IsOtlp(a)) return RunOtlp(a, io);
   auto fmt = a.format.empty() ? format::ExportFormatFromPath(a.output)
                               : format::ParseExportFormat(a.format);
   if (!fmt.ok()) return base::UsageError(fmt.status().message());
@@ -138,8 +178,9 @@ Command AddExportCommand(CLI::App& app) {
   cmd->add_option("-o,--output", args->output,
                   "Output file: .json, .json.gz, .pftrace or .db (sets the default format)")
       ->required();
-  cmd->add_option("-f,--format", args->format, "json | pftrace | db (default: from the extension)")
-      ->check(CLI::IsMember({"json", "pftrace", "db"}));
+  cmd->add_option("-f,--format", args->format,
+                  "json | pftrace | db | otlp (default: from the extension; .otlp.json: otlp)")
+      ->check(CLI::IsMember({"json", "pftrace", "db", "otlp"}));
   cmd->add_option("--detail-ranks", args->lod.ranks,
                   "Keep operators and device work only for these ranks (others: stages only)")
       ->delimiter(',');

@@ -119,6 +119,9 @@ struct Trace {
   // Steps whose window reaches outside them are flagged partial.
   int64_t capture_start_ns = -1;
   int64_t capture_end_ns = -1;
+  // Wall clock (Unix ns) = a time of this trace + wall_offset_ns (rlprof manifests' realtime
+  // anchor); INT64_MIN unknown.
+  int64_t wall_offset_ns = INT64_MIN;
   // rlprof captures whose window opens inside the step or stage (discrete, sampled): the
   // reader stood in the step / stage marker from the manifest, spanning the capture window.
   // Such a step is not the step's real time; such a stage is only its sampled part.

@@ -375,6 +375,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   a.async = AsyncPools(t);
   // Each sample's life: the step it was made in is the one whose window holds its end (else the
   // last step begun before it).
+  a.wall_offset_ns = t.wall_offset_ns;
   a.samples = t.samples;
   a.sample_uses = t.sample_uses;
   for (SampleRecord& s : a.samples) {

@@ -166,6 +166,7 @@ struct TraceAnalysis {
   AsyncBreakdown async;               // --view async (async_pools.h): present with rlprof.rl's records
   std::vector<SampleRecord> samples;  // --view samples: each sample's life (step filled in)
   std::vector<SampleUse> sample_uses; // what became of samples (recorded where they were used)
+  int64_t wall_offset_ns = INT64_MIN; // Trace::wall_offset_ns (Unix ns = time + it; exports)
   std::vector<MemoryPeakRow> memory_peaks;
   std::vector<FrameRow> ops_by_frame;
   // torch-tb-profiler 0.4.3's step time breakdown (tb_steps.h; --view tb).

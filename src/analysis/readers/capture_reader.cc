@@ -368,6 +368,8 @@ class CaptureTraceBuilder {
   // every time, as the exporters do, so cross-rank views (skew, arrival order) compare.
   void AlignToRank0() {
     const int64_t off = m_.offset_to_rank0_ns;
+    if (m_.realtime_anchor_ns > 0 && m_.monotonic_anchor_ns > 0)
+      t_.wall_offset_ns = m_.realtime_anchor_ns - m_.monotonic_anchor_ns - off;
     if (off == 0) return;
     for (int64_t& x : t_.ts) x += off;
     for (auto* markers : {&t_.steps, &t_.stages})

@@ -55,7 +55,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, ro
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
                                    kernel_rows, classes, modules, memory_peaks, ops_by_frame, tb_steps, async, samples,
-                                   sample_uses, diagnostics)
+                                   sample_uses, wall_offset_ns, diagnostics)
 
 namespace {
 
