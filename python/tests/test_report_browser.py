@@ -5,6 +5,7 @@ Screenshots are kept under <build>/test-artifacts/ to look at."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ try:
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
     HAVE_SELENIUM = True
 except ImportError:  # pragma: no cover - scripts/setup installs it
     HAVE_SELENIUM = False
@@ -327,3 +329,85 @@ def test_an_async_run_has_pool_lanes_version_bands_and_its_tables(browser, tmp_p
     tip = browser.execute_script("const t = [...document.querySelectorAll('div')].find(d => d.style.display === 'block' && d.textContent.includes('version interval')); return t ? t.textContent : ''")
     assert "actor · rank 0" in tip and "version interval v1" in tip, tip
     browser.find_element(By.ID, "async").screenshot(os.path.join(_artifacts(), "report_async.png"))
+
+
+def test_a_run_with_samples_draws_each_sample_longest_first_with_the_tail(browser, tmp_path, rlprof_cli):
+    """A rollout with a planted tail (examples/sample_tail/plant_tail.py: 2 steps of 100 samples
+    on 4 replicas, the 5 longest 8× the rest, all on replica 0) gets the samples section: the tail
+    figures per step (sample_tail's numbers), a step selector, one row per sample longest first
+    with the p90 / p100 markers, a tooltip per sample, and a link to the step in the timeline."""
+    out_dir = tmp_path / "tail"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.join(BUILD or "", "python"), env.get("PYTHONPATH", "")] if p)
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "sample_tail", "plant_tail.py"), "--out", str(out_dir)],
+                   check=True, capture_output=True, env=env, timeout=120)
+    truth = json.loads((out_dir / "truth.json").read_text())["planted"]
+    out = str(tmp_path / "samples.html")
+    subprocess.run([rlprof_cli, "report", str(out_dir / "profile"), "-o", out], check=True,
+                   capture_output=True, text=True, timeout=120)
+    browser.get("file://" + out)
+    assert _severe(browser) == []
+    sec = browser.find_element(By.ID, "samples")
+    assert not sec.get_attribute("hidden")
+    assert browser.find_elements(By.CSS_SELECTOR, "nav a[href='#samples']")
+    s = browser.execute_script("return window.rlprofReport.samples && {steps: window.rlprofReport.samples.steps, "
+                               "step: window.rlprofReport.samples.step(), drawn: window.rlprofReport.samples.drawn(), "
+                               "left: window.rlprofReport.samples.leftOut(), rows: window.rlprofReport.samples.rows(), "
+                               "markers: window.rlprofReport.samples.markers()}")
+    assert s["steps"] == [1, 2] and s["drawn"] == 100 and s["left"] == 0
+    # Longest first: the 5 long samples (replica 0, finish "length") lead, then the short ones.
+    lengths = [r["length"] for r in s["rows"]]
+    assert lengths == sorted(lengths, reverse=True)
+    assert [r["finish"] for r in s["rows"][:5]] == ["length"] * 5 and {r["replica"] for r in s["rows"][:5]} == {0}
+    assert s["rows"][0]["length"] == pytest.approx(truth["p100"]) and s["rows"][-1]["length"] == pytest.approx(truth["p90"])
+    assert all(r["id"].startswith(f"s{s['step']}-") for r in s["rows"])
+    # The markers: the step's p90 and p100 (µs from its first submit), p90 left of p100.
+    assert s["markers"]["p90"] == pytest.approx(truth["p90"]) and s["markers"]["p100"] == pytest.approx(truth["p100"])
+    assert s["markers"]["x90"] < s["markers"]["x100"]
+    # The tail table: one row per step, with the planted figures (ms) and the what-ifs as estimates.
+    tail = browser.find_element(By.ID, "samplestail").text
+    assert "estimates from the same records" in tail
+    assert "stop at p95: saves (ms)" in tail and "partial rollout at p90: saves (ms)" in tail
+    assert f"step 1 {truth['p100'] / 1e3:,.2f} {truth['p95_saves'] / 1e3:,.2f} {math.ceil(100 / 0.95 - 1e-9) - 100} {truth['partial_saves'] / 1e3:,.2f} " \
+           f"{truth['partial_carried']} {truth['partial_carried_tokens']:,}" in tail, tail
+    assert f"{truth['tail'] / 1e3:,.2f}" in tail and f"{truth['p100'] / 1e3:,.2f}" in tail
+    assert "step 1" in tail and "step 2" in tail
+    kpis = browser.find_element(By.ID, "sampleskpis").text
+    assert "200\nsamples recorded in 2 step(s)" in kpis and "est." in kpis
+    # The step selector draws the other step.
+    other = 2 if s["step"] == 1 else 1
+    Select(browser.find_element(By.ID, "samplesstep")).select_by_value(str(other))
+    s2 = browser.execute_script("return {step: window.rlprofReport.samples.step(), rows: window.rlprofReport.samples.rows()}")
+    assert s2["step"] == other and all(r["id"].startswith(f"s{other}-") for r in s2["rows"])
+    assert [r["length"] for r in s2["rows"]] == sorted((r["length"] for r in s2["rows"]), reverse=True)
+    assert f"step {other} in the RL timeline" in browser.find_element(By.ID, "samplestl").text
+    # A click on a step in the tail table selects it too.
+    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, "#samplestail a.samplesteplink") if a.text == f"step {s['step']}")
+    link.click()
+    assert browser.execute_script("return window.rlprofReport.samples.step()") == s["step"]
+    # Hovering the longest sample names it, its replica, finish reason and that it ends in the tail.
+    canvas = browser.find_element(By.ID, "samplescanvas")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+    pt = browser.execute_script("return window.rlprofReport.samples.point(0)")
+    r = browser.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left, y: b.top, w: b.width, h: b.height}", canvas)
+    ActionChains(browser).move_to_element_with_offset(canvas, int(pt["x"] - r["x"] - r["w"] / 2),
+                                                      int(pt["y"] - r["y"] - r["h"] / 2)).perform()
+    tip = browser.find_element(By.ID, "tip").text
+    assert s["rows"][0]["id"] in tip and "replica 0" in tip and "finish length" in tip and "in the tail" in tip, tip
+    ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#samples h2")).perform()
+    browser.find_element(By.ID, "samples").screenshot(os.path.join(_artifacts(), "report_samples.png"))
+    # The link to the timeline zooms it to the step.
+    full = browser.execute_script("return window.rlprofReport.timeline.view()")
+    browser.find_element(By.ID, "samplestl").click()
+    assert browser.find_element(By.ID, "tlstep").get_attribute("value") == str(s["step"])
+    view = browser.execute_script("return window.rlprofReport.timeline.view()")
+    assert view["b"] - view["a"] < 0.8 * (full["b"] - full["a"]), (full, view)
+    assert _severe(browser) == []
+
+
+def test_a_run_without_samples_has_no_samples_section(browser, report):
+    browser.get("file://" + report)
+    assert browser.find_element(By.ID, "samples").get_attribute("hidden")
+    assert not browser.find_elements(By.CSS_SELECTOR, "nav a[href='#samples']")
+    assert browser.execute_script("return window.rlprofReport.samples === undefined")
+    assert browser.execute_script("return JSON.parse(document.getElementById('rlprof-data').textContent).samples === undefined")

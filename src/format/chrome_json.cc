@@ -170,6 +170,30 @@ class Writer {
     if (any) buf_ += '}';
   }
 
+  // A sample's phase (category sample, src/runtime/sample_source.h) as a nestable async slice
+  // whose id is the sample's: a sample and its phases nest, and samples never clip each other.
+  void SampleSlice(size_t ci, const Capture& c, const Event& e, const TrackLayout& t) {
+    char id[48] = "s";
+    auto r = std::to_chars(id + 1, id + sizeof id, ci, 16);
+    *r.ptr = '.';
+    r = std::to_chars(r.ptr + 1, id + sizeof id, e.arg0, 16);
+    const std::string_view sid(id, r.ptr - id);
+    Open('b');
+    Common(c, e, t, e.name, nullptr);
+    Key("id");
+    AppendJsonString(&buf_, sid);
+    Args(c, e);
+    Close();
+    Event end = e;
+    end.ts_ns = base::SatAdd(e.ts_ns, e.payload);
+    Open('e');
+    Common(c, end, t, e.name, nullptr);
+    Key("id");
+    AppendJsonString(&buf_, sid);
+    Close();
+    stats_->events += 2;
+  }
+
   void Events(size_t ci) {
     const Capture& c = captures_[ci];
     offset_ = layout_.captures[ci].offset_ns;
@@ -183,6 +207,10 @@ class Writer {
         case EventKind::kComplete: {
           if (e.payload < 0) {
             ++stats_->skipped_events;
+            continue;
+          }
+          if (e.category == Category::kSample) {  // samples overlap: one async slice each
+            SampleSlice(ci, c, e, t);
             continue;
           }
           auto& stack = open[e.track];

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -180,6 +181,31 @@ TEST(ChromeJsonGoldenTest, SampleCapturesMatchTheGoldenFile) {
   StringSink sink;
   WriteChromeJson(SampleCaptures(), &sink);
   EXPECT_GOLDEN(golden, sink.data);
+}
+
+
+// Samples overlap on their track: each is a nestable async slice (b/e) whose id is its own, so
+// nothing is clipped; the sample id is a string argument.
+TEST(ChromeJsonTest, SamplesAreAsyncSlicesWithTheirOwnIds) {
+  std::vector<Capture> caps{SamplesCapture()};
+  StringSink sink;
+  ExportStats stats = WriteChromeJson(caps, &sink);
+  EXPECT_EQ(stats.clipped_slices, 0u);
+  json doc = json::parse(sink.data);
+  std::map<std::string, std::vector<std::string>> by_id;  // async id → "ph name"
+  std::map<std::string, std::string> sample_of;           // async id → the sample's id arg
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["cat"] != "sample" || e["ph"] == "i") continue;
+    by_id[e["id"]].push_back(std::string(e["ph"]) + " " + std::string(e["name"]));
+    if (e["ph"] == "b") sample_of[e["id"]] = e["args"]["id"];
+  }
+  ASSERT_EQ(by_id.size(), 3u);
+  std::set<std::string> ids;
+  for (const auto& [aid, evs] : by_id) {
+    EXPECT_EQ(evs.size(), 4u);  // sample and its decode phase, b and e each
+    ids.insert(sample_of[aid]);
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"A", "B", "C"}));
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ namespace {
 constexpr size_t kFlushBytes = 1 << 20;
 constexpr const char* kArgNames[] = {"step",  "role",        "index",     "seq",  "shapes", "bytes",
                                      "group", "correlation", "direction", "arg0", "arg1",
-                                     "launch", "external_id"};
+                                     "launch", "external_id", "depth", "class", "oom", "operator",
+                                     "id",     "detail"};  // every name of ArgSpecFor (event_schema.cc)
 
 uint64_t ArgIid(const char* name) {
   for (size_t i = 0; i < std::size(kArgNames); ++i) {
@@ -165,6 +166,7 @@ class Writer {
     std::vector<uint8_t> arg_done = std::vector<uint8_t>(std::size(kArgNames) + 1, 0);
     std::vector<uint8_t> interned;  // per string id: its name written
     std::unordered_map<size_t, uint64_t> lanes;  // async event index → lane
+    std::unordered_map<uint32_t, uint64_t> sample_lanes;  // a sample's id (arg0) → its lane
     LaunchFlows flows;
     std::unordered_map<uint32_t, uint8_t> flow_done;          // correlation → ends written (bits)
     std::unordered_map<uint16_t, std::vector<int64_t>> open;  // per track: open slice ends
@@ -212,6 +214,24 @@ class Writer {
     ProcessUuid(st.cl.host_process);
     st.interned.assign(st.c.raw.strings.size() + 1, 0);
     st.lanes = AsyncLanes(st.c);
+    st.sample_lanes = SampleLanes(st.c);
+  }
+
+  // Samples (category sample) overlap on their track: each gets the first lane of the
+  // "samples" tracks free at its start, and its phases nest in it (same lane).
+  static std::unordered_map<uint32_t, uint64_t> SampleLanes(const Capture& c) {
+    std::unordered_map<uint32_t, uint64_t> lane_of;
+    std::vector<int64_t> lane_ends;
+    for (const Event& e : c.raw.events) {
+      if (e.category != Category::kSample || e.kind != EventKind::kComplete || lane_of.count(e.arg0)) continue;
+      const int64_t end = base::SatAdd(e.ts_ns, std::max<int64_t>(e.payload, 0));
+      size_t lane = 0;
+      while (lane < lane_ends.size() && lane_ends[lane] > e.ts_ns) ++lane;
+      if (lane == lane_ends.size()) lane_ends.push_back(end);
+      else lane_ends[lane] = end;
+      lane_of[e.arg0] = lane;
+    }
+    return lane_of;
   }
 
   // The packet's name: interned on first use in this sequence.
@@ -288,6 +308,16 @@ class Writer {
 
   // A complete event: a slice begin now, its end queued (clipped to nest in the open slice).
   void FillSlice(CaptureState& st, const Event& ev, const TrackLayout& t, TrackEventPacket* p) {
+    if (ev.category == Category::kSample) {  // its sample's lane of the "samples" tracks
+      auto lane = st.sample_lanes.find(ev.arg0);
+      p->type = TrackEventType::kSliceBegin;
+      p->track_uuid = NamedUuid(3, t.process, "samples", lane != st.sample_lanes.end() ? lane->second : 0);
+      UseName(st, ev.name, p);
+      p->args = {st.dargs, EventArgs(st, ev)};
+      ends_.push({base::SatAdd(base::SatAdd(ev.ts_ns, std::max<int64_t>(ev.payload, 0)), st.cl.offset_ns), st.order++,
+                  p->track_uuid});
+      return;
+    }
     auto& stack = st.open[ev.track];
     while (!stack.empty() && stack.back() <= ev.ts_ns) stack.pop_back();
     int64_t end = base::SatAdd(ev.ts_ns, ev.payload);

@@ -438,5 +438,33 @@ TEST(PerfettoTraceTest, WritersTakeHostileTimesWithoutOverflow) {
   EXPECT_EQ(c.diagnostics.Get("time_out_of_range"), 1u);
 }
 
+
+// Samples overlap on their track: each gets a lane of the "samples" tracks, its phase nests in
+// it on the same lane, nothing is clipped, and the id is a string argument.
+TEST(PerfettoTraceTest, OverlappingSamplesGetLanesAndTheirPhasesNest) {
+  std::vector<Capture> caps{SamplesCapture()};
+  StringSink sink;
+  ExportStats stats = WritePerfetto(caps, &sink);
+  Model m = DecodeTrace(sink.data);
+  ASSERT_TRUE(m.errors.empty()) << m.errors.front();
+  std::vector<std::string> errors;
+  auto ends = MatchSlices(m, &errors);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(stats.clipped_slices, 0u);
+  std::map<std::string, uint64_t> sample_track, decode_track;
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    const TEvent& e = m.events[i];
+    if (e.type != 1) continue;
+    const std::string id = e.args.at("id");
+    EXPECT_EQ(m.tracks[e.track].name, "samples");
+    (e.name == "sample" ? sample_track : decode_track)[id] = e.track;
+    if (e.name == "sample" && id == "B") EXPECT_EQ(ends[i] - e.ts, 200'000u);
+  }
+  ASSERT_EQ(sample_track.size(), 3u);
+  EXPECT_NE(sample_track["A"], sample_track["B"]);  // overlapping: two lanes
+  EXPECT_EQ(sample_track["C"], sample_track["A"]);  // A has ended: its lane again
+  EXPECT_EQ(decode_track, sample_track);            // each phase on its sample's lane
+}
+
 }  // namespace
 }  // namespace rlprof::format

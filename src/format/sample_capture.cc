@@ -132,6 +132,31 @@ std::vector<Capture> SampleCaptures() {
   return out;
 }
 
+Capture SamplesCapture() {
+  Capture c;
+  c.has_manifest = true;
+  c.manifest.rank = 0;
+  c.manifest.host = "node-a";
+  c.manifest.pid = 4200;
+  c.manifest.role = "rollout";
+  c.raw.info = {0, 4200, "node-a"};
+  // 1 sample, 2 sample/decode, 3 sample/tokens, 4 A, 5 B, 6 C, 7 stop
+  SetStrings(&c, {"sample", "sample/decode", "sample/tokens", "A", "B", "C", "stop"});
+  c.raw.tracks = {{1, TrackKind::kAsync, 0, 4200, "samples"}};
+  const int64_t t0 = 7'000'000'000;
+  c.raw.events = {
+      Ev(t0, 100'000, 1, 1, EventKind::kComplete, Category::kSample, 4, 0),
+      Ev(t0 + 10'000, 90'000, 2, 1, EventKind::kComplete, Category::kSample, 4),
+      Ev(t0 + 20'000, 200'000, 1, 1, EventKind::kComplete, Category::kSample, 5, 0),
+      Ev(t0 + 30'000, 190'000, 2, 1, EventKind::kComplete, Category::kSample, 5),
+      Ev(t0 + 150'000, 50'000, 1, 1, EventKind::kComplete, Category::kSample, 6, 0),
+      Ev(t0 + 160'000, 40'000, 2, 1, EventKind::kComplete, Category::kSample, 6),
+      Ev(t0 + 100'000, (int64_t{9} << 32) | 32, 3, 1, EventKind::kInstant, Category::kSample, 4, 0),
+  };
+  SortEventsByTime(&c.raw.events);
+  return c;
+}
+
 Capture GeneratedCapture(size_t n) {
   Capture c;
   c.has_manifest = true;

@@ -24,6 +24,10 @@ std::vector<std::string> HostileNames();
 // category; rank 1 smaller, offset to rank 0). Events are sorted.
 std::vector<Capture> SampleCaptures();
 
+// A capture with three samples' records (category sample, src/runtime/sample_source.h) on one
+// "samples" track: samples A and B overlap, C starts after A ends; each has a decode phase.
+Capture SamplesCapture();
+
 // A capture with `n` generated events on a few tracks (benchmarks, large tests).
 Capture GeneratedCapture(size_t n);
 

@@ -20,6 +20,7 @@
 
 #include "src/analysis/run/async_run.h"
 #include "src/analysis/run/cluster.h"
+#include "src/analysis/run/samples_run.h"
 
 namespace rlprof::report {
 namespace {
@@ -305,6 +306,95 @@ json AsyncJson(const std::vector<analysis::InputResult>& results) {
   return out;
 }
 
+// The samples section (issue 33; runs with sample records): sample_tail's "all" rows (the
+// tail figures per step), sample_outcomes, and per step the samples drawn — the longest
+// (submit → end) first, at most kSamplesPerStep of a step and about kSamplesInPage in the page
+// (a step keeps at least 200) — columnar: id, replica (its own, else the process's rank), finish
+// reason (an index into "dict"), and start (submit, else the earliest known time), queued,
+// scheduled, first token, last token, end in µs from the step's first submit (null unknown);
+// their tool / reward / other spans as flat [row, phase, label, start, end] quintuples (phase and
+// label indices into "dict"). Times match sample_tail's: the same start, end and first submit.
+constexpr size_t kSamplesPerStep = 2000;
+constexpr size_t kSamplesInPage = 60000;
+
+json SamplesJson(const std::vector<analysis::InputResult>& results) {
+  if (!analysis::AnySamples(results)) return nullptr;
+  struct Drawn {
+    const analysis::SampleRecord* s;
+    int64_t replica, start, end;
+  };
+  std::map<int64_t, std::vector<Drawn>> by_step;
+  for (const auto& r : results) {
+    if (!r.status.ok()) continue;
+    for (const analysis::SampleRecord& s : r.analysis.samples) {
+      int64_t start = s.submit;
+      if (start < 0) {
+        start = INT64_MAX;
+        for (int64_t t : {s.queued, s.scheduled, s.first_token, s.last_token, s.end})
+          if (t >= 0) start = std::min(start, t);
+        if (start == INT64_MAX) start = -1;
+      }
+      int64_t end = s.end >= 0 ? s.end : s.last_token;
+      if (end < 0) end = start;
+      by_step[s.step].push_back({&s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0), start, end});
+    }
+  }
+  const size_t share = by_step.empty() ? kSamplesPerStep
+                                       : std::clamp<size_t>(kSamplesInPage / by_step.size(), 200, kSamplesPerStep);
+  Dict dict;
+  json steps = json::array();
+  for (auto& [step, v] : by_step) {
+    int64_t g0 = INT64_MAX;
+    for (const Drawn& d : v)
+      if (d.start >= 0) g0 = std::min(g0, d.start);
+    if (g0 == INT64_MAX) g0 = 0;
+    std::stable_sort(v.begin(), v.end(), [](const Drawn& a, const Drawn& b) {
+      const int64_t la = a.end - a.start, lb = b.end - b.start;
+      if (la != lb) return la > lb;
+      if (a.end != b.end) return a.end > b.end;
+      return a.s->id < b.s->id;
+    });
+    const size_t n = std::min(v.size(), share);
+    const auto rel = [g0](int64_t ns) -> json {
+      if (ns < 0) return nullptr;
+      return Number(std::round(static_cast<double>(ns - g0) / 100.0) / 10.0);  // µs, 0.1 µs
+    };
+    json ids = json::array(), replica = json::array(), finish = json::array(), start = json::array(),
+         queued = json::array(), scheduled = json::array(), first = json::array(), last = json::array(),
+         end = json::array(), spans = json::array();
+    for (size_t i = 0; i < n; ++i) {
+      const Drawn& d = v[i];
+      const analysis::SampleRecord& s = *d.s;
+      ids.push_back(s.id);
+      replica.push_back(d.replica);
+      finish.push_back(s.finish_reason.empty() ? json(nullptr) : json(dict.Id(s.finish_reason)));
+      start.push_back(rel(d.start));
+      queued.push_back(rel(s.queued));
+      scheduled.push_back(rel(s.scheduled));
+      first.push_back(rel(s.first_token));
+      last.push_back(rel(s.last_token));
+      end.push_back(rel(d.end));
+      for (const analysis::SampleSpan& sp : s.spans) {
+        if (sp.start < 0 || sp.end < sp.start) continue;
+        spans.push_back(i);
+        spans.push_back(dict.Id(sp.phase));
+        spans.push_back(sp.label.empty() ? json(nullptr) : json(dict.Id(sp.label)));
+        spans.push_back(rel(sp.start));
+        spans.push_back(rel(sp.end));
+      }
+    }
+    steps.push_back({{"step", step >= 0 ? json(step) : json(nullptr)}, {"t0", Number(static_cast<double>(g0) / 1e3)},
+                     {"samples", v.size()}, {"left_out", v.size() - n}, {"id", std::move(ids)},
+                     {"replica", std::move(replica)}, {"finish", std::move(finish)}, {"start", std::move(start)},
+                     {"queued", std::move(queued)}, {"scheduled", std::move(scheduled)}, {"first", std::move(first)},
+                     {"last", std::move(last)}, {"end", std::move(end)}, {"spans", std::move(spans)}});
+  }
+  analysis::Table tail = analysis::SampleTailTable(results);
+  std::erase_if(tail.rows, [&](const std::vector<analysis::Cell>& row) { return Text(CellOf(tail, row, "replica")) != "all"; });
+  return {{"tail", analysis::ToJson(tail)}, {"outcomes", analysis::ToJson(analysis::SampleOutcomesTable(results))},
+          {"steps", std::move(steps)}, {"dict", std::move(dict).ToJson()}, {"cap", share}};
+}
+
 }  // namespace
 
 nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlohmann::json summary,
@@ -407,6 +497,7 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
   data["memory"] = MemoryRows(results);
   data["activity"] = ActivityJson(results, detail);
   if (json a = AsyncJson(results); !a.is_null()) data["async"] = std::move(a);
+  if (json sm = SamplesJson(results); !sm.is_null()) data["samples"] = std::move(sm);
   // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
   // collectives with the largest start skew (the table comes sorted by it).
   if (!results.empty()) {

@@ -1,6 +1,9 @@
 // The report's compact data model (ReportData): columnar across inputs, aggregated operators
 // and communication, per-input detail only below the threshold, a page that grows with ranks ×
 // steps × stages and not with each input's tables.
+#include <map>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "src/analysis/run/run.h"
@@ -138,6 +141,109 @@ TEST(ReportModelTest, ActivityLanesAreColumnarJoinedByDictionaryAndBudgeted) {
   d = ReportData(big, analysis::SummaryJson(big, {}), "t", "v");
   EXPECT_TRUE(d["activity"]["spans"]["lane"].empty());
   EXPECT_TRUE(d["activity"]["left_out_inputs"].get<bool>());
+}
+
+// Sample records (issue 33): the samples section — sample_tail's "all" rows, and per step the
+// samples longest first with their phase times in µs from the step's first submit. A run
+// without them has no section.
+TEST(ReportModelTest, SampleRecordsGetTheSamplesSectionLongestFirstRelativeToTheFirstSubmit) {
+  auto in = Inputs(2, 1);
+  nlohmann::json d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  EXPECT_FALSE(d.contains("samples"));
+  const std::string without = d.dump();
+  auto rec = [](const char* id, int64_t step, int64_t submit, int64_t queued, int64_t scheduled, int64_t first,
+                int64_t last, int64_t end, const char* finish, int64_t replica) {
+    analysis::SampleRecord s;
+    s.id = id;
+    s.step = step;
+    s.submit = submit;
+    s.queued = queued;
+    s.scheduled = scheduled;
+    s.first_token = first;
+    s.last_token = last;
+    s.end = end;
+    s.finish_reason = finish;
+    s.replica = replica;
+    s.completion_tokens = 10;
+    return s;
+  };
+  auto& samples = in[1].analysis.samples;  // rank 1's process
+  samples.push_back(rec("a", 1, 1'000'000, 1'000'000, 1'200'000, 2'000'000, 9'000'000, 10'000'000, "length", 3));
+  samples.back().spans = {{"tool", "search", 3'000'000, 4'000'000}, {"reward", "", 9'500'000, 10'000'000}};
+  samples.push_back(rec("b", 1, 1'000'000, -1, 1'100'000, 1'500'000, 3'000'000, -1, "stop", -1));
+  samples.push_back(rec("c", 1, -1, 2'000'000, 2'000'500, 2'600'000, 5'000'000, 5'000'000, "stop", 0));
+  samples.push_back(rec("d", 2, 20'000'000, 20'000'000, 20'000'000, 20'100'000, 21'000'000, 21'000'000, "stop", 0));
+  d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  ASSERT_TRUE(d.contains("samples"));
+  const auto& sm = d["samples"];
+  ASSERT_EQ(sm["steps"].size(), 2u);
+  const auto& s1 = sm["steps"][0];
+  EXPECT_EQ(s1["step"], 1);
+  EXPECT_EQ(s1["t0"], 1000);  // µs on the run's timeline
+  EXPECT_EQ(s1["samples"], 3);
+  EXPECT_EQ(s1["left_out"], 0);
+  EXPECT_EQ(s1["id"], nlohmann::json({"a", "c", "b"}));       // 9 ms, 3 ms, 2 ms
+  EXPECT_EQ(s1["replica"], nlohmann::json({3, 0, 1}));        // b: the process's rank
+  EXPECT_EQ(s1["start"], nlohmann::json({0, 1000, 0}));       // c: no submit, its queued time
+  EXPECT_EQ(s1["queued"], nlohmann::json::parse("[0, 1000, null]"));
+  EXPECT_EQ(s1["scheduled"], nlohmann::json({200, 1000.5, 100}));
+  EXPECT_EQ(s1["first"], nlohmann::json({1000, 1600, 500}));
+  EXPECT_EQ(s1["last"], nlohmann::json({8000, 4000, 2000}));
+  EXPECT_EQ(s1["end"], nlohmann::json({9000, 4000, 2000}));   // b: no end, its last token
+  const auto& dict = sm["dict"];
+  EXPECT_EQ(dict[s1["finish"][0].get<size_t>()], "length");
+  EXPECT_EQ(dict[s1["finish"][1].get<size_t>()], "stop");
+  // Spans: [row, phase, label, start, end].
+  ASSERT_EQ(s1["spans"].size(), 10u);
+  EXPECT_EQ(s1["spans"][0], 0);
+  EXPECT_EQ(dict[s1["spans"][1].get<size_t>()], "tool");
+  EXPECT_EQ(dict[s1["spans"][2].get<size_t>()], "search");
+  EXPECT_EQ(s1["spans"][3], 2000);
+  EXPECT_EQ(s1["spans"][4], 3000);
+  EXPECT_EQ(dict[s1["spans"][6].get<size_t>()], "reward");
+  EXPECT_TRUE(s1["spans"][7].is_null());
+  EXPECT_EQ(sm["steps"][1]["id"], nlohmann::json({"d"}));
+  EXPECT_EQ(sm["steps"][1]["t0"], 20000);
+  // The tail figures: one "all" row per step (sample_tail's numbers), no replica rows.
+  const auto& tail = sm["tail"];
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < tail["columns"].size(); ++i) col[tail["columns"][i]["name"]] = i;
+  ASSERT_EQ(tail["rows"].size(), 2u);
+  const auto& t1 = tail["rows"][0];
+  EXPECT_EQ(t1[col["step"]], 1);
+  EXPECT_EQ(t1[col["replica"]], "all");
+  EXPECT_EQ(t1[col["samples"]], 3);
+  EXPECT_EQ(t1[col["p50"]], 4000.0);   // nearest rank of {2000, 4000, 9000} µs
+  EXPECT_EQ(t1[col["p90"]], 9000.0);
+  EXPECT_EQ(t1[col["p100"]], 9000.0);
+  EXPECT_EQ(t1[col["ttft_p50"]], 600.0);  // nearest rank of {500, 600, 1000}
+  EXPECT_TRUE(sm["outcomes"].contains("rows"));
+  EXPECT_EQ(sm["cap"], 2000);
+  // The rest of the model is as without samples.
+  d.erase("samples");
+  d["generated"] = nlohmann::json::parse(without)["generated"];
+  EXPECT_EQ(d.dump(), without);
+}
+
+// A step of more samples than the page draws keeps the longest and says how many were left out.
+TEST(ReportModelTest, ABigStepKeepsItsLongestSamples) {
+  auto in = Inputs(1, 1);
+  for (int64_t i = 0; i < 2500; ++i) {
+    analysis::SampleRecord s;
+    s.id = "s" + std::to_string(i);
+    s.step = 1;
+    s.submit = 0;
+    s.end = 1'000'000 + i * 1000;
+    in[0].analysis.samples.push_back(s);
+  }
+  const nlohmann::json d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  const auto& st = d["samples"]["steps"][0];
+  EXPECT_EQ(st["samples"], 2500);
+  EXPECT_EQ(st["left_out"], 500);
+  ASSERT_EQ(st["id"].size(), 2000u);
+  EXPECT_EQ(st["id"][0], "s2499");
+  EXPECT_EQ(st["id"][1999], "s500");
+  EXPECT_TRUE(st["scheduled"][0].is_null());
 }
 
 }  // namespace
