@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence, Tuple, Union
 
-from rlprof._rlprof import sample_kept, sample_record, sample_use as _sample_use
+from rlprof._rlprof import recording, sample_kept, sample_record, sample_use as _sample_use
 
 __all__ = ["sample", "sample_use", "sample_kept"]
 
@@ -48,6 +48,8 @@ def sample(id: str, *, submit: Optional[int] = None, queued: Optional[int] = Non
     the last token). `version`: the weight version it was generated with, or (first, last) when
     a sync interrupted it. `tools`: (name, start, end) per tool call; `reward`: (start, end);
     `spans`: any other (phase, label, start, end)."""
+    if not recording():
+        return False
     if isinstance(version, tuple):
         v0, v1 = _n(version[0]), _n(version[1])
     else:
@@ -66,4 +68,6 @@ def sample_use(id: str, outcome: str = "consumed", *, step: Optional[int] = None
     """What became of sample `id`: "consumed" by training step `step` (whose policy is
     `version`), or the reason it was dropped ("stale", "filtered", "truncated", "overflow", …).
     `at`: when (time.monotonic_ns(); default now)."""
+    if not recording():
+        return False
     return _sample_use(str(id), str(outcome), _n(step), _n(version), _ns(at))
