@@ -204,3 +204,25 @@ def test_otlp_export_decodes_with_the_official_protos(rlprof_cli, tmp_path):
         phases = {p["name"]: p["end"] - p["start"] for p in spans if p["parent"] == s["span"]}
         assert phases == {"queue": x["scheduled"] - x["queued"], "prefill": x["first_token"] - x["scheduled"],
                           "decode": x["last_token"] - x["first_token"]}
+
+
+def test_areal_session_trace_gives_its_sample_tail(rlprof_cli):
+    """An AReaL session trace (test/data/areal/sessions-r0.jsonl, synthetic values in AReaL's
+    SessionTracer layout) read by `rlprof summary --view samples`: the tail figures worked out by
+    hand from its finalized_ts (ends 2.5, 2.5, 3, 3, 5, 9 (pending: its submit), 10, 10 s)."""
+    d = _summary(rlprof_cli, os.path.join(ROOT, "test", "data", "areal", "sessions-r0.jsonl"))
+    assert d["inputs"][0]["format"] == "areal"
+    tail = _rows(d["sample_tail"])
+    assert len(tail) == 1
+    t = tail[0]
+    assert (t["replica"], t["samples"]) == ("all", 8)
+    assert t["generation"] == pytest.approx(10e6)
+    assert t["step_time"] == pytest.approx(10e6)
+    assert (t["p50"], t["p90"], t["p100"], t["tail"]) == (pytest.approx(3e6), pytest.approx(10e6),
+                                                         pytest.approx(10e6), pytest.approx(0.0))
+    outcomes = {r["value"]: r["samples"] for r in _rows(d["sample_outcomes"]) if r["kind"] == "outcome"}
+    assert outcomes == {"consumed": 4, "rejected": 2, "failed:workflow_exception": 1, "unused": 1}
+    rows = {r["id"]: r for r in _rows(d["samples"])}
+    assert rows["r0/s4"]["tool"] == pytest.approx(1.5e6) and rows["r0/s4"]["tool_calls"] == 1
+    assert rows["r0/s4"]["reward"] == pytest.approx(0.5e6)
+    assert rows["r0/s4"]["e2e"] == pytest.approx(9e6)

@@ -197,6 +197,35 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
             assert ours <= t[timer] and ours >= 0.95 * t[timer] - 0.05, (step, stage, ours, t[timer])
 
 
+def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
+    """Each request verl's rollout server sent to vLLM in a profiled step is one sample of that
+    step (recorded by rlprof's vLLM source in the server, handed to its engine's window), and
+    their lengths are verl's own: its response_length/mean and prompt_length/mean per step."""
+    out = subprocess.run([rlprof_cli, "summary", e2e["run"], "--view", "samples", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)["samples"]
+    names = [c["name"] for c in t["columns"]]
+    rows = [dict(zip(names, r)) for r in t["rows"]]
+    assert len({r["id"] for r in rows}) == len(rows)  # each sample once
+    metrics: Dict[int, Dict[str, float]] = {}
+    for m in re.finditer(r"step:(\d+) - (.*)", e2e["log"]):
+        metrics[int(m.group(1))] = {k: float(v) for k, v in
+                                    re.findall(r"((?:response|prompt)_length/(?:mean|max)):([0-9.e+-]+)", m.group(2))}
+    for step in (2, 3):
+        got = [r for r in rows if r["step"] == step]
+        assert len(got) == 4, (step, got)  # train_batch_size 2 × rollout.n 2
+        assert {r["role"] for r in got} == {"rollout"} and {r["replica"] for r in got} == {0}
+        completion = [r["completion_tokens"] for r in got]
+        assert sum(completion) / 4 == pytest.approx(metrics[step]["response_length/mean"], abs=1e-6), (step, completion)
+        assert max(completion) == metrics[step]["response_length/max"]
+        prompt = [r["prompt_tokens"] for r in got]
+        assert sum(prompt) / 4 == pytest.approx(metrics[step]["prompt_length/mean"], abs=1e-6), (step, prompt)
+        for r in got:  # the engine's times, in order, inside the step
+            assert r["finish_reason"] in ("length", "stop")
+            assert 0 < r["ttft"] <= r["e2e"]
+
+
 def test_legacy_trainer_continuous_steps_are_one_capture_per_process_with_the_controller(rlprof_cli, legacy):
     caps = legacy["captures"]
     assert sorted(capture_key(c) for c in caps) == _plan(rlprof_cli, legacy["run"])

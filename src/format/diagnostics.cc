@@ -10,6 +10,10 @@ using S = Severity;
 // Sorted by name (diagnostics_test checks). Descriptions say what happened and what the
 // result still holds; docs/reliability.md shows this table.
 constexpr DiagnosticSpec kCatalogue[] = {
+    {"areal_bad_line", S::kDataLoss, "input", "a line of an AReaL session trace (sessions-r*.jsonl) that is not a JSON object (damaged, cut short mid-file, or longer than 64 MiB): skipped, the other sessions are read"},
+    {"areal_bad_value", S::kWarning, "input", "a field of an AReaL session record of the wrong type or out of range (a time that is not a number of seconds in 0..2^62 ns, a phase span without its start or ending before it, finalized before submitted, an id or rank that is not an integer): that value is unknown, the session is kept"},
+    {"areal_duplicate_session", S::kWarning, "input", "an AReaL session id seen again for the same rank in one file (the tracer was reset): the later session's id gets #2, #3, …"},
+    {"areal_not_session", S::kDataLoss, "input", "a JSON line of an AReaL session trace without session_id and a numeric submit_ts: skipped"},
     {"ascend_db_bad_row", S::kDataLoss, "input", "a row of an Ascend profiler database without a start or end time (or step id), or with one outside ±2^62 ns: skipped"},
     {"ascend_db_corrupt", S::kDataLoss, "input", "an Ascend profiler database table could not be read to its end (truncated or damaged file): the rows read before the damage are kept"},
     {"ascend_db_missing_table", S::kWarning, "input", "an Ascend profiler database lacks a table the others refer to (TASK: no device tasks; STRING_IDS: names unknown; CANN_API: launches unknown, by_launch falls back to starts)"},

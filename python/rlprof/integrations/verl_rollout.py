@@ -257,6 +257,10 @@ def patch_vllm_server(module: Any) -> None:
                 step = self._rlprof_calls
             try:
                 await self.engine.collective_rpc("rlprof_begin_step", args=(int(step),))
+                # Each request this server finishes until stop_profile: a sample, recorded by
+                # its engine's first worker (rlprof.integrations.vllm_samples).
+                from rlprof.integrations import vllm_samples
+                vllm_samples.start_forwarding()
             except Exception as e:  # never break generation
                 self._rlprof_on = False
                 _warn(f"rollout replica {getattr(self, 'replica_rank', '?')}: cannot start rlprof "
@@ -266,6 +270,17 @@ def patch_vllm_server(module: Any) -> None:
     @functools.wraps(stop)
     async def stop_profile(self: Any, **kwargs: Any) -> Any:
         if getattr(self, "_rlprof_on", False) and getattr(self, "node_rank", 0) == 0:
+            try:
+                from rlprof.integrations import vllm_samples
+                records, dropped = vllm_samples.stop_forwarding()
+                if dropped:
+                    sys.stderr.write(f"rlprof: warning: rollout replica {getattr(self, 'replica_rank', '?')}: "
+                                     f"{dropped} samples over the limit of one step were not recorded\n")
+                if records:
+                    await self.engine.collective_rpc("rlprof_samples", args=(records,))
+            except Exception as e:  # never break generation
+                sys.stderr.write(f"rlprof: warning: rollout replica {getattr(self, 'replica_rank', '?')}: "
+                                 f"its samples could not be recorded ({e!r})\n")
             try:
                 await self.engine.collective_rpc("rlprof_end_step")
             except Exception as e:

@@ -233,6 +233,20 @@ def rlprof_end_step(worker: Any) -> None:
     end_step()
 
 
+def rlprof_samples(worker: Any, records: Sequence[Any]) -> int:
+    """`Worker.rlprof_samples(records)`: the rollout server's finished requests
+    (rlprof.integrations.vllm_samples, forwarded by verl's server before its stop_profile),
+    recorded as samples in this engine's open window by its first worker. Returns how many."""
+    if getattr(worker, "rank", 0) != 0 or _State.step is None:
+        return 0
+    import rlprof
+    n = 0
+    for r in records:
+        r = dict(r)
+        n += bool(rlprof.sample(r.pop("id"), **r))
+    return n
+
+
 def patch_model_runner_module(module: Any, class_names: Sequence[str] = ("GPUModelRunner",
                                                                          "CPUModelRunner"),
                               method: str = "execute_model") -> None:
@@ -253,6 +267,7 @@ def patch_worker_module(module: Any, class_names: Sequence[str] = ("Worker",)) -
         # Methods the engine's collective_rpc("rlprof_begin_step", ...) finds on every worker.
         cls.rlprof_begin_step = rlprof_begin_step
         cls.rlprof_end_step = rlprof_end_step
+        cls.rlprof_samples = rlprof_samples
         fn = cls.__dict__.get("profile")
         if fn is None or getattr(fn, "_rlprof_patched", False):
             continue

@@ -24,13 +24,19 @@ child's index is appended: "<id>#<k>"). Outside a capture window nothing is kept
 
 Enabled by `rlprof run` (the import hook of rlprof._hooks), or in a program of your own by
 `rlprof.integrations.vllm_samples.enable()` (before or after vLLM is imported).
+
+A frontend without a capture window of its own (verl's rollout server: its engine's workers
+record the steps) keeps the records between start_forwarding() and stop_forwarding(), which
+hands them over; rlprof's verl integration sends them to the engine's first worker
+(`Worker.rlprof_samples`, rlprof.integrations.vllm), which records them in its window: the same
+host, the same CLOCK_MONOTONIC.
 """
 from __future__ import annotations
 
 import functools
 import sys
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import rlprof
 from rlprof._rlprof import recording
@@ -51,6 +57,31 @@ class _Stamps:
 _stamps: Dict[str, _Stamps] = {}
 
 
+class _Forward:
+    """Records kept for another process (start_forwarding / stop_forwarding)."""
+    on = False
+    records: List[Dict[str, Any]] = []
+    dropped = 0
+    limit = 1_000_000  # records held at most; more are counted, not kept
+
+
+def start_forwarding() -> None:
+    """From now on keep this frontend's records (when it has no window of its own)."""
+    _Forward.on = True
+
+
+def stop_forwarding() -> Tuple[List[Dict[str, Any]], int]:
+    """Stops keeping records; returns those kept (keyword arguments of rlprof.sample, with
+    "id") and how many were left out over the limit."""
+    out, dropped = _Forward.records, _Forward.dropped
+    _Forward.on, _Forward.records, _Forward.dropped = False, [], 0
+    return out, dropped
+
+
+def _active() -> bool:
+    return _Forward.on or recording()
+
+
 def _ns(t: Optional[float]) -> int:
     """A time.monotonic() float (vLLM's engine core stamps) as ns; 0 when unknown."""
     return int(round(t * 1e9)) if t else 0
@@ -65,7 +96,8 @@ def _sample_id(req_state: Any) -> str:
 
 def _record(req_state: Any, finish_reason: Any) -> None:
     st = _stamps.pop(req_state.request_id, None)
-    if not recording():
+    here = recording()
+    if not here and not _Forward.on:
         return
     stats = getattr(req_state, "stats", None)
     det = getattr(req_state, "detokenizer", None)
@@ -78,11 +110,16 @@ def _record(req_state: Any, finish_reason: Any) -> None:
                   preemptions=stats.num_preemptions)
     elif st is not None:
         kw.update(first_token=st.first, last_token=st.last)
-    now = time.monotonic_ns()
-    rlprof.sample(_sample_id(req_state), submit=st.submit if st is not None else None, end=now,
-                  prompt_tokens=getattr(req_state, "prompt_len", None), completion_tokens=completion,
-                  cached_tokens=getattr(req_state, "num_cached_tokens", None),
-                  finish_reason=str(finish_reason) if finish_reason is not None else None, **kw)
+    kw.update(id=_sample_id(req_state), submit=st.submit if st is not None else None, end=time.monotonic_ns(),
+              prompt_tokens=getattr(req_state, "prompt_len", None), completion_tokens=completion,
+              cached_tokens=getattr(req_state, "num_cached_tokens", None),
+              finish_reason=str(finish_reason) if finish_reason is not None else None)
+    if here:
+        rlprof.sample(kw.pop("id"), **kw)
+    elif len(_Forward.records) < _Forward.limit:
+        _Forward.records.append(kw)
+    else:
+        _Forward.dropped += 1
 
 
 def patch_output_processor(module: Any) -> None:
@@ -96,7 +133,7 @@ def patch_output_processor(module: Any) -> None:
 
     @functools.wraps(add_request)
     def add_request_w(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        if recording():
+        if _active():
             _stamps.setdefault(request.request_id, _Stamps(time.monotonic_ns()))
         return add_request(self, request, *args, **kwargs)
 

@@ -262,6 +262,28 @@ std::vector<CollectiveRow> Collectives(const Trace& t, const std::vector<WorkInt
 
 }  // namespace
 
+namespace {
+
+// Each sample's life (samples_run.h): the records and uses, and the step each sample was made in
+// — the one whose window holds its end, else the last step begun before it.
+void AttachSamples(const Trace& t, const std::vector<StepWindow>& windows, TraceAnalysis* a) {
+  a->wall_offset_ns = t.wall_offset_ns;
+  a->samples = t.samples;
+  a->sample_uses = t.sample_uses;
+  for (SampleRecord& s : a->samples) {
+    const int64_t at = s.end >= 0 ? s.end : s.submit;
+    for (const StepWindow& w : windows) {
+      if (at >= w.host_start && at <= w.host_end) {
+        s.step = w.step;
+        break;
+      }
+      if (w.host_start <= at) s.step = w.step;
+    }
+  }
+}
+
+}  // namespace
+
 TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const AnalysisOptions& opts) {
   TraceAnalysis a;
   a.source = t.source;
@@ -375,19 +397,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   a.async = AsyncPools(t);
   // Each sample's life: the step it was made in is the one whose window holds its end (else the
   // last step begun before it).
-  a.wall_offset_ns = t.wall_offset_ns;
-  a.samples = t.samples;
-  a.sample_uses = t.sample_uses;
-  for (SampleRecord& s : a.samples) {
-    const int64_t at = s.end >= 0 ? s.end : s.submit;
-    for (const StepWindow& w : windows) {
-      if (at >= w.host_start && at <= w.host_end) {
-        s.step = w.step;
-        break;
-      }
-      if (w.host_start <= at) s.step = w.step;
-    }
-  }
+  AttachSamples(t, windows, &a);
   a.tb_steps = TbStepTime(t, TbRules::kRelease043);
   a.memory_peaks = MemoryPeaks(t, a.stages);
   a.ops_by_frame = OpsByFrame(t);

@@ -9,6 +9,7 @@
 #include <set>
 #include <system_error>
 
+#include "src/analysis/readers/areal_reader.h"
 #include "src/analysis/readers/ascend_db_reader.h"
 #include "src/analysis/readers/ascend_text_reader.h"
 #include "src/analysis/readers/capture_reader.h"
@@ -180,6 +181,11 @@ base::StatusOr<Trace> ReadDbBytes(std::string_view bytes, const std::string& nam
   return t;
 }
 
+base::StatusOr<Trace> ReadArealInput(const std::string& path, const ReadOptions&) { return ReadArealFile(path); }
+base::StatusOr<Trace> ReadArealInputBytes(std::string_view bytes, const std::string& name, const ReadOptions&) {
+  return ReadArealBytes(bytes, name);
+}
+
 bool Anything(const std::string&) { return true; }
 bool AnyBytes(std::string_view) { return true; }
 base::StatusOr<Trace> ReadJsonFile(const std::string& path, const ReadOptions& opts) {
@@ -196,6 +202,9 @@ constexpr FormatReader kReaders[] = {
      ReadCaptureBytes},
     {"Ascend profiler folder", IsAscendDir, nullptr, nullptr, ReadAscendDir, nullptr, nullptr},
     {"Ascend profiler database", nullptr, IsDbFile, HasSqliteMagicBytes, nullptr, ReadDbFile, ReadDbBytes},
+    // AReaL session traces (sessions-r*.jsonl): JSON Lines of session records, by content.
+    {"AReaL session trace", nullptr, IsArealSessionsFile, IsArealSessionsBytes, nullptr, ReadArealInput,
+     ReadArealInputBytes},
     // Kineto / torch.profiler JSON, legacy torch JSON, Ascend trace_view.json (gzip transparent).
     {"Chrome trace JSON", nullptr, Anything, AnyBytes, nullptr, ReadJsonFile, ReadJsonBytes},
 };
@@ -264,8 +273,9 @@ void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics*
     const std::string name = q.filename().string();
     const bool events = name == "events.rlp";
     const bool json = (EndsWith(name, ".json") || EndsWith(name, ".json.gz")) && name != "manifest.json";
+    const bool jsonl = EndsWith(name, ".jsonl") || EndsWith(name, ".jsonl.gz");  // AReaL session traces
     const bool db = IsAscendDbName(name);  // taken by name: a damaged header is reported, not skipped
-    if (!events && !json && !db) continue;
+    if (!events && !json && !jsonl && !db) continue;
     if (fs::is_regular_file(st) && fs::file_size(q, ec2) == 0 && !ec2) {
       diag->Note("input_empty_file", q.string() + ": empty file skipped");
       continue;
@@ -289,7 +299,8 @@ void WalkForInputs(const fs::path& dir, std::set<std::string>* out, Diagnostics*
       diag->Note("input_unreadable_file", q.string() + ": cannot open");
       continue;
     }
-    if (LooksLikeTraceFile(q.string())) out->insert(q.string());
+    if (jsonl ? IsArealSessionsFile(q.string()) : LooksLikeTraceFile(q.string()) || IsArealSessionsFile(q.string()))
+      out->insert(q.string());
   }
 }
 
