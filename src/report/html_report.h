@@ -37,7 +37,9 @@ namespace rlprof::report {
 // each input's device and host activity lanes ("activity"), at most kReportActivitySpans spans
 // in all (lanes coarsened further to fit: analysis/activity.h); for async runs ("async":
 // rlprof.rl's records) the pools, verdict and version intervals, the publishes, and the split
-// of at most kReportAsyncLanesPerPool processes of each pool as lanes.
+// of at most kReportAsyncLanesPerPool processes of each pool as lanes; for runs with sample
+// records ("samples": each sample's life) the tail per step, the outcomes, and per step its
+// longest samples' phases (capped per step and per page, report_model.cc).
 // Layout: docs/scale.md ("The report's data").
 inline constexpr size_t kReportDetailInputs = 64;
 inline constexpr size_t kReportInputTopOps = 12;

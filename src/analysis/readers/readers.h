@@ -7,7 +7,8 @@
 //   - Ascend trace_view.json (a top-level array with string timestamps);
 //   - Ascend profiler databases (ascend_pytorch_profiler_*.db, msprof_*.db: SQLite) and torch_npu
 //     output folders (*_ascend_pt/, ASCEND_PROFILER_OUTPUT/), see ascend_db_reader.h; folders with
-//     only text outputs (kernel_details.csv, communication.json), see ascend_text_reader.h.
+//     only text outputs (kernel_details.csv, communication.json), see ascend_text_reader.h;
+//   - AReaL session traces (sessions-r*.jsonl: one sample per line), see areal_reader.h.
 //
 //   RLPROF_ASSIGN_OR_RETURN(std::vector<std::string> inputs, FindTraceInputs({"runs/"}));
 //   for (const auto& in : inputs) {
