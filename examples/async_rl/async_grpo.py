@@ -178,7 +178,7 @@ def load_flat(model: torch.nn.Module, flat: torch.Tensor) -> None:
 
 
 def generate_group(model: TinyGPT, a: int, b: int, cfg: AsyncConfig, gen: torch.Generator,
-                   interrupt: Optional[Any] = None) -> Dict[str, Any]:
+                   interrupt: Optional[Any] = None, stamps: Optional[List[int]] = None) -> Dict[str, Any]:
     """G answers to a+b= with the behaviour policy's log-probs and rewards. `interrupt()` (partial
     rollout) is asked between tokens: when it syncs the weights it returns a resume context, and
     the group goes on with the new weights over its prefix."""
@@ -190,6 +190,8 @@ def generate_group(model: TinyGPT, a: int, b: int, cfg: AsyncConfig, gen: torch.
         for t in range(cfg.max_new_tokens):
             tok = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen)
             out.append(tok)
+            if stamps is not None and t == 0:
+                stamps.append(time.monotonic_ns())  # the first token
             if cfg.generate_delay_ms > 0:  # planted: a slower decode, spread over the tokens
                 time.sleep(cfg.generate_delay_ms / 1e3 / cfg.max_new_tokens)
             if t + 1 < cfg.max_new_tokens:
@@ -200,6 +202,8 @@ def generate_group(model: TinyGPT, a: int, b: int, cfg: AsyncConfig, gen: torch.
                         logits = model(torch.cat([idx] + out, dim=1), cache)[:, -1]
                     continue
                 logits = model(tok, cache)[:, -1]
+        if stamps is not None:
+            stamps.append(time.monotonic_ns())  # the last token
         seqs = torch.cat([idx] + out, dim=1)
         old_lp = token_log_probs(model, seqs)
     rewards = [reward(a, b, seqs[i, PROMPT_LEN:].tolist()) for i in range(cfg.group)]
@@ -298,9 +302,14 @@ def rollout_loop(cfg: AsyncConfig, index: int, group: Any, sh: Shared, prof: Opt
             with Span(truth, "rollout_generate", rlprof.annotate("rollout_generate", role="rollout"),
                       version=version, slot=slot):
                 first = version  # a partial rollout may finish the group with newer weights
-                made = generate_group(model, a, b, cfg, gen, interrupt if cfg.partial_rollout else None)
+                submit, stamps = time.monotonic_ns(), []
+                made = generate_group(model, a, b, cfg, gen, interrupt if cfg.partial_rollout else None, stamps)
             tokens = int(made["seqs"].shape[0] * (made["seqs"].shape[1] - PROMPT_LEN))  # the answers' tokens
             rl.generated(1, tokens=tokens)  # one group: the unit the queue holds
+            # The group's life (docs/samples.md): what the trainers do with it is its use (take).
+            rlprof.sample(f"slot{slot}", submit=submit, first_token=stamps[0], last_token=stamps[-1],
+                          prompt_tokens=cfg.group * PROMPT_LEN, completion_tokens=tokens, finish_reason="length",
+                          version=(first, version), replica=index)
             now = time.monotonic_ns()
             truth.add("generated", now, now, groups=1, tokens=tokens)
             # Its version is the oldest weights that made any of its tokens (staleness: conservative).
@@ -373,6 +382,9 @@ def take(cfg: AsyncConfig, version: int, sh: Shared, truth: Truth) -> List[Dict[
                   version=version, staleness=version - item["version"],
                   kept=version - item["version"] <= cfg.staleness(), made_ns=item["made_ns"])
         rl.consumed(version - item["version"])
+        # What became of the group: update version+1 trains on it, or it is too stale.
+        rlprof.sample_use(f"slot{item['slot']}", "consumed" if version - item["version"] <= cfg.staleness() else "stale",
+                          step=version + 1, version=version)
         out.append(item)
     return out
 

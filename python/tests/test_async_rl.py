@@ -179,6 +179,7 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
     if partial:  # groups were interrupted and resumed, and rlprof saw those phases
         assert resumed > 0
         assert pools["rollout"]["sync_resume"] > 0 and pools["rollout"]["sync_drain"] > 0
+    check_samples(rlprof_cli, run, truths, consumed, partial)
     staleness = {e["staleness"] for e in consumed}
     bound = {"sync": 0, "one_step_off": 1, "fully_async": 2}[mode]
     assert max(staleness) <= bound or any(not e["kept"] for e in consumed)
@@ -188,6 +189,35 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
 
 def clip(spans, lo, hi):
     return [(max(a, lo), min(b, hi)) for a, b in spans if min(b, hi) > max(a, lo)]
+
+
+def check_samples(cli, run, truths, consumed, partial):
+    """Each group's life (rlprof.sample in the rollout workers, rlprof.sample_use in the trainers;
+    docs/samples.md): every generated group once, with its worker and tokens, and what became of
+    it — consumed or stale — with the staleness the truth saw."""
+    r = subprocess.run([cli, "summary", run, "--view", "samples", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)
+    rows = [dict(zip([c["name"] for c in t["samples"]["columns"]], row)) for row in t["samples"]["rows"]]
+    made = {f"slot{rec['slot']}": (int(name[len("rollout"):].split(".")[0]), rec)
+            for name, recs in truths.items() if name.startswith("rollout")
+            for rec in recs if rec["kind"] == "rollout_generate"}
+    assert sorted(x["id"] for x in rows) == sorted(made)
+    by_id = {x["id"]: x for x in rows}
+    for sid, (worker, rec) in made.items():
+        x = by_id[sid]
+        assert x["replica"] == worker and x["role"] == "rollout" and x["completion_tokens"] > 0
+        assert x["version_first"] == rec["version"]
+        # inside the truth's generation span (and its first token after the submit)
+        assert x["e2e"] * 1e3 <= rec["outer_end_ns"] - rec["outer_start_ns"] and x["ttft"] <= x["e2e"]
+    for e in consumed:
+        x = by_id[f"slot{e['slot']}"]
+        assert x["outcome"] == ("consumed" if e["kept"] else "stale")
+        assert (x["used_version"], x["used_step"]) == (e["version"], e["version"] + 1)
+        if not partial:  # one version made it: its staleness is the truth's
+            assert x["staleness"] == e["staleness"]
+    outcomes = {(o[0], o[1]): o[2] for o in t["sample_outcomes"]["rows"]}
+    assert outcomes.get(("outcome", "consumed"), 0) == sum(e["kept"] for e in consumed)
 
 
 def check_version_intervals(table, truths, spans, sync_kinds, consumed, longest, mode):
