@@ -155,7 +155,9 @@ AsyncBreakdown AsyncPools(const Trace& t) {
   b.version_first = fl[0];
   b.version_last = fl[1];
   if (b.consumed > 0) b.staleness_mean = static_cast<double>(staleness_sum) / static_cast<double>(b.consumed);
-  if (!b.present) return b;
+  // A process without rlprof.rl's records still gets its split when it ran stages: in an async
+  // run it is a member of its role's pool (async_run.h, InAsyncRun: reward workers, …).
+  if (!b.present && t.stages.empty()) return b;
   const int64_t lo = t.capture_start_ns >= 0 ? t.capture_start_ns : first;
   const int64_t hi = t.capture_end_ns >= 0 ? t.capture_end_ns : last;
   if (hi <= lo) return b;

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "src/analysis/run/async_run.h"
+
 namespace rlprof::analysis {
 namespace {
 
@@ -87,6 +92,51 @@ TEST(AsyncPoolsTest, ATraceWithoutRlRecordsIsNotAsync) {
   b.Range("wait/elsewhere", 0, 5);  // not rlprof.rl's vocabulary
   b.t.Finalize();
   EXPECT_FALSE(AsyncPools(b.t).present);
+}
+
+
+// In an async run every process that ran stages is in its role's pool: reward workers (no
+// rlprof.rl records of their own) get a pool row with their busy time, and a lane in the report;
+// without any process holding rlprof.rl's records there is no async run at all.
+TEST(AsyncPoolsTest, RewardWorkersOfAnAsyncRunArePoolsOfTheirOwn) {
+  auto input = [](const char* name, const char* role, int64_t rank, Builder& b) {
+    b.t.Finalize();
+    InputResult r;
+    r.input = r.name = name;
+    r.status = base::Status::Ok();
+    r.analysis.role = role;
+    r.analysis.rank = rank;
+    r.analysis.async = AsyncPools(b.t);
+    return r;
+  };
+  Builder gen, train, reward;
+  gen.t.capture_start_ns = train.t.capture_start_ns = reward.t.capture_start_ns = 0;
+  gen.t.capture_end_ns = train.t.capture_end_ns = reward.t.capture_end_ns = 100 * kMs;
+  gen.Stage("rollout_generate", 0, 80);
+  gen.Counter("rl/generated", 80, 4);
+  train.Range("wait/samples", 0, 80);
+  train.Stage("actor_update", 80, 100);
+  train.Counter("rl/staleness", 80, 1);
+  reward.Stage("compute_rm_score", 10, 40);
+  reward.Stage("compute_rm_score", 50, 70);
+  std::vector<InputResult> run{input("gen", "rollout", 0, gen), input("train", "actor", 0, train),
+                               input("reward", "reward", 0, reward)};
+  EXPECT_FALSE(run[2].analysis.async.present);  // no rlprof.rl records of its own
+  EXPECT_TRUE(InAsyncRun(run[2], true));
+  const Table t = AsyncPoolsTable(run);
+  size_t busy = 0, input_col = 0;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    if (t.columns[c].name == "busy") busy = c;
+    if (t.columns[c].name == "input") input_col = c;
+  }
+  double reward_busy = -1;
+  for (const auto& row : t.rows)
+    if (std::get<std::string>(row[input_col]) == "pool reward") reward_busy = std::get<double>(row[busy]);
+  EXPECT_DOUBLE_EQ(reward_busy, 50'000.0);  // µs: 10-40 and 50-70 ms
+  EXPECT_EQ(CollectAsyncRun(run).processes.size(), 3u);
+  // Reward workers alone are no async run.
+  EXPECT_FALSE(AnyAsync({run[2]}));
+  EXPECT_TRUE(AsyncPoolsTable({run[2]}).rows.empty());
 }
 
 }  // namespace

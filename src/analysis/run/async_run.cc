@@ -85,9 +85,10 @@ struct JoinEdge {
 
 std::vector<JoinEdge> JoinEdges(const std::vector<InputResult>& results) {
   std::vector<JoinEdge> edges;
+  const bool any = AnyAsync(results);
   for (const auto& r : results) {
     const AsyncBreakdown& b = r.analysis.async;
-    if (!r.status.ok() || !b.present) continue;
+    if (!InAsyncRun(r, any)) continue;
     for (const AsyncSegment& s : b.segments) {
       int set = -1;
       if (s.kind == AsyncSegment::kSync) set = 2;
@@ -288,9 +289,10 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results) {
 
 AsyncRun CollectAsyncRun(const std::vector<InputResult>& results) {
   AsyncRun run;
+  const bool any = AnyAsync(results);
   for (const auto& r : results) {
     const AsyncBreakdown& b = r.analysis.async;
-    if (!r.status.ok() || !b.present) continue;
+    if (!InAsyncRun(r, any)) continue;
     const size_t index = run.processes.size();
     run.processes.push_back(&r);
     for (const AsyncSegment& g : b.segments) {
@@ -303,6 +305,12 @@ AsyncRun CollectAsyncRun(const std::vector<InputResult>& results) {
     }
   }
   return run;
+}
+
+bool InAsyncRun(const InputResult& r, bool any_async) {
+  if (!r.status.ok()) return false;
+  const AsyncBreakdown& b = r.analysis.async;
+  return b.present || (any_async && b.busy > 0);
 }
 
 bool AnyAsync(const std::vector<InputResult>& results) {
@@ -334,9 +342,10 @@ Table AsyncPoolsTable(const std::vector<InputResult>& results) {
   t.columns.push_back({"tokens_per_s", ColumnType::kReal, "/s"});
   std::map<std::string, std::pair<AsyncBreakdown, double>> pools;  // role → (sum, Σ staleness)
   std::map<std::string, int64_t> processes, span;
+  const bool any = AnyAsync(results);
   for (const auto& r : results) {
     const AsyncBreakdown& b = r.analysis.async;
-    if (!r.status.ok() || !b.present) continue;
+    if (!InAsyncRun(r, any)) continue;
     const std::string role = r.analysis.role.empty() ? "?" : r.analysis.role;
     t.rows.push_back(RowOf(r.name, r.analysis.rank, role, b, b.window));
     auto& [sum, staleness] = pools[role];

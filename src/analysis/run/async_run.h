@@ -71,6 +71,11 @@ AsyncRun CollectAsyncRun(const std::vector<InputResult>& results);
 // Whether some analysed input holds rlprof.rl's records (then runs get the table).
 bool AnyAsync(const std::vector<InputResult>& results);
 
+// A process of an async run: one with rlprof.rl's records, or — when `any_async` (some process
+// has them) — any other that ran stages (reward workers, a critic, an engine whose generation is
+// its stages): a row of its role's pool, with its busy time, in the tables and the report's lanes.
+bool InAsyncRun(const InputResult& r, bool any_async);
+
 }  // namespace rlprof::analysis
 
 #endif  // RLPROF_SRC_ANALYSIS_RUN_ASYNC_RUN_H_
