@@ -224,7 +224,7 @@ def sync_as_trainer(model: torch.nn.Module, version: int, group: Any, sh: Shared
         sh.published.value = version
         now = time.monotonic_ns()
         rl.published(version)
-        truth.add("publish", now, now, version=version)
+        truth.add("publish", now, time.monotonic_ns(), version=version)  # brackets rlprof's stamp
 
 
 def sync_as_rollout(model: TinyGPT, version: int, group: Any, requested_ns: int, truth: Truth,

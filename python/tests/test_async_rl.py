@@ -234,7 +234,8 @@ def check_version_intervals(table, truths, spans, sync_kinds, consumed, longest,
     eats = sorted(e["start_ns"] for e in consumed)
     updates = sorted(r["end_ns"] for name, recs in truths.items() if name.startswith("trainer0")
                      for r in recs if r["kind"] == "actor_update")
-    for row, (at, v), (nxt, _) in zip(rows[1:], pubs, pubs[1:] + [(None, None)]):
+    pub_end = {r["version"]: r["end_ns"] for recs in truths.values() for r in recs if r["kind"] == "publish"}
+    for row, (at, v), (nxt, nxt_v) in zip(rows[1:], pubs, pubs[1:] + [(None, None)]):
         # The interval's edges: the publish the truth recorded, within 1 % of the longest window.
         rlprof_start = row["start"] * 1e3
         assert abs((at - pubs[0][0]) - (rlprof_start - rows[1]["start"] * 1e3)) <= 0.01 * longest * 1e3
@@ -244,10 +245,18 @@ def check_version_intervals(table, truths, spans, sync_kinds, consumed, longest,
         steps = sum(1 for e in updates if at <= e < hi)
         assert abs(row["trainer_steps"] - steps) <= 1, (mode, v, row["trainer_steps"], steps)
         end = nxt if nxt is not None else max(b for recs in truths.values() for r in recs for b in [r["end_ns"]])
-        j = joined(clip(spans("rollout", {"rollout_generate"}), at, end), clip(spans("trainer", {"actor_update"}), at, end),
-                   clip(spans("rollout", sync_kinds) + spans("trainer", sync_kinds), at, end))
+        # The truth brackets rlprof's stamps (its spans inside and outside rlprof's enter and
+        # exit, each publish before and after rlprof's): what rlprof measures lies between the
+        # joins of those brackets, within 1 % of the longest window (a process descheduled
+        # between two stamps, on a loaded machine, moves an edge by as long as it waited).
+        bounds = [(at, end), (pub_end[v], pub_end.get(nxt_v, end) if nxt is not None else end)]
+        cands = [joined(clip(spans("rollout", {"rollout_generate"}, o), lo, hi),
+                        clip(spans("trainer", {"actor_update"}, o), lo, hi),
+                        clip(spans("rollout", sync_kinds, o) + spans("trainer", sync_kinds, o), lo, hi))
+                 for lo, hi in bounds for o in (False, True)]
         for k in ("generation", "training", "exposed_generation"):
-            assert abs(row[k] - j[k] / 1e3) <= 0.01 * longest, (mode, v, k, row[k], j[k] / 1e3)
+            lo_k, hi_k = min(c[k] for c in cands) / 1e3, max(c[k] for c in cands) / 1e3
+            assert lo_k - 0.01 * longest <= row[k] <= hi_k + 0.01 * longest, (mode, v, k, row[k], lo_k, hi_k)
     assert sum(row["consumed"] for row in rows) == len(eats)  # every consumption in one interval
     assert sum(row["trainer_steps"] for row in rows) == len(updates)
 
@@ -265,17 +274,25 @@ def check_syncs(table, truths, longest, mode):
     published = sorted(r["version"] for r in truths[pub] if r["kind"] == "publish")
     assert sorted(rows) == published, (mode, sorted(rows), published)
     tol = 0.01 * longest
+    # Each phase's truth brackets rlprof's (inside and outside its enter and exit): rlprof's lies
+    # between, within 1 % of the longest window.
+    def inner(recs):
+        return sum(r["end_ns"] - r["start_ns"] for r in recs) / 1e3
+    def outer(recs):
+        return sum(r.get("outer_end_ns", r["end_ns"]) - r.get("outer_start_ns", r["start_ns"]) for r in recs) / 1e3
     for v, row in rows.items():
         assert row["participants"] == 1 + len(workers), (mode, v, row)
         for p in ("gather", "wait", "transfer"):
-            want = sum(r["end_ns"] - r["start_ns"] for r in phase("sync/" + p, v, [pub])) / 1e3
-            assert abs(row["publisher_" + p] - want) <= tol, (mode, v, p, row["publisher_" + p], want)
+            recs = phase("sync/" + p, v, [pub])
+            got = row["publisher_" + p]
+            assert inner(recs) - tol <= got <= outer(recs) + tol, (mode, v, p, got, inner(recs), outer(recs))
         sent = phase("sync/transfer", v, [pub])
         assert row["transfer_mb"] == pytest.approx(sum(r["bytes"] for r in sent) / 1e6, rel=1e-9)
         for p in ("wait", "transfer", "load"):
-            got = phase("sync/" + p, v, workers)
-            want = sum(r["end_ns"] - r["start_ns"] for r in got) / 1e3 / len(workers)
-            assert abs(row["receiver_" + p] - want) <= tol, (mode, v, p, row["receiver_" + p], want)
+            recs = phase("sync/" + p, v, workers)
+            lo_w, hi_w = inner(recs) / len(workers), outer(recs) / len(workers)
+            got = row["receiver_" + p]
+            assert lo_w - tol <= got <= hi_w + tol, (mode, v, p, got, lo_w, hi_w)
 
 
 def test_the_run_pipeline_and_rlprof_analysis_carry_the_async_table(tmp_path, rlprof_cli):

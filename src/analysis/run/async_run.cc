@@ -239,6 +239,9 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results) {
       if (len > 0) add(per[i], len);
     }
   };
+  // The trainer steps: a version the data-parallel trainers reach together counts once, in the
+  // interval of its first arrival (one trainer's may fall after the next publish, another's before).
+  std::map<int64_t, int64_t> first_trained;  // version → first rl/trainer_version of it
   for (const InputResult* r : run.processes) {
     const AsyncBreakdown& b = r->analysis.async;
     for (const AsyncFact& f : b.generated_at)
@@ -250,13 +253,17 @@ Table AsyncVersionsTable(const std::vector<InputResult>& results) {
         per[i].staleness_max = std::max(per[i].staleness_max, f.value);
       }
     }
-    for (const AsyncFact& f : b.trained_at)
-      if (int64_t i = index(f.at); i >= 0) per[i].steps.insert(f.value);
+    for (const AsyncFact& f : b.trained_at) {  // each version once: where a process first reached it
+      auto [it, fresh] = first_trained.emplace(f.value, f.at);
+      if (!fresh) it->second = std::min(it->second, f.at);
+    }
     for (const AsyncSegment& g : b.segments) {
       if (g.kind == AsyncSegment::kWait && g.cause >= 0)
         clip(g, [&](Per& p, int64_t len) { p.wait[g.cause] += len; });
     }
   }
+  for (const auto& [version, at] : first_trained)
+    if (int64_t i = index(at); i >= 0) per[i].steps.insert(version);
   // The sync as the run sees it: a union over processes (S of the join).
   std::vector<JoinEdge> sync_edges;
   for (const JoinEdge& e : JoinEdges(results))
