@@ -183,7 +183,9 @@ Table SampleTailTable(const std::vector<InputResult>& results) {
   const std::vector<Item> items = Collect(results);
   std::map<int64_t, std::vector<const Item*>> by_step;
   for (const Item& it : items) by_step[it.s->step].push_back(&it);
-  for (const auto& [step, all] : by_step) {
+  for (const auto& entry : by_step) {
+    const int64_t step = entry.first;  // (a lambda below uses it: not a structured binding)
+    const std::vector<const Item*>& all = entry.second;
     // The step's span in the processes that made its samples.
     int64_t s0 = INT64_MAX, s1 = INT64_MIN, g0 = INT64_MAX, g1 = INT64_MIN;
     std::map<const InputResult*, bool> inputs;
