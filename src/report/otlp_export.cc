@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "src/analysis/run/samples_run.h"
 #include "src/base/version.h"
 
 namespace rlprof::report {
@@ -55,13 +57,7 @@ class Builder {
       : run_(run), name_(std::move(run_name)), st_(st) {}
 
   std::string Build() {
-    // What became of each sample (any process records it).
-    for (const InputResult& r : run_.inputs)
-      if (r.status.ok())
-        for (const SampleUse& u : r.analysis.sample_uses) {
-          auto [it, fresh] = uses_.try_emplace(u.id, &u);
-          if (!fresh && it->second->at <= u.at) it->second = &u;
-        }
+    uses_ = analysis::LastUses(run_.inputs);  // what became of each sample (any process)
     // The steps: every process's window of it, joined.
     for (const InputResult& r : run_.inputs) {
       if (!r.status.ok()) continue;
@@ -106,17 +102,9 @@ class Builder {
   int64_t Offset(const InputResult& r) const {
     return r.analysis.wall_offset_ns != INT64_MIN ? r.analysis.wall_offset_ns : 0;
   }
-  static int64_t Start(const SampleRecord& s) {
-    if (s.submit >= 0) return s.submit;
-    int64_t lo = INT64_MAX;
-    for (int64_t t : {s.queued, s.scheduled, s.first_token, s.last_token, s.end})
-      if (t >= 0) lo = std::min(lo, t);
-    return lo == INT64_MAX ? 0 : lo;
-  }
-  static int64_t End(const SampleRecord& s) {
-    const int64_t e = s.end >= 0 ? s.end : s.last_token;
-    return std::max(e, Start(s));
-  }
+  // A sample's span (analysis::SampleStart / SampleEnd), never before time 0.
+  static int64_t Start(const SampleRecord& s) { return std::max<int64_t>(analysis::SampleStart(s), 0); }
+  static int64_t End(const SampleRecord& s) { return std::max(analysis::SampleEnd(s), Start(s)); }
   std::string TraceOf(int64_t step) const { return TraceId(name_ + "|step|" + std::to_string(step)); }
   std::string StepSpan(int64_t step) const { return SpanId(name_ + "|step|" + std::to_string(step)); }
 
@@ -218,7 +206,7 @@ class Builder {
   const analysis::RunAnalysis& run_;
   const std::string name_;
   OtlpStats* st_;
-  std::map<std::string, const SampleUse*> uses_;
+  std::unordered_map<std::string, const SampleUse*> uses_;
   std::map<int64_t, std::pair<int64_t, int64_t>> steps_;  // step → (start, end), wall ns
 };
 

@@ -327,16 +327,8 @@ json SamplesJson(const std::vector<analysis::InputResult>& results) {
   for (const auto& r : results) {
     if (!r.status.ok()) continue;
     for (const analysis::SampleRecord& s : r.analysis.samples) {
-      int64_t start = s.submit;
-      if (start < 0) {
-        start = INT64_MAX;
-        for (int64_t t : {s.queued, s.scheduled, s.first_token, s.last_token, s.end})
-          if (t >= 0) start = std::min(start, t);
-        if (start == INT64_MAX) start = -1;
-      }
-      int64_t end = s.end >= 0 ? s.end : s.last_token;
-      if (end < 0) end = start;
-      by_step[s.step].push_back({&s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0), start, end});
+      by_step[s.step].push_back({&s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0),
+                                 analysis::SampleStart(s), analysis::SampleEnd(s)});
     }
   }
   const size_t share = by_step.empty() ? kSamplesPerStep

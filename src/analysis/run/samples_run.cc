@@ -27,41 +27,17 @@ struct Item {
   int64_t end;    // end, else the last token
 };
 
-int64_t StartOf(const SampleRecord& s) {
-  if (s.submit >= 0) return s.submit;
-  int64_t lo = INT64_MAX;
-  for (int64_t t : {s.queued, s.scheduled, s.first_token, s.last_token, s.end})
-    if (t >= 0) lo = std::min(lo, t);
-  return lo == INT64_MAX ? -1 : lo;
-}
-
 std::vector<Item> Collect(const std::vector<InputResult>& results) {
   std::vector<Item> out;
   for (const InputResult& r : results) {
     if (!r.status.ok()) continue;
-    for (const SampleRecord& s : r.analysis.samples) {
-      const int64_t start = StartOf(s);
-      const int64_t end = s.end >= 0 ? s.end : s.last_token;
-      out.push_back({&r, &s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0), start,
-                     end >= 0 ? end : start});
-    }
+    for (const SampleRecord& s : r.analysis.samples)
+      out.push_back({&r, &s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0), SampleStart(s),
+                     SampleEnd(s)});
   }
   std::stable_sort(out.begin(), out.end(), [](const Item& a, const Item& b) {
     return a.start != b.start ? a.start < b.start : (a.end != b.end ? a.end < b.end : a.s->id < b.s->id);
   });
-  return out;
-}
-
-// The last use recorded for each id (any process).
-std::unordered_map<std::string, const SampleUse*> Uses(const std::vector<InputResult>& results) {
-  std::unordered_map<std::string, const SampleUse*> out;
-  for (const InputResult& r : results) {
-    if (!r.status.ok()) continue;
-    for (const SampleUse& u : r.analysis.sample_uses) {
-      auto [it, fresh] = out.try_emplace(u.id, &u);
-      if (!fresh && it->second->at <= u.at) it->second = &u;
-    }
-  }
   return out;
 }
 
@@ -102,6 +78,31 @@ int64_t IdleWithin(std::vector<std::pair<int64_t, int64_t>> busy, int64_t lo, in
 
 }  // namespace
 
+int64_t SampleStart(const SampleRecord& s) {
+  if (s.submit >= 0) return s.submit;
+  int64_t lo = INT64_MAX;
+  for (int64_t t : {s.queued, s.scheduled, s.first_token, s.last_token, s.end})
+    if (t >= 0) lo = std::min(lo, t);
+  return lo == INT64_MAX ? -1 : lo;
+}
+
+int64_t SampleEnd(const SampleRecord& s) {
+  const int64_t end = s.end >= 0 ? s.end : s.last_token;
+  return end >= 0 ? end : SampleStart(s);
+}
+
+std::unordered_map<std::string, const SampleUse*> LastUses(const std::vector<InputResult>& results) {
+  std::unordered_map<std::string, const SampleUse*> out;
+  for (const InputResult& r : results) {
+    if (!r.status.ok()) continue;
+    for (const SampleUse& u : r.analysis.sample_uses) {
+      auto [it, fresh] = out.try_emplace(u.id, &u);
+      if (!fresh && it->second->at <= u.at) it->second = &u;
+    }
+  }
+  return out;
+}
+
 bool AnySamples(const std::vector<InputResult>& results) {
   for (const InputResult& r : results)
     if (r.status.ok() && (!r.analysis.samples.empty() || !r.analysis.sample_uses.empty())) return true;
@@ -126,7 +127,7 @@ Table SamplesTable(const std::vector<InputResult>& results) {
            Column{"used_version", ColumnType::kInt, ""}, Column{"staleness", ColumnType::kInt, ""}},
           {}};
   const std::vector<Item> items = Collect(results);
-  const auto uses = Uses(results);
+  const auto uses = LastUses(results);
   const int64_t origin = items.empty() ? 0 : items.front().start;
   for (const Item& it : items) {
     const SampleRecord& s = *it.s;
@@ -290,7 +291,7 @@ Table SampleOutcomesTable(const std::vector<InputResult>& results) {
            Column{"samples", ColumnType::kInt, ""}, Column{"share", ColumnType::kReal, "%"}},
           {}};
   const std::vector<Item> items = Collect(results);
-  const auto uses = Uses(results);
+  const auto uses = LastUses(results);
   std::map<std::string, int64_t> outcomes;
   std::map<int64_t, int64_t> staleness;
   int64_t consumed_known = 0;

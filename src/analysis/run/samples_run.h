@@ -6,6 +6,9 @@
 #ifndef RLPROF_SRC_ANALYSIS_RUN_SAMPLES_RUN_H_
 #define RLPROF_SRC_ANALYSIS_RUN_SAMPLES_RUN_H_
 
+#include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "src/analysis/run/run.h"
@@ -37,6 +40,15 @@ Table SampleTailTable(const std::vector<InputResult>& results);
 // share (%); then staleness (used_version − version_last, consumed samples with both known) →
 // samples, share: rows of kind "staleness".
 Table SampleOutcomesTable(const std::vector<InputResult>& results);
+
+// A sample's start: its submit, else the earliest time it has (-1: none). Its end: `end`, else its
+// last token, else its start. What every table, the report and the OTLP export place it by.
+int64_t SampleStart(const SampleRecord& s);
+int64_t SampleEnd(const SampleRecord& s);
+
+// What became of each sample id: its last rlprof.sample_use in any process (pointers into
+// `results`).
+std::unordered_map<std::string, const SampleUse*> LastUses(const std::vector<InputResult>& results);
 
 // Whether some analysed input holds sample records (then runs get the tables).
 bool AnySamples(const std::vector<InputResult>& results);
