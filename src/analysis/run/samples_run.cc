@@ -205,7 +205,7 @@ Table SampleTailTable(const std::vector<InputResult>& results) {
     std::vector<int64_t> ends;
     for (const Item* it : all) ends.push_back(it->end - g0);
     std::sort(ends.begin(), ends.end());
-    const int64_t p90 = Rank(ends, 90), p95 = Rank(ends, 95), p100 = ends.back();
+    const int64_t p90 = Rank(ends, 90), p100 = ends.back();
     // Per replica: its samples, busy intervals (scheduled, else submit, → end), tokens.
     std::map<int64_t, std::vector<const Item*>> by_replica;
     for (const Item* it : all) by_replica[it->replica].push_back(it);
@@ -276,7 +276,6 @@ Table SampleTailTable(const std::vector<InputResult>& results) {
     }
     row("all", all, mean_tokens > 0 ? max_tokens / mean_tokens : 0.0, mean_requests > 0 ? max_requests / mean_requests : 0.0,
         idle_all);
-    (void)p95;
     if (by_replica.size() > 1)
       for (const auto& [rep, v] : by_replica)
         row(std::to_string(rep), v, mean_tokens > 0 ? static_cast<double>(tokens_of(v)) / mean_tokens : 0.0,
