@@ -53,6 +53,10 @@ PATCHES: Dict[str, _Patch] = {
     "verl.trainer.ppo.v1.trainer_base": _patch("verl_rollout", "patch_trainer_v1"),
     "verl.experimental.reward_loop.reward_loop": _patch("verl_reward", "patch_reward_loop"),
     "verl.workers.rollout.llm_server": _patch("verl_rollout", "patch_server_manager"),
+    # verl's trajectories as samples (rlprof.integrations.verl_samples; its trainer and LLM
+    # client parts are applied by verl_rollout's patches of those modules)
+    "verl.experimental.agent_loop.agent_loop": _patch("verl_samples", "patch_agent_loop"),
+    "verl.experimental.agent_loop.tool_agent_loop": _patch("verl_samples", "patch_tool_agent_loop"),
     "verl.workers.rollout.vllm_rollout.vllm_async_server": _patch("verl_rollout", "patch_vllm_server"),
     # each request of a vLLM frontend as an rlprof sample (issue 33)
     "vllm.v1.engine.output_processor": _patch("vllm_samples", "patch_output_processor"),

@@ -263,6 +263,13 @@ class Analysis:
         return self.table("sample_outcomes") if "sample_outcomes" in self.table_names else pd.DataFrame()
 
     @property
+    def findings(self) -> pd.DataFrame:
+        """The advisor's findings (`rlprof advise`; docs/advise.md), ranked: rule id, severity,
+        estimated saving per step (µs) and its share of the step (%), title, action, how the saving
+        was computed, the first evidence, regression. Empty when no rule fired."""
+        return self.table("findings") if "findings" in self.table_names else pd.DataFrame()
+
+    @property
     def op_stats(self) -> pd.DataFrame:
         """op_statistic: host operators (by name and by shapes) and device kernels (µs)."""
         return self.table("op_statistic")

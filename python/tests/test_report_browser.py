@@ -403,6 +403,18 @@ def test_a_run_with_samples_draws_each_sample_longest_first_with_the_tail(browse
     view = browser.execute_script("return window.rlprofReport.timeline.view()")
     assert view["b"] - view["a"] < 0.8 * (full["b"] - full["a"]), (full, view)
     assert _severe(browser) == []
+    # The advisor's findings head the page: the planted tail first, with its saving, how, action.
+    browser.execute_script("window.scrollTo(0, 0)")
+    fs = browser.find_element(By.ID, "findings")
+    assert not fs.get_attribute("hidden") and browser.find_elements(By.CSS_SELECTOR, "nav a[href='#findings']")
+    assert browser.execute_script("return window.rlprofReport.findings.ids()")[0] == "rl.generation_tail"
+    first = browser.find_element(By.CSS_SELECTOR, "#findingsbody .finding")
+    assert first.get_attribute("data-id") == "rl.generation_tail"
+    assert "high" in first.text and "saves ≈" in first.text and "How:" in first.text and "Action:" in first.text
+    fs.screenshot(os.path.join(_artifacts(), "report_findings.png"))
+    first.find_element(By.CSS_SELECTOR, "a.evlink").click()  # its step, in the timeline
+    assert browser.find_element(By.ID, "tlstep").get_attribute("value") in ("1", "2")
+    assert _severe(browser) == []
 
 
 def test_a_run_without_samples_has_no_samples_section(browser, report):

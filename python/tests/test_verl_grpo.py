@@ -200,7 +200,8 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
 def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
     """Each request verl's rollout server sent to vLLM in a profiled step is one sample of that
     step (recorded by rlprof's vLLM source in the server, handed to its engine's window), and
-    their lengths are verl's own: its response_length/mean and prompt_length/mean per step."""
+    their lengths are verl's own: its response_length/mean and prompt_length/mean per step. Each
+    is one trajectory of verl's agent loop, joined to the trainer's use of it."""
     out = subprocess.run([rlprof_cli, "summary", e2e["run"], "--view", "samples", "--json"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -224,6 +225,15 @@ def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
         for r in got:  # the engine's times, in order, inside the step
             assert r["finish_reason"] in ("length", "stop")
             assert 0 < r["ttft"] <= r["e2e"]
+        # Each is a trajectory of verl's agent loop (rlprof.integrations.verl_samples): its id minted
+        # there named its vLLM request; the controller recorded its group (verl's uid: rollout.n of
+        # them each), weight version, and the actor update that consumed it at this step.
+        for r in got:
+            assert re.fullmatch(rf"s{step}\.i\d+\.n[01]\.[0-9a-f]{{8}}", r["id"]), r["id"]
+            assert (r["version_first"], r["version_last"]) == (step, step), r
+            assert (r["outcome"], r["used_step"], r["used_version"], r["staleness"]) == ("consumed", step, step, 0), r
+        groups = [r["group"] for r in got]
+        assert all(groups) and sorted(groups.count(g) for g in set(groups)) == [2, 2], groups
 
 
 def test_legacy_trainer_continuous_steps_are_one_capture_per_process_with_the_controller(rlprof_cli, legacy):

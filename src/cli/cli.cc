@@ -57,6 +57,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   add(AddAnalyseCommand(app));
   add(AddSummaryCommand(app));
   add(AddCompareCommand(app));
+  add(AddAdviseCommand(app));
   add(AddReportCommand(app));
   add(AddClusterCommand(app));
   add(AddServeCommand(app));

@@ -49,6 +49,7 @@ Command AddExportCommand(CLI::App& app);
 Command AddAnalyseCommand(CLI::App& app);
 Command AddSummaryCommand(CLI::App& app);
 Command AddCompareCommand(CLI::App& app);
+Command AddAdviseCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
 Command AddClusterCommand(CLI::App& app);
 Command AddServeCommand(CLI::App& app);

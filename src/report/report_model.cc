@@ -20,6 +20,7 @@
 
 #include "src/analysis/run/async_run.h"
 #include "src/analysis/run/cluster.h"
+#include "src/analysis/advise/advise.h"
 #include "src/analysis/run/samples_run.h"
 
 namespace rlprof::report {
@@ -324,12 +325,11 @@ json SamplesJson(const std::vector<analysis::InputResult>& results) {
     int64_t replica, start, end;
   };
   std::map<int64_t, std::vector<Drawn>> by_step;
-  for (const auto& r : results) {
-    if (!r.status.ok()) continue;
-    for (const analysis::SampleRecord& s : r.analysis.samples) {
-      by_step[s.step].push_back({&s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0),
-                                 analysis::SampleStart(s), analysis::SampleEnd(s)});
-    }
+  const std::vector<analysis::JoinedSample> joined = analysis::JoinSamples(results);  // one per id
+  for (const analysis::JoinedSample& j : joined) {
+    const analysis::SampleRecord& s = j.s;
+    by_step[s.step].push_back({&s, s.replica >= 0 ? s.replica : std::max<int64_t>(j.input->analysis.rank, 0),
+                               analysis::SampleStart(s), analysis::SampleEnd(s)});
   }
   const size_t share = by_step.empty() ? kSamplesPerStep
                                        : std::clamp<size_t>(kSamplesInPage / by_step.size(), 200, kSamplesPerStep);
@@ -490,6 +490,9 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
   data["activity"] = ActivityJson(results, detail);
   if (json a = AsyncJson(results); !a.is_null()) data["async"] = std::move(a);
   if (json sm = SamplesJson(results); !sm.is_null()) data["samples"] = std::move(sm);
+  // The advisor's findings (docs/advise.md), at the top of the page; BuildRunReport redoes them
+  // with the baseline when there is one (its regressions).
+  data["findings"] = analysis::AdviceJson(analysis::Advise(results, analysis::BuildRunView(results)));
   // The cluster view (rlprof cluster): per-step balance of every column, slow ranks, and the
   // collectives with the largest start skew (the table comes sorted by it).
   if (!results.empty()) {

@@ -4,9 +4,11 @@
 #include <memory>
 #include <utility>
 
+#include "src/analysis/advise/advise.h"
 #include "src/analysis/run/compare.h"
 #include "src/analysis/run/run.h"
 #include "src/analysis/run/run_pipeline.h"
+#include "src/analysis/run/run_view.h"
 #include "src/base/version.h"
 #include "src/report/html_report.h"
 
@@ -53,6 +55,10 @@ base::Status BuildRunReport(const ReportRequest& req, RunReport* out) {
   if (!req.baseline.empty()) cmp = std::make_unique<analysis::Comparison>(analysis::CompareRuns(base, results, {}));
   out->data = ReportData(results, analysis::SummaryJson(results, req.options, &found, /*input_tables=*/false),
                          req.title, base::Version(), cmp.get(), req.baseline_label, req.current_label);
+  if (!req.baseline.empty()) {  // the findings with the baseline's regressions
+    const analysis::RunView now = analysis::BuildRunView(results), before = analysis::BuildRunView(base);
+    out->data["findings"] = analysis::AdviceJson(analysis::Advise(results, now, &base, &before));
+  }
   out->inputs = results.size();
   out->compared = cmp != nullptr;
   out->diagnostics = found;

@@ -71,6 +71,8 @@ def patch_trainer(module: Any) -> None:
     calls it, profiled or not); with tool rlprof, `_start_profiling` / `_stop_profiling` also
     open and close the controller's own window (rlprof.integrations.verl, role `controller`)
     around the worker groups' ones."""
+    from rlprof.integrations import verl_samples
+    verl_samples.patch_trainer(module)  # the trajectories each step consumes
     cls = getattr(module, "RayPPOTrainer", None)
     fn = cls.__dict__.get("_start_profiling") if cls is not None else None
     stop_fn = cls.__dict__.get("_stop_profiling") if cls is not None else None
@@ -200,7 +202,10 @@ def patch_trainer_v1(module: Any) -> None:
 
 def patch_server_manager(module: Any) -> None:
     """verl.workers.rollout.llm_server: LLMServerManager.start_profile passes the trainer's step
-    to servers whose profiler tool is rlprof."""
+    to servers whose profiler tool is rlprof; a recorded trajectory's id names its vLLM requests
+    (rlprof.integrations.verl_samples)."""
+    from rlprof.integrations import verl_samples
+    verl_samples.patch_llm_client(module)
     cls = getattr(module, "LLMServerManager", None)
     fn = cls.__dict__.get("start_profile") if cls is not None else None
     if fn is None or getattr(fn, "_rlprof_patched", False):

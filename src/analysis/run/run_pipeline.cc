@@ -3,6 +3,8 @@
 #include "src/analysis/run/samples_run.h"
 #include "src/analysis/run/run_pipeline.h"
 
+#include "src/analysis/advise/advise.h"
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -181,6 +183,7 @@ std::vector<Table> RunTables(const RunAnalysis& run) {
   merged.push_back(StageAcrossRanksTable(run.inputs));
   merged.push_back(RunViewDbTable(run.view));
   merged.push_back(RunViewLongTable(run.view));
+  merged.push_back(FindingsTable(Advise(run)));  // the advisor's (docs/advise.md)
   return merged;
 }
 
@@ -502,8 +505,9 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   if (run.view.lanes.size() > kSqliteRunViewLaneColumns) db_view = RunViewDbTable(run.view);
   const Table view_long = RunViewLongTable(run.view);
   // Async RL and sample tables (JoinedTables): CSV files and analysis.db tables of the run.
-  std::optional<std::vector<Table>> async;
-  if (std::vector<Table> joined = JoinedTables(run.inputs); !joined.empty()) async = std::move(joined);
+  // And the advisor's findings (docs/advise.md), in every run.
+  std::optional<std::vector<Table>> async = JoinedTables(run.inputs);
+  async->push_back(FindingsTable(Advise(run)));
   w->RunLevel(&across, db_view ? &*db_view : &view, &view_long, async ? &*async : nullptr);  // then the db commits
   out.summary = RunSummaryJson(run);
   out.summary["output"] = dir;
@@ -532,7 +536,7 @@ base::StatusOr<RunOutputs> FinishRunOutputs(const RunAnalysis& run, const std::s
   }
   RLPROF_RETURN_IF_ERROR(w->PublishDb());
   out.written = {dir + "/run_view.csv", dir + "/summary.json", dir + "/analysis.db"};
-  if (async) out.written.insert(out.written.end(), {dir + "/async_pools.csv", dir + "/async_verdict.csv"});
+  for (const Table& a : *async) out.written.push_back(dir + "/" + a.name + ".csv");
   return out;
 }
 

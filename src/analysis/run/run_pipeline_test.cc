@@ -73,9 +73,10 @@ TEST_F(RunPipelineTest, ARunFolderOfDiscreteCapturesBecomesOneRunWithItsTables) 
   ASSERT_GE(tables.size(), 3u);
   EXPECT_EQ(tables.front().name, "step_trace_time");
   EXPECT_EQ(tables.front().columns.front().name, "input");
-  EXPECT_EQ(tables[tables.size() - 3].name, "stage_across_ranks");
-  EXPECT_EQ(tables[tables.size() - 2].name, "run_view");
-  EXPECT_EQ(tables.back().name, "run_view_long");
+  EXPECT_EQ(tables[tables.size() - 4].name, "stage_across_ranks");
+  EXPECT_EQ(tables[tables.size() - 3].name, "run_view");
+  EXPECT_EQ(tables[tables.size() - 2].name, "run_view_long");
+  EXPECT_EQ(tables.back().name, "findings");  // the advisor's (docs/advise.md)
   EXPECT_EQ(RunSummaryJson(*run)["inputs"].size(), 8u);
 }
 

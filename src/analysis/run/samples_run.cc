@@ -21,7 +21,7 @@ Cell Count(int64_t v) { return v >= 0 ? Cell(v) : Cell(); }
 
 struct Item {
   const InputResult* input;
-  const SampleRecord* s;
+  SampleRecord s;  // the sample's records joined (JoinSamples)
   int64_t replica;
   int64_t start;  // submit, else the earliest known time
   int64_t end;    // end, else the last token
@@ -29,16 +29,50 @@ struct Item {
 
 std::vector<Item> Collect(const std::vector<InputResult>& results) {
   std::vector<Item> out;
-  for (const InputResult& r : results) {
-    if (!r.status.ok()) continue;
-    for (const SampleRecord& s : r.analysis.samples)
-      out.push_back({&r, &s, s.replica >= 0 ? s.replica : std::max<int64_t>(r.analysis.rank, 0), SampleStart(s),
-                     SampleEnd(s)});
+  for (JoinedSample& j : JoinSamples(results)) {
+    const int64_t replica = j.s.replica >= 0 ? j.s.replica : std::max<int64_t>(j.input->analysis.rank, 0);
+    const int64_t start = SampleStart(j.s), end = SampleEnd(j.s);
+    out.push_back({j.input, std::move(j.s), replica, start, end});
   }
   std::stable_sort(out.begin(), out.end(), [](const Item& a, const Item& b) {
-    return a.start != b.start ? a.start < b.start : (a.end != b.end ? a.end < b.end : a.s->id < b.s->id);
+    return a.start != b.start ? a.start < b.start : (a.end != b.end ? a.end < b.end : a.s.id < b.s.id);
   });
   return out;
+}
+
+int64_t MinKnown(int64_t a, int64_t b) { return a < 0 ? b : (b < 0 ? a : std::min(a, b)); }
+int64_t SumKnown(int64_t a, int64_t b) { return a < 0 ? b : (b < 0 ? a : a + b); }
+bool FromEngine(const SampleRecord& s) { return s.completion_tokens >= 0 || s.first_token >= 0; }
+
+// Joins record `b` (of process `in`) into the sample `j` of the same id.
+void Join(JoinedSample& j, const SampleRecord& b, const InputResult* in) {
+  SampleRecord& a = j.s;
+  if (!FromEngine(a) && FromEngine(b)) {  // the engine's process is the sample's home
+    j.input = in;
+    a.replica = b.replica;
+    a.step = b.step;
+  } else if (a.step < 0) {
+    a.step = b.step;
+  }
+  if (!b.finish_reason.empty() && (a.finish_reason.empty() || SampleEnd(b) >= j.finish_end)) {
+    a.finish_reason = b.finish_reason;
+    j.finish_end = SampleEnd(b);
+  }
+  if (a.group.empty()) a.group = b.group;
+  a.submit = MinKnown(a.submit, b.submit);
+  a.queued = MinKnown(a.queued, b.queued);
+  a.scheduled = MinKnown(a.scheduled, b.scheduled);
+  a.first_token = MinKnown(a.first_token, b.first_token);
+  a.last_token = std::max(a.last_token, b.last_token);
+  a.end = std::max(a.end, b.end);
+  a.prompt_tokens = MinKnown(a.prompt_tokens, b.prompt_tokens);  // the first turn's: later ones hold it
+  a.completion_tokens = SumKnown(a.completion_tokens, b.completion_tokens);
+  a.cached_tokens = SumKnown(a.cached_tokens, b.cached_tokens);
+  a.preemptions = SumKnown(a.preemptions, b.preemptions);
+  a.version_first = MinKnown(a.version_first, b.version_first);
+  a.version_last = std::max(a.version_last, b.version_last);
+  a.spans.insert(a.spans.end(), b.spans.begin(), b.spans.end());
+  ++j.records;
 }
 
 // Nearest-rank percentile of sorted values: the ceil(p/100·n)-th smallest.
@@ -91,6 +125,22 @@ int64_t SampleEnd(const SampleRecord& s) {
   return end >= 0 ? end : SampleStart(s);
 }
 
+std::vector<JoinedSample> JoinSamples(const std::vector<InputResult>& results) {
+  std::vector<JoinedSample> out;
+  std::unordered_map<std::string, size_t> at;  // id → its index in out
+  for (const InputResult& r : results) {
+    if (!r.status.ok()) continue;
+    for (const SampleRecord& s : r.analysis.samples) {
+      auto [it, fresh] = at.try_emplace(s.id, out.size());
+      if (fresh)
+        out.push_back({&r, s, 1, s.finish_reason.empty() ? -1 : SampleEnd(s)});
+      else
+        Join(out[it->second], s, &r);
+    }
+  }
+  return out;
+}
+
 std::unordered_map<std::string, const SampleUse*> LastUses(const std::vector<InputResult>& results) {
   std::unordered_map<std::string, const SampleUse*> out;
   for (const InputResult& r : results) {
@@ -130,7 +180,7 @@ Table SamplesTable(const std::vector<InputResult>& results) {
   const auto uses = LastUses(results);
   const int64_t origin = items.empty() ? 0 : items.front().start;
   for (const Item& it : items) {
-    const SampleRecord& s = *it.s;
+    const SampleRecord& s = it.s;
     int64_t tool = 0, reward = 0, calls = 0;
     bool any_tool = false, any_reward = false;
     for (const SampleSpan& sp : s.spans) {
@@ -183,7 +233,7 @@ Table SampleTailTable(const std::vector<InputResult>& results) {
           {}};
   const std::vector<Item> items = Collect(results);
   std::map<int64_t, std::vector<const Item*>> by_step;
-  for (const Item& it : items) by_step[it.s->step].push_back(&it);
+  for (const Item& it : items) by_step[it.s.step].push_back(&it);
   for (const auto& entry : by_step) {
     const int64_t step = entry.first;  // (a lambda below uses it: not a structured binding)
     const std::vector<const Item*>& all = entry.second;
@@ -211,12 +261,12 @@ Table SampleTailTable(const std::vector<InputResult>& results) {
     for (const Item* it : all) by_replica[it->replica].push_back(it);
     auto busy_of = [](const std::vector<const Item*>& v) {
       std::vector<std::pair<int64_t, int64_t>> b;
-      for (const Item* it : v) b.emplace_back(it->s->scheduled >= 0 ? it->s->scheduled : it->start, it->end);
+      for (const Item* it : v) b.emplace_back(it->s.scheduled >= 0 ? it->s.scheduled : it->start, it->end);
       return b;
     };
     auto tokens_of = [](const std::vector<const Item*>& v) {
       int64_t n = 0;
-      for (const Item* it : v) n += std::max<int64_t>(it->s->completion_tokens, 0);
+      for (const Item* it : v) n += std::max<int64_t>(it->s.completion_tokens, 0);
       return n;
     };
     double mean_tokens = 0, mean_requests = 0, max_tokens = 0, max_requests = 0;
@@ -238,7 +288,7 @@ Table SampleTailTable(const std::vector<InputResult>& results) {
       bool any_preempt = false;
       const int64_t cut = g0 + p90;
       for (const Item* it : v) {
-        const SampleRecord& s = *it->s;
+        const SampleRecord& s = it->s;
         e.push_back(it->end - g0);
         if (s.queued >= 0 && s.scheduled >= s.queued) queue.push_back(s.scheduled - s.queued);
         if (s.first_token >= it->start) ttft.push_back(s.first_token - it->start);
@@ -295,14 +345,14 @@ Table SampleOutcomesTable(const std::vector<InputResult>& results) {
   std::map<int64_t, int64_t> staleness;
   int64_t consumed_known = 0;
   for (const Item& it : items) {
-    const auto u = uses.find(it.s->id);
+    const auto u = uses.find(it.s.id);
     if (u == uses.end()) {
       ++outcomes["unused"];
       continue;
     }
     ++outcomes[u->second->outcome];
-    if (u->second->outcome == "consumed" && u->second->version >= 0 && it.s->version_last >= 0) {
-      ++staleness[u->second->version - it.s->version_last];
+    if (u->second->outcome == "consumed" && u->second->version >= 0 && it.s.version_last >= 0) {
+      ++staleness[u->second->version - it.s.version_last];
       ++consumed_known;
     }
   }

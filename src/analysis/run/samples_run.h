@@ -16,7 +16,7 @@
 
 namespace rlprof::analysis {
 
-// samples: one row per sample record, in submit order: input, rank, role, replica (its own, else
+// samples: one row per sample (its records joined: JoinSamples), in submit order: input, rank, role, replica (its own, else
 // the process's rank), id, group, step, submit (µs from the run's first sample), queue, prefill,
 // ttft (submit → first token), decode, tpot (decode / (completion − 1)), e2e (submit → end),
 // tool (Σ tool calls), reward (µs), prompt/completion/cached tokens, finish_reason, preemptions,
@@ -40,6 +40,21 @@ Table SampleTailTable(const std::vector<InputResult>& results);
 // share (%); then staleness (used_version − version_last, consumed samples with both known) →
 // samples, share: rows of kind "staleness".
 Table SampleOutcomesTable(const std::vector<InputResult>& results);
+
+// One sample as the run tells it: the records of one id, from any process, joined — an engine's
+// record per request (the turns of a multi-turn trajectory, a generation resumed after an abort)
+// and the loop's own (tool calls, reward, weight versions, group). Earliest submit / queued /
+// scheduled / first token, latest last token / end, the first turn's prompt tokens, completion
+// and cached tokens and preemptions summed, the last finish reason, every span. `input` is the
+// process of its engine record (one with tokens or a first token), else of its first record; the
+// sample's step and replica are that record's. In order of first appearance.
+struct JoinedSample {
+  const InputResult* input = nullptr;
+  SampleRecord s;
+  int64_t records = 1;     // how many records were joined
+  int64_t finish_end = -1;  // the end of the record its finish reason is from
+};
+std::vector<JoinedSample> JoinSamples(const std::vector<InputResult>& results);
 
 // A sample's start: its submit, else the earliest time it has (-1: none). Its end: `end`, else its
 // last token, else its start. What every table, the report and the OTLP export place it by.

@@ -1,0 +1,100 @@
+"""`rlprof advise` (issue 34) on real captures: a generation tail planted by
+examples/sample_tail/plant_tail.py (5 % of the samples 8× longer) is the first finding, its saving
+the planted p100 − p95 within 20 %; a run made slower than its baseline is a regression; the
+catalogue in docs/advise.md is the CLI's; analyse writes findings.csv and analysis.db's table,
+and rlprof.analysis reads it. (The rules on planted synthetic runs: src/analysis/advise/advise_test.cc.)"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Dict
+
+import pytest
+
+from conftest import BUILD, ROOT
+
+PKG = os.path.join(BUILD, "python") if BUILD else ""
+PLANT = os.path.join(ROOT, "examples", "sample_tail", "plant_tail.py")
+
+pytestmark = pytest.mark.skipif(not BUILD, reason="rlprof is not built")
+
+
+def _env() -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLPROF_")}
+    env["PYTHONPATH"] = PKG
+    return env
+
+
+def _plant(out: str, *extra: str) -> Dict[str, Any]:
+    r = subprocess.run([sys.executable, PLANT, "--out", out, *extra], env=_env(), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(out, "truth.json")) as f:
+        return json.load(f)
+
+
+def _advise(cli: str, *args: str) -> Dict[str, Any]:
+    r = subprocess.run([cli, "advise", *args, "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("advise")
+    return {"tail": _plant(str(root / "tail")), "tail_dir": str(root / "tail"),
+            "mild": _plant(str(root / "mild"), "--long-factor", "4"), "mild_dir": str(root / "mild")}
+
+
+def test_a_planted_generation_tail_is_the_first_finding_with_its_cost(rlprof_cli, planted):
+    j = _advise(rlprof_cli, os.path.join(planted["tail_dir"], "profile"))
+    assert j["schema"] == 1 and j["steps"] == 2
+    f = j["findings"][0]
+    assert f["id"] == "rl.generation_tail", j["findings"]
+    assert f["severity"] == "high"
+    planted_us = planted["tail"]["planted"]["p95_saves"]
+    assert f["saving_us_per_step"] == pytest.approx(planted_us, rel=0.2)
+    assert f["share_pct"] == pytest.approx(100 * f["saving_us_per_step"] / j["step_us"], abs=0.1)
+    assert f["how"] and f["action"] and f["evidence"][0]["step"] in (1, 2)
+    for other in j["findings"][1:]:  # nothing else above info in this run
+        assert other["severity"] == "info", other
+
+
+def test_text_output_and_a_regression_against_a_baseline(rlprof_cli, planted):
+    new, base = os.path.join(planted["tail_dir"], "profile"), os.path.join(planted["mild_dir"], "profile")
+    j = _advise(rlprof_cli, new, "--baseline", base)
+    reg = [f for f in j["findings"] if f["id"] == "run.regression"]
+    assert len(reg) == 1 and reg[0]["regression"] is True
+    # The planted steps: the longest sample + 2 ms; 8× against 4× a 20 ms sample.
+    assert reg[0]["saving_us_per_step"] == pytest.approx(80_000, rel=0.2)
+    assert "rollout_generate" in reg[0]["evidence"][0]["what"]
+    assert all(f["id"] != "run.regression" for f in _advise(rlprof_cli, base, "--baseline", base)["findings"])
+    r = subprocess.run([rlprof_cli, "advise", new], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "1. [high] rl.generation_tail" in r.stdout and "action: " in r.stdout and "saves ≈ " in r.stdout
+
+
+def test_the_catalogue_is_the_docs_table(rlprof_cli):
+    r = subprocess.run([rlprof_cli, "advise", "--list-rules"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(ROOT, "docs", "advise.md")) as f:
+        assert r.stdout in f.read()
+    assert r.stdout.count("\n| `") == 13
+
+
+def test_analyse_writes_the_findings_and_rlprof_analysis_reads_them(rlprof_cli, planted, tmp_path):
+    out = str(tmp_path / "an")
+    r = subprocess.run([rlprof_cli, "analyse", os.path.join(planted["tail_dir"], "profile"), "-o", out],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(out, "findings.csv")) as f:
+        head, first = f.readline(), f.readline()
+    assert head.startswith("rank,id,severity,saving") and first.startswith("1,rl.generation_tail,high,")
+    code = ("import rlprof.analysis as A, sys; a = A.load(sys.argv[1]); f = a.findings; "
+            "print(f['id'].iloc[0], f['severity'].iloc[0], len(f))")
+    r = subprocess.run([sys.executable, "-c", code, os.path.join(planted["tail_dir"], "profile")], env=_env(),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:2] == ["rl.generation_tail", "high"]
