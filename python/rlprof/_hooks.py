@@ -57,6 +57,8 @@ PATCHES: Dict[str, _Patch] = {
     # client parts are applied by verl_rollout's patches of those modules)
     "verl.experimental.agent_loop.agent_loop": _patch("verl_samples", "patch_agent_loop"),
     "verl.experimental.agent_loop.tool_agent_loop": _patch("verl_samples", "patch_tool_agent_loop"),
+    "verl.trainer.ppo.v1.agent_loop_tq": _patch("verl_samples", "patch_agent_loop_tq"),
+    "verl.trainer.ppo.v1.replay_buffer": _patch("verl_samples", "patch_replay_buffer"),
     "verl.workers.rollout.vllm_rollout.vllm_async_server": _patch("verl_rollout", "patch_vllm_server"),
     # each request of a vLLM frontend as an rlprof sample (issue 33)
     "vllm.v1.engine.output_processor": _patch("vllm_samples", "patch_output_processor"),

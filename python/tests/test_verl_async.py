@@ -147,3 +147,30 @@ def test_consumed_generated_and_staleness_agree_with_verl(job):
     assert rollout["generated"] % N == 0, rollout
     verdict = t["async_verdict"][0]
     assert verdict["generating_processes"] >= 1 and verdict["training_processes"] >= 1, verdict
+
+
+def test_each_trajectory_the_trainer_took_is_a_sample_with_verls_staleness(rlprof_cli, job):
+    """verl's trajectories (rlprof.integrations.verl_samples): the rollouter mints each one's id
+    while its window is open, the trainer's _fit_update_actor records its consumption at verl's
+    current_param_version — the version verl counts staleness against."""
+    out = subprocess.run([rlprof_cli, "summary", job["run"], "--view", "samples", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)["samples"]
+    names = [c["name"] for c in t["columns"]]
+    rows = [dict(zip(names, r)) for r in t["rows"]]
+    traj = [r for r in rows if re.fullmatch(r"[sv]-?\d+\.i.+\.n\d+\.[0-9a-f]{8}", str(r["id"]))]
+    consumed = [r for r in traj if r["outcome"] == "consumed"]
+    assert consumed, rows[:5]
+    assert len(consumed) <= SYNCS * TRIGGER * MINI * N
+    for r in consumed:  # the loop's side and the engine's joined; staleness as verl counts it
+        assert r["version_last"] is not None and r["used_version"] is not None, r
+        assert r["staleness"] == r["used_version"] - r["version_last"] >= 0, r
+    # the engine's records of them (vLLM requests named by the trajectory id) joined in; verl never
+    # stops the rollout's last profile, so its last requests are not handed over
+    assert any(r["completion_tokens"] for r in consumed), consumed[:3]
+    stale = max(float(x) for x in re.findall(r"fully_async/count/stale_trajectory_processed:([0-9.]+)", job["log"]))
+    mine = sum(1 for r in consumed if r["staleness"] >= 1)
+    assert mine <= stale
+    if len(consumed) == SYNCS * TRIGGER * MINI * N:
+        assert mine == stale, (mine, stale)

@@ -212,7 +212,8 @@ def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
     metrics: Dict[int, Dict[str, float]] = {}
     for m in re.finditer(r"step:(\d+) - (.*)", e2e["log"]):
         metrics[int(m.group(1))] = {k: float(v) for k, v in
-                                    re.findall(r"((?:response|prompt)_length/(?:mean|max)):([0-9.e+-]+)", m.group(2))}
+                                    re.findall(r"((?:response|prompt)_length/(?:mean|max)|training/off_policy/"
+                                               r"trajectory_staleness/mean):(?:np\.float64\()?([0-9.e+-]+)", m.group(2))}
     for step in (2, 3):
         got = [r for r in rows if r["step"] == step]
         assert len(got) == 4, (step, got)  # train_batch_size 2 × rollout.n 2
@@ -228,10 +229,13 @@ def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
         # Each is a trajectory of verl's agent loop (rlprof.integrations.verl_samples): its id minted
         # there named its vLLM request; the controller recorded its group (verl's uid: rollout.n of
         # them each), weight version, and the actor update that consumed it at this step.
-        for r in got:
+        for r in got:  # the weights step s generates with have had s − 1 updates (verl's tag)
             assert re.fullmatch(rf"s{step}\.i\d+\.n[01]\.[0-9a-f]{{8}}", r["id"]), r["id"]
-            assert (r["version_first"], r["version_last"]) == (step, step), r
-            assert (r["outcome"], r["used_step"], r["used_version"], r["staleness"]) == ("consumed", step, step, 0), r
+            assert (r["version_first"], r["version_last"]) == (step - 1, step - 1), r
+            assert (r["outcome"], r["used_step"], r["used_version"]) == ("consumed", step, step - 1), r
+        # staleness as verl counts it: (global_steps − 1) − max_global_steps
+        staleness = [r["staleness"] for r in got]
+        assert sum(staleness) / 4 == pytest.approx(metrics[step]["training/off_policy/trajectory_staleness/mean"])
         groups = [r["group"] for r in got]
         assert all(groups) and sorted(groups.count(g) for g in set(groups)) == [2, 2], groups
 
@@ -250,6 +254,25 @@ def test_legacy_trainer_continuous_steps_are_one_capture_per_process_with_the_co
     ctl = {(int(r["step"]), r["stage"]) for r in rows if r["role"] == "controller" and r["kind"] == "stage"}
     assert {(2, "rollout_generate"), (3, "rollout_generate"), (2, "actor_update"),
             (3, "actor_update"), (2, "compute_advantage"), (3, "compute_advantage")} <= ctl, ctl
+
+
+def test_legacy_trainer_trajectories_are_samples_consumed_by_their_step(rlprof_cli, legacy):
+    """verl's legacy trainer (RayPPOTrainer): the trajectory ids ride the batch as a column; the
+    controller records each trajectory when the generation returns and its consumption by
+    _update_actor."""
+    out = subprocess.run([rlprof_cli, "summary", legacy["run"], "--view", "samples", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)["samples"]
+    names = [c["name"] for c in t["columns"]]
+    rows = [dict(zip(names, r)) for r in t["rows"]]
+    for step in (2, 3):
+        got = [r for r in rows if r["step"] == step]
+        assert len(got) == 4, (step, got)
+        for r in got:
+            assert re.fullmatch(rf"s{step}\.i\d+\.n[01]\.[0-9a-f]{{8}}", r["id"]), r["id"]
+            assert r["completion_tokens"] and r["role"] == "rollout", r  # the engine's record joined in
+            assert (r["outcome"], r["used_step"], r["staleness"]) == ("consumed", step, 0), r
 
 
 def test_discrete_captures_are_the_plan_and_the_decode_window_is_honoured(rlprof_cli, discrete):

@@ -277,6 +277,9 @@ def patch_trainer(module: Any) -> None:
     cls = getattr(module, "FullyAsyncTrainer", None)
     if cls is None:
         return
+    from rlprof.integrations import verl_samples
+    for c in _classes(cls):  # the trajectories it consumes
+        verl_samples.patch_update_actor(c, "current_param_version")
 
     def make_update_weights(fn: Any) -> Any:
         @functools.wraps(fn)
@@ -467,6 +470,8 @@ def _idle_property() -> property:
 def patch_rollouter(module: Any) -> None:
     """verl.experimental.fully_async_policy.fully_async_rollouter: the rollouter's window,
     weight version, generation stage and pauses."""
+    from rlprof.integrations import verl_samples
+    verl_samples.patch_fully_async_rollouter(module)  # each sample's trajectory id
     actor = getattr(module, "FullyAsyncRollouter", None)
     cls = _actor_class(actor)
     if cls is None or getattr(cls, "_rlprof_patched", False):
@@ -580,6 +585,8 @@ def patch_one_step_off(module: Any) -> None:
     if cls is None or cls.__dict__.get("_rlprof_patched", False):
         return
     cls._rlprof_patched = True
+    from rlprof.integrations import verl_samples
+    verl_samples.patch_update_actor(cls, "global_steps")  # the trajectories it consumes
     update_weights = getattr(cls, "_fit_update_weights", None)   # SeparateRayPPOTrainer's, shared
     update_actor = getattr(cls, "_fit_update_actor", None)       # with fully_async: overridden
     generate = cls.__dict__.get("_fit_generate")                 # here for this class only

@@ -153,6 +153,8 @@ def patch_trainer_v1(module: Any) -> None:
     the `step` timer; patched like the legacy trainer's: the step noted for the rollout servers,
     the steps inside a profile_continuous_steps run told to the workers, and the controller's
     window opened there and closed when the `step` timer ends."""
+    from rlprof.integrations import verl_samples
+    verl_samples.patch_trainer_v1(module)  # the trajectories each step consumes
     cls = getattr(module, "PPOTrainer", None)
     start = cls.__dict__.get("_start_profiling") if cls is not None else None
     stop = cls.__dict__.get("_stop_profiling") if cls is not None else None

@@ -4,28 +4,31 @@ step that consumed it — with no file of verl or vLLM edited.
 
 A trajectory passes through four processes, and each records its own part under one id:
 
-* the controller (the process running RayPPOTrainer.fit, with its rlprof window open on the
-  profiled steps: rlprof.integrations.verl) asks, through the batch's meta_info, for ids on that
-  step's generation (`AgentLoopManager.generate_sequences`);
 * an agent loop worker (`AgentLoopWorker._run_agent_loop`, one asyncio task per trajectory)
   mints the id — `s<step>.i<index>.n<rollout_n>.<8 hex>` ("v…" on validation) — and stamps the
-  trajectory's submit and end (time.monotonic_ns), each tool call
-  (`ToolAgentLoop._call_tool`: name, start, end) and its streamed reward
-  (`AgentLoopWorker._compute_score`); the id becomes the vLLM request id of each of its turns
-  (`LLMServerClient._vllm_request_id`, which otherwise gives a fresh uuid per turn), and the id
-  and stamps ride back in the output's `extra_fields` — verl makes each key a column;
+  trajectory's submit and end (time.monotonic_ns), each tool call (`ToolAgentLoop._call_tool`:
+  name, start, end) and its streamed reward (`AgentLoopWorker._compute_score`); the id becomes
+  the vLLM request id of each of its turns (`LLMServerClient._vllm_request_id`, which otherwise
+  gives a fresh uuid per turn);
 * the rollout server's vLLM frontend records each request (rlprof.integrations.vllm_samples):
   queue, prefill, first and last token, tokens, finish reason — under that id;
-* the controller, when the generation returns, records the loop's side of each trajectory
-  (`rlprof.sample`: submit, end, tool calls, reward, weight versions `min/max_global_steps`,
-  group = verl's `uid`), drops the stamps column and keeps `rlprof_sample` (the id) in the batch;
-  `RayPPOTrainer._update_actor` records `rlprof.sample_use(id, "consumed", step, version)` for
-  every row it trains on (version = the step: verl's synchronous trainer is on-policy);
-  validation trajectories get the outcome "validation".
+* the id and stamps go where verl sends the trajectory: verl's v1 trainer (its default) puts it
+  into the TransferQueue with tags — the id and stamps join them (`agent_loop_tq`'s `tq`); the
+  legacy trainer and the async recipes get the worker's output, whose `extra_fields` become
+  columns (`rlprof_sample`, kept; `rlprof_stamps`, dropped by the controller);
+* the controller (its rlprof window open on the profiled steps) records the loop's side of each
+  trajectory it takes (`rlprof.sample`: submit, end, tool calls, reward, weight versions verl's
+  `min/max_global_steps`, group = verl's `uid`) — v1: `ReplayBuffer.sample`; legacy and async
+  recipes: the agent loop manager's generation — and the actor update's consumption
+  (`rlprof.sample_use(id, "consumed", step, version)`; version = the updates the trained policy
+  has had, as verl tags the weights it generates with: step − 1 in the synchronous trainers, so
+  that staleness is verl's `(global_steps − 1) − max_global_steps`; fully_async's
+  `current_param_version`; one-step-off's step); validation trajectories get the outcome
+  "validation".
 
 The analysis joins the records of one id (docs/definitions.md §5.13): one sample per trajectory,
-at home in the engine's process. Nothing is done on steps rlprof does not record, nor under
-verl's `full_determinism` (whose request ids verl keeps stable on purpose).
+at home in the engine's process. Under verl's `full_determinism` the vLLM request ids stay
+verl's (it keeps them stable on purpose): the engine's records are then not joined.
 """
 from __future__ import annotations
 
@@ -42,19 +45,31 @@ from rlprof._rlprof import recording
 
 ID_COLUMN = "rlprof_sample"    # the trajectory's id, a column of the batch
 _STAMPS_COLUMN = "rlprof_stamps"  # (submit, end, tools, reward), dropped by the controller
-_FLAG = "rlprof_samples"       # meta_info key: this generation's trajectories are recorded
 
 
 class _Trajectory:
-    __slots__ = ("id", "tools", "reward")
+    __slots__ = ("id", "submit", "end", "tools", "reward")
 
     def __init__(self, tid: str) -> None:
         self.id = tid
+        self.submit = time.monotonic_ns()
+        self.end = 0
         self.tools: List[Tuple[str, int, int]] = []
         self.reward: Optional[Tuple[int, int]] = None
 
+    def stamps(self) -> Tuple[int, int, Tuple[Tuple[str, int, int], ...], Optional[Tuple[int, int]]]:
+        return (self.submit, self.end or time.monotonic_ns(), tuple(self.tools), self.reward)
 
-_on: contextvars.ContextVar = contextvars.ContextVar("rlprof_verl_samples_on", default=False)
+
+def _attach(output: Any, t: _Trajectory) -> None:
+    """The trajectory's id and stamps into a worker output's extra_fields (verl makes each key a
+    column of the batch)."""
+    ef = getattr(output, "extra_fields", None)
+    if isinstance(ef, dict):
+        ef[ID_COLUMN] = t.id
+        ef[_STAMPS_COLUMN] = t.stamps()
+
+
 _current: contextvars.ContextVar = contextvars.ContextVar("rlprof_verl_trajectory", default=None)
 
 _warned = False
@@ -67,11 +82,24 @@ def _warn(what: str, e: BaseException) -> None:
         sys.stderr.write(f"rlprof: warning: verl's trajectories: {what} ({e!r}); training continues\n")
 
 
+def _plain(v: Any) -> Any:
+    """A NonTensorData's / tensor's / numpy scalar's value."""
+    if type(v).__name__.startswith("NonTensor"):
+        v = getattr(v, "data", v)
+    item = getattr(v, "item", None)
+    if callable(item):
+        try:
+            v = item()
+        except Exception:
+            pass
+    return v
+
+
 def _mint(trajectory: Any) -> str:
     try:
-        head = "v" if trajectory.get("validate") else "s"
-        return (f"{head}{int(trajectory.get('step', -1))}.i{trajectory.get('sample_index')}"
-                f".n{int(trajectory.get('rollout_n', 0))}.{uuid.uuid4().hex[:8]}")
+        head = "v" if bool(_plain(trajectory.get("validate"))) else "s"
+        return (f"{head}{int(_plain(trajectory.get('step', -1)))}.i{_plain(trajectory.get('sample_index'))}"
+                f".n{int(_plain(trajectory.get('rollout_n', 0)))}.{uuid.uuid4().hex[:8]}")
     except Exception:
         return uuid.uuid4().hex
 
@@ -96,36 +124,20 @@ def _wrap_coroutine(cls: Any, name: str, make: Any, module: Any) -> None:
 
 # -- the agent loop worker -----------------------------------------------------------------------
 
-def _make_worker_generate(fn: Any) -> Any:
-    @functools.wraps(fn)
-    async def generate_sequences(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            on = bool(batch.meta_info.get(_FLAG))
-        except Exception:
-            on = False
-        token = _on.set(on)  # the tasks it creates (one per trajectory) inherit it
-        try:
-            return await fn(self, batch, *args, **kwargs)
-        finally:
-            _on.reset(token)
-    return generate_sequences
-
-
 def _make_run_agent_loop(fn: Any) -> Any:
     @functools.wraps(fn)
     async def _run_agent_loop(self: Any, sampling_params: Any, trajectory: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _on.get():
-            return await fn(self, sampling_params, trajectory, *args, **kwargs)
         t = _Trajectory(_mint(trajectory))
         token = _current.set(t)
-        t0 = time.monotonic_ns()
         try:
             out = await fn(self, sampling_params, trajectory, *args, **kwargs)
         finally:
             _current.reset(token)
         try:
-            out.extra_fields[ID_COLUMN] = t.id
-            out.extra_fields[_STAMPS_COLUMN] = (t0, time.monotonic_ns(), tuple(t.tools), t.reward)
+            if out is not None:  # the legacy worker's output (the v1 worker put it into the queue)
+                if not t.end:
+                    t.end = time.monotonic_ns()
+                _attach(out, t)
         except Exception as e:
             _warn("a trajectory's id could not be attached", e)
         return out
@@ -144,18 +156,23 @@ def _make_compute_score(fn: Any) -> Any:
             scores = False
         t0 = time.monotonic_ns()
         out = await fn(self, outputs, *args, **kwargs)
+        t.end = time.monotonic_ns()  # the trajectory is done: generated and scored
         if scores:
-            t.reward = (t0, time.monotonic_ns())
+            t.reward = (t0, t.end)
+        try:
+            for o in outputs:
+                _attach(o, t)
+        except Exception as e:
+            _warn("a trajectory's id could not be attached", e)
         return out
     return _compute_score
 
 
 def patch_agent_loop(module: Any) -> None:
     """verl.experimental.agent_loop.agent_loop: the worker's side (ids, stamps, reward) and the
-    manager's (asks for ids on recorded steps; records the loop's side of each trajectory)."""
+    manager's (records the loop's side of each trajectory of a recorded step)."""
     worker = getattr(module, "AgentLoopWorker", None)
     if worker is not None:
-        _wrap_coroutine(worker, "generate_sequences", _make_worker_generate, module)
         _wrap_coroutine(worker, "_run_agent_loop", _make_run_agent_loop, module)
         _wrap_coroutine(worker, "_compute_score", _make_compute_score, module)
     manager = getattr(module, "AgentLoopManager", None)
@@ -259,24 +276,29 @@ def record_generation(prompts: Any, output: Any) -> int:
 def _make_manager_generate(fn: Any) -> Any:
     @functools.wraps(fn)
     async def generate_sequences(self: Any, prompts: Any, *args: Any, **kwargs: Any) -> Any:
-        on = recording()
-        if on:
-            try:
-                prompts.meta_info[_FLAG] = True
-            except Exception:
-                on = False
+        out = await fn(self, prompts, *args, **kwargs)
         try:
-            out = await fn(self, prompts, *args, **kwargs)
-        finally:
-            if on:
-                prompts.meta_info.pop(_FLAG, None)
-        if on:
-            try:
+            if recording():
                 record_generation(prompts, out)
-            except Exception as e:
-                _warn("a generation's trajectories could not be recorded", e)
+            else:
+                out.non_tensor_batch.pop(_STAMPS_COLUMN, None)
+            _ensure_id_column(out)
+        except Exception as e:
+            _warn("a generation's trajectories could not be recorded", e)
         return out
     return generate_sequences
+
+
+def _ensure_id_column(out: Any) -> None:
+    """Every generation's output has the id column (None where no id was minted): the async
+    recipes concatenate samples generated inside and outside rlprof's windows, and verl's concat
+    wants the same columns in each."""
+    nt = getattr(out, "non_tensor_batch", None)
+    if nt is not None and ID_COLUMN not in nt:
+        import numpy as np
+        col = np.empty(len(out), dtype=object)
+        col[:] = None
+        nt[ID_COLUMN] = col
 
 
 def record_consumed(batch: Any, step: Any, version: Any = None) -> int:
@@ -300,8 +322,155 @@ def patch_trainer(module: Any) -> None:
 
     @functools.wraps(fn)
     def _update_actor(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        try:  # the policy step s trains has had s − 1 updates: verl tags the weights it made so
+            step = _int(getattr(self, "global_steps", None))
+            record_consumed(batch, step, None if step is None else step - 1)
+        except Exception as e:
+            _warn("a step's consumed trajectories could not be recorded", e)
+        return fn(self, batch, *args, **kwargs)
+
+    _update_actor._rlprof_samples = True  # type: ignore[attr-defined]
+    cls._update_actor = _update_actor
+
+
+# -- verl's async recipes ------------------------------------------------------------------------
+
+def patch_fully_async_rollouter(module: Any) -> None:
+    """verl.experimental.fully_async_policy.fully_async_rollouter: the rollouter's generation of
+    each sample (`FullyAsyncAgentLoopManager.generate_sequences_single`) mints ids and records
+    the loop's side while the rollouter's window is open."""
+    cls = getattr(module, "FullyAsyncAgentLoopManager", None)
+    if cls is not None:
+        _wrap_coroutine(cls, "generate_sequences_single", _make_manager_generate, module)
+
+
+def patch_update_actor(cls: Any, version_attr: str) -> None:
+    """A separate-pool trainer's `_fit_update_actor` (verl's fully_async: version
+    `current_param_version`, the version verl counts staleness against; one-step-off:
+    `global_steps`) consumes the batch's trajectories at `global_steps`."""
+    fn = getattr(cls, "_fit_update_actor", None) if cls is not None else None
+    if fn is None or cls.__dict__.get("_rlprof_samples_update", False) or inspect.iscoroutinefunction(fn):
+        return
+
+    @functools.wraps(fn)
+    def _fit_update_actor(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            record_consumed(batch, getattr(self, "global_steps", None))
+            step = getattr(self, "global_steps", None)
+            record_consumed(batch, step, getattr(self, version_attr, step))
+        except Exception as e:
+            _warn("a step's consumed trajectories could not be recorded", e)
+        return fn(self, batch, *args, **kwargs)
+
+    cls._fit_update_actor = _fit_update_actor
+    cls._rlprof_samples_update = True
+
+
+# -- verl's v1 trainer (TransferQueue) -----------------------------------------------------------
+
+class _TagsProxy:
+    """agent_loop_tq's `tq` (the transfer_queue module): `async_kv_batch_put` from inside a
+    trajectory adds its id and stamps to each key's tags — what the v1 controller sees of it."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_real" or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)  # unpickling probes these before _real exists
+        return getattr(self._real, name)
+
+    def __reduce__(self) -> Any:  # Ray pickles the worker class with its module's globals
+        return (_TagsProxy, (self._real,))
+
+    async def async_kv_batch_put(self, *args: Any, **kwargs: Any) -> Any:
+        t = _current.get()
+        tags = kwargs.get("tags")
+        if t is not None and isinstance(tags, list):
+            try:
+                submit, end, tools, reward = t.stamps()
+                st = [submit, end, [list(x) for x in tools], list(reward) if reward else None]
+                for tag in tags:
+                    if isinstance(tag, dict):
+                        tag[ID_COLUMN] = t.id
+                        tag[_STAMPS_COLUMN] = st
+            except Exception as e:
+                _warn("a trajectory's id could not be tagged", e)
+        return await self._real.async_kv_batch_put(*args, **kwargs)
+
+
+def patch_agent_loop_tq(module: Any) -> None:
+    """verl.trainer.ppo.v1.agent_loop_tq: the v1 worker's puts carry the trajectory's tags."""
+    real = getattr(module, "tq", None)
+    if real is None or isinstance(real, _TagsProxy):
+        return
+    module.tq = _TagsProxy(real)
+
+
+def _record_from_tags(batch: Any, validate: bool) -> int:
+    keys, tags = getattr(batch, "keys", None) or [], getattr(batch, "tags", None) or []
+    seen, n = set(), 0
+    for key, tag in zip(keys, tags):
+        tid = tag.get(ID_COLUMN) if isinstance(tag, dict) else None
+        st = tag.get(_STAMPS_COLUMN) if tid else None
+        if not tid or tid in seen or not st:
+            continue
+        seen.add(tid)
+        submit, end, tools, reward = st
+        v0, v1 = _int(tag.get("min_global_steps")), _int(tag.get("max_global_steps"))
+        version = (v0, v1) if v0 is not None and v1 is not None else (v0 if v0 is not None else v1)
+        group = str(key).rsplit("_", 2)[0]  # verl's key: {uid}_{session}_{index}
+        n += bool(rlprof.sample(str(tid), submit=submit, end=end, tools=[tuple(x) for x in tools],
+                                reward=tuple(reward) if reward else None, version=version, group=group))
+        if validate:
+            rlprof.sample_use(str(tid), "validation", at=end)
+    return n
+
+
+def patch_replay_buffer(module: Any) -> None:
+    """verl.trainer.ppo.v1.replay_buffer: what the v1 controller takes from the queue — the loop's
+    side of each trajectory, recorded in its window (validation's: outcome "validation")."""
+    for name in ("ReplayBuffer", "ReplayBufferAsync"):
+        cls = getattr(module, name, None)
+        fn = cls.__dict__.get("sample") if cls is not None else None
+        if fn is None or getattr(fn, "_rlprof_samples", False) or inspect.iscoroutinefunction(fn):
+            continue
+
+        def make(fn: Any) -> Any:
+            @functools.wraps(fn)
+            def sample(self: Any, *args: Any, **kwargs: Any) -> Any:
+                out = fn(self, *args, **kwargs)
+                try:
+                    if recording():
+                        part = kwargs.get("partition_id", args[1] if len(args) > 1 else "train")
+                        batch = out[0] if isinstance(out, tuple) else out
+                        _record_from_tags(batch, part == "val")
+                except Exception as e:
+                    _warn("the trajectories taken from verl's queue could not be recorded", e)
+                return out
+            sample._rlprof_samples = True  # type: ignore[attr-defined]
+            return sample
+
+        cls.sample = make(fn)
+
+
+def patch_trainer_v1(module: Any) -> None:
+    """verl.trainer.ppo.v1.trainer_base: PPOTrainer._update_actor consumes its batch's
+    trajectories (their ids are the batch's tags) at the trainer's step."""
+    cls = getattr(module, "PPOTrainer", None)
+    fn = cls.__dict__.get("_update_actor") if cls is not None else None
+    if fn is None or getattr(fn, "_rlprof_samples", False):
+        return
+
+    @functools.wraps(fn)
+    def _update_actor(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            if recording():
+                step = _int(getattr(self, "global_steps", None))
+                version = None if step is None else step - 1  # verl: staleness = (step − 1) − max_global_steps
+                at = time.monotonic_ns()
+                for tid in {t.get(ID_COLUMN) for t in (getattr(batch, "tags", None) or []) if isinstance(t, dict)}:
+                    if tid:
+                        rlprof.sample_use(str(tid), "consumed", step=step, version=version, at=at)
         except Exception as e:
             _warn("a step's consumed trajectories could not be recorded", e)
         return fn(self, batch, *args, **kwargs)

@@ -81,7 +81,7 @@ constexpr Entry kRules[] = {
     {{"rl.logprob_recompute", "rl",
       "the old policy's log-probs recomputed by the actor (actor_compute_log_prob) although the rollout can return "
       "them",
-      "the slowest rank's actor_compute_log_prob per step",
+      "the slowest rank's actor_compute_log_prob per step (the controller's, dispatch included, where it recorded one)",
       "the actor_compute_log_prob stage (verl's old_log_prob timer)",
       "when training is on-policy (one PPO epoch, the rollout's numerics close to the trainer's), use the rollout's "
       "log-probs (verl: `algorithm.rollout_correction.bypass_mode=true` with "

@@ -67,8 +67,8 @@ size_t StragglerLane(const std::vector<Spread>& spreads) {
   return SIZE_MAX;
 }
 
-// Per step, the longest lane of each stage row matching `match` (its time on the critical path),
-// summed over the matching rows of the step.
+// Per step, the longest lane of the stage rows matching `match` (its time on the critical path):
+// the largest over the matching rows (a controller's stage holds its workers' one).
 template <typename Match>
 std::map<int64_t, int64_t> SlowestPerStep(const RunView& v, Match match) {
   std::map<int64_t, int64_t> out;
@@ -77,7 +77,7 @@ std::map<int64_t, int64_t> SlowestPerStep(const RunView& v, Match match) {
     int64_t slowest = 0;
     for (const auto& x : r.per_lane)
       if (x) slowest = std::max(slowest, *x);
-    out[r.step] += slowest;
+    out[r.step] = std::max(out[r.step], slowest);
   }
   return out;
 }
@@ -332,9 +332,8 @@ void AsyncBalance(const Context& c, std::vector<Finding>* out) {
 
 void ColocatedRollout(const Context& c, std::vector<Finding>* out) {
   if (AnyAsync(c.inputs) || c.step_ns.empty()) return;
-  const auto gen = SlowestPerStep(c.view, [](const RunViewRow& r) {
-    return r.role != "controller" && config::SameStage(r.stage, "rollout_generate");
-  });
+  const auto gen =
+      SlowestPerStep(c.view, [](const RunViewRow& r) { return config::SameStage(r.stage, "rollout_generate"); });
   if (gen.empty()) return;
   double hide = 0, share = 0;
   for (const auto& [step, g] : gen) {
@@ -355,9 +354,8 @@ void ColocatedRollout(const Context& c, std::vector<Finding>* out) {
 }
 
 void LogProbRecompute(const Context& c, std::vector<Finding>* out) {
-  const auto per_step = SlowestPerStep(c.view, [](const RunViewRow& r) {
-    return r.role != "controller" && config::SameStage(r.stage, "actor_compute_log_prob");
-  });
+  const auto per_step = SlowestPerStep(
+      c.view, [](const RunViewRow& r) { return config::SameStage(r.stage, "actor_compute_log_prob"); });
   const double mean = MeanOver(per_step);
   if (mean <= 0) return;
   Finding f = MakeFinding("rl.logprob_recompute", mean, c.mean_step_ns);
