@@ -45,7 +45,7 @@ def test_tool_calls_reward_and_use_of_verls_trajectories(rlprof_cli, tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     rows = {r["id"]: r for r in _rows(json.loads(out.stdout)["samples"])}
-    assert sorted(rows) == sorted(ids)
+    assert sorted(rows) == sorted(ids + list(seen["evicted"]))
     for i, tid in enumerate(ids):
         row = rows[tid]
         (name, dur), = seen["tools"][i]
@@ -54,3 +54,15 @@ def test_tool_calls_reward_and_use_of_verls_trajectories(rlprof_cli, tmp_path):
         assert row["reward"] == pytest.approx(1000.0, abs=1e-3)
         assert (row["group"], row["version_first"], row["version_last"]) == ("u-a", 4, 4)
         assert (row["outcome"], row["used_step"], row["used_version"], row["staleness"]) == ("consumed", 4, 4, 0)
+    # verl's v1 ReplayBuffer evicted one group as stale and one as filtered: their trajectories are
+    # samples with those outcomes (verl's own eviction ran: the groups are gone from its buffer)
+    assert seen["left"] == []
+    out = subprocess.run([rlprof_cli, "summary", str(tmp_path / "profile"), "--view", "samples", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    doc = json.loads(out.stdout)
+    rows = {r["id"]: r for r in _rows(doc["samples"])}
+    for tid, uid in seen["evicted"].items():
+        assert rows[tid]["outcome"] == ("stale" if uid == "ua" else "filtered"), rows[tid]
+        assert (rows[tid]["group"], rows[tid]["version_last"], rows[tid]["e2e"]) == (uid, 3, 5000.0)
+    outcomes = {r["value"]: r["samples"] for r in _rows(doc["sample_outcomes"]) if r["kind"] == "outcome"}
+    assert outcomes == {"consumed": 2, "stale": 2, "filtered": 2}, outcomes

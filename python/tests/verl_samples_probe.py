@@ -73,6 +73,25 @@ with prof.step(4):
     seen["consumed"] = verl_samples.record_consumed(output, 4)
     seen["ids"] = ids
     seen["tools"] = [[(n, b - a) for n, a, b in s[2]] for s in stamps]
+    # verl's v1 ReplayBuffer evicting two groups: one too stale, one filtered by DAPO's filter_groups;
+    # their trajectories' tags are what the v1 worker's queue puts carry (rlprof_sample, rlprof_stamps).
+    from collections import Counter
+    import verl.trainer.ppo.v1.replay_buffer as rb
+    verl_samples.patch_replay_buffer(rb)
+    rb.tq = types.SimpleNamespace(kv_clear=lambda **kw: None)  # no TransferQueue server here: its clear stood in
+    buf = rb.ReplayBuffer("sync", OmegaConf.create({}), None, "drop", OmegaConf.create({}))
+    evicted = {}
+    for uid, n in (("ua", 2), ("ub", 2)):
+        for k in range(n):
+            tid = verl_samples._mint({"step": 4, "sample_index": uid, "rollout_n": k, "validate": False})
+            t0 = time.monotonic_ns()
+            buf.partitions["train"][f"{uid}_{k}_0"] = {"status": "success", "min_global_steps": 2, "max_global_steps": 3,
+                                                      "rlprof_sample": tid, "rlprof_stamps": [t0, t0 + 5_000_000, [], None]}
+            buf.finished_keys["train"].add(uid)
+            evicted[tid] = uid
+    buf._evict_terminal_groups(4, "train", ({"ua"}, {"ub"}, set(), Counter()))
+    seen["evicted"] = evicted
+    seen["left"] = sorted(buf.partitions["train"])
 prof.stop()
 prof.flush()
 print(json.dumps(seen))

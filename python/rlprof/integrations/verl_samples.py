@@ -24,7 +24,7 @@ A trajectory passes through four processes, and each records its own part under 
   has had, as verl tags the weights it generates with: step − 1 in the synchronous trainers, so
   that staleness is verl's `(global_steps − 1) − max_global_steps`; fully_async's
   `current_param_version`; one-step-off's step); validation trajectories get the outcome
-  "validation".
+  "validation"; the groups verl's v1 ReplayBuffer evicts get "stale", "filtered" or "failed".
 
 The analysis joins the records of one id (docs/definitions.md §5.13): one sample per trajectory,
 at home in the engine's process. Under verl's `full_determinism` the vLLM request ids stay
@@ -324,7 +324,8 @@ def patch_trainer(module: Any) -> None:
     def _update_actor(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
         try:  # the policy step s trains has had s − 1 updates: verl tags the weights it made so
             step = _int(getattr(self, "global_steps", None))
-            record_consumed(batch, step, None if step is None else step - 1)
+            if not _AsyncUpdate.depth:  # an async recipe's _fit_update_actor recorded them
+                record_consumed(batch, step, None if step is None else step - 1)
         except Exception as e:
             _warn("a step's consumed trajectories could not be recorded", e)
         return fn(self, batch, *args, **kwargs)
@@ -334,6 +335,10 @@ def patch_trainer(module: Any) -> None:
 
 
 # -- verl's async recipes ------------------------------------------------------------------------
+
+class _AsyncUpdate:
+    depth = 0  # inside an async recipe's _fit_update_actor (one trainer thread)
+
 
 def patch_fully_async_rollouter(module: Any) -> None:
     """verl.experimental.fully_async_policy.fully_async_rollouter: the rollouter's generation of
@@ -359,7 +364,11 @@ def patch_update_actor(cls: Any, version_attr: str) -> None:
             record_consumed(batch, step, getattr(self, version_attr, step))
         except Exception as e:
             _warn("a step's consumed trajectories could not be recorded", e)
-        return fn(self, batch, *args, **kwargs)
+        _AsyncUpdate.depth += 1  # the legacy trainer's _update_actor it calls records nothing
+        try:
+            return fn(self, batch, *args, **kwargs)
+        finally:
+            _AsyncUpdate.depth -= 1
 
     cls._fit_update_actor = _fit_update_actor
     cls._rlprof_samples_update = True
@@ -418,7 +427,7 @@ def _record_from_tags(batch: Any, validate: bool) -> int:
         submit, end, tools, reward = st
         v0, v1 = _int(tag.get("min_global_steps")), _int(tag.get("max_global_steps"))
         version = (v0, v1) if v0 is not None and v1 is not None else (v0 if v0 is not None else v1)
-        group = str(key).rsplit("_", 2)[0]  # verl's key: {uid}_{session}_{index}
+        group = str(key).split("_")[0]  # verl's key: {uid}_{session}_{index}
         n += bool(rlprof.sample(str(tid), submit=submit, end=end, tools=[tuple(x) for x in tools],
                                 reward=tuple(reward) if reward else None, version=version, group=group))
         if validate:
@@ -451,6 +460,43 @@ def patch_replay_buffer(module: Any) -> None:
             return sample
 
         cls.sample = make(fn)
+    _patch_evictions(getattr(module, "ReplayBuffer", None))
+
+
+# verl's reasons to evict a group (ReplayBuffer's eviction_reasons: stale, dapo, failed) as outcomes
+_EVICTIONS = (("stale", 0), ("filtered", 1), ("failed", 2))
+
+
+def _patch_evictions(cls: Any) -> None:
+    """ReplayBuffer._evict_terminal_groups: the groups verl drops — too stale, filtered by DAPO's
+    filter_groups, failed — are samples with that outcome (their trajectories recorded first)."""
+    fn = cls.__dict__.get("_evict_terminal_groups") if cls is not None else None
+    if fn is None or getattr(fn, "_rlprof_samples", False):
+        return
+
+    @functools.wraps(fn)
+    def _evict_terminal_groups(self: Any, global_steps: Any, partition_id: Any, eviction_reasons: Any,
+                               *args: Any, **kwargs: Any) -> Any:
+        try:
+            if recording():
+                part = self.partitions.get(partition_id, {})
+                at = time.monotonic_ns()
+                for outcome, i in _EVICTIONS:
+                    uids = eviction_reasons[i]
+                    if not uids:
+                        continue
+                    keys = [k for k in part if str(k).split("_")[0] in uids]  # verl's key: {uid}_…
+                    tags = [part[k] for k in keys]
+                    _record_from_tags(type("Batch", (), {"keys": keys, "tags": tags}), False)
+                    for tid in {t.get(ID_COLUMN) for t in tags if isinstance(t, dict)}:
+                        if tid:
+                            rlprof.sample_use(str(tid), outcome, step=_int(global_steps), at=at)
+        except Exception as e:
+            _warn("the trajectories verl evicted could not be recorded", e)
+        return fn(self, global_steps, partition_id, eviction_reasons, *args, **kwargs)
+
+    _evict_terminal_groups._rlprof_samples = True  # type: ignore[attr-defined]
+    cls._evict_terminal_groups = _evict_terminal_groups
 
 
 def patch_trainer_v1(module: Any) -> None:
