@@ -67,13 +67,14 @@ def check_run_against_cli(a: "ra.Analysis", out: str) -> None:
     """Every per-input table of every input, and the run view, equal the CLI's CSVs."""
     names = list(a.inputs.dropna(subset=["format"])["input"])
     assert names
-    run_level = ("stage_across_ranks", "run_view", "run_view_long")
+    run_level = ("stage_across_ranks", "run_view", "run_view_long", "findings")
     assert set(run_level) <= set(a.table_names)
     per_input_tables = [t for t in a.table_names if t not in run_level]
     for name in names:
         for t in per_input_tables:
             assert_equals_csv(per_input(a.table(t), name), os.path.join(out, name, t + ".csv"))
     assert_equals_csv(a.run_view, os.path.join(out, "run_view.csv"))
+    assert_equals_csv(a.findings, os.path.join(out, "findings.csv"))  # the advisor's (docs/advise.md)
 
 
 @pytest.mark.parametrize("inputs", [[KINETO_GPU, KINETO_CPU], [ASCEND], [GRPO_RUN]],
@@ -277,10 +278,10 @@ def test_usage_errors_raise():
 def test_write_produces_the_cli_outputs(tmp_path, rlprof_cli):
     a = ra.load([KINETO_CPU, COMPARE_BASE])
     files = a.write(tmp_path / "py", title="two traces")
-    assert sorted(os.path.basename(f) for f in files) == ["analysis.db", "report.html", "run_view.csv",
-                                                          "summary.json"]
+    assert sorted(os.path.basename(f) for f in files) == ["analysis.db", "findings.csv", "report.html",
+                                                          "run_view.csv", "summary.json"]
     assert "two traces" in (tmp_path / "py" / "report.html").read_text()
-    assert len(a.write(tmp_path / "noreport", report=False)) == 3
+    assert len(a.write(tmp_path / "noreport", report=False)) == 4
     check_run_against_cli(a, str(tmp_path / "py"))
     # A file name that is not UTF-8: analysed and written (U+FFFD in JSON), never an exception.
     odd = os.path.join(os.fsencode(str(tmp_path)), b"odd")

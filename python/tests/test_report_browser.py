@@ -113,6 +113,17 @@ def _timeline_pointer(drv, pt):
                                                          int(pt["y"] - r["y"] - r["h"] / 2))
 
 
+def _click_block(drv, idx: int) -> None:
+    """A click on the timeline's block `idx`: the mouse onto the lanes first (WebDriver scrolls
+    them into view), then, without scrolling again, to the block's point (blockPoint scrolls the
+    lanes' box to its row)."""
+    canvas = drv.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
+    ActionChains(drv).move_to_element(canvas).perform()
+    c = drv.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left + b.width / 2, y: b.top + b.height / 2}", canvas)
+    pt = drv.execute_script(f"return window.rlprofReport.timeline.blockPoint({idx})")
+    ActionChains(drv).move_by_offset(int(pt["x"]) - int(c["x"]), int(pt["y"]) - int(c["y"])).click().perform()
+
+
 def _severe(drv):
     return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
 
@@ -156,7 +167,7 @@ def test_a_click_on_a_stage_shows_its_breakdown_and_operators(browser, report):
             break
     else:
         pytest.fail("no block for rank 1's rollout of step 2")
-    _timeline_pointer(browser, pt).click().perform()
+    _click_block(browser, i)
     detail = browser.find_element(By.ID, "stagedetail").text
     assert "rollout_generate · rollout · rank 1 · step 2" in detail
     assert "compute only" in detail and "idle" in detail and "duration" in detail
@@ -242,13 +253,14 @@ def test_a_512_rank_run_stays_small_readable_and_clickable(browser, tmp_path, rl
     assert _severe(browser) == []
     tl = browser.execute_script("const t = window.rlprofReport.timeline; return {lanes: t.lanes, rows: t.rows, blocks: t.blocks}")
     assert tl["lanes"] == 512 * 3 and tl["rows"] <= 400 and tl["blocks"] == 512 * 2 * 4
+    # The findings head the page (here: the synthetic run's exposed communication first).
+    assert browser.execute_script("return window.rlprofReport.findings.ids()")[0] == "device.comm_exposed"
     # The straggler (the last rank) is the one its row's rollout block stands for.
     idx = browser.execute_script(
         "const b = window.rlprofReport.timeline; for (let i = 0; i < b.blocks; i++) { const p = b.blockPoint(i);"
         " if (p.stage === 'rollout_generate' && p.rank === 511 && p.step === 2) return i; } return -1")
     assert idx >= 0
-    pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({idx})")
-    _timeline_pointer(browser, pt).click().perform()
+    _click_block(browser, idx)
     detail = browser.find_element(By.ID, "stagedetail").text
     assert "rollout_generate · rollout · rank 511 · step 2" in detail
     assert "of the whole run" in detail and "aten::mm" in detail   # operators summed over the run
