@@ -244,8 +244,9 @@ void StageGaps(const Context& c, std::vector<Finding>* out) {
   double sum = 0;
   size_t steps = 0;
   std::vector<std::pair<int64_t, Evidence>> gaps;
-  for (auto& [step, v] : stages) {
-    const auto covered = Merged(v);
+  for (auto& entry : stages) {
+    const int64_t step = entry.first;  // (a lambda below uses it: not a structured binding)
+    const auto covered = Merged(entry.second);
     const auto comps = Merged(views[step]);
     if (comps.empty()) continue;
     ++steps;
