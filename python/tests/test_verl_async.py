@@ -20,7 +20,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conftest import BUILD, ROOT, all_captures, manifest, ray_env, run_job
+from conftest import BUILD, ROOT, all_captures, manifest, ray_env, run_job, sample_rows
 
 INTEG_PY = os.path.join(ROOT, ".venv-integ", "bin", "python")
 RUN_SH = os.path.join(ROOT, "examples", "verl_async", "run.sh")
@@ -153,12 +153,7 @@ def test_each_trajectory_the_trainer_took_is_a_sample_with_verls_staleness(rlpro
     """verl's trajectories (rlprof.integrations.verl_samples): the rollouter mints each one's id
     while its window is open, the trainer's _fit_update_actor records its consumption at verl's
     current_param_version — the version verl counts staleness against."""
-    out = subprocess.run([rlprof_cli, "summary", job["run"], "--view", "samples", "--json"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    t = json.loads(out.stdout)["samples"]
-    names = [c["name"] for c in t["columns"]]
-    rows = [dict(zip(names, r)) for r in t["rows"]]
+    rows = sample_rows(rlprof_cli, job["run"])
     traj = [r for r in rows if re.fullmatch(r"[sv]-?\d+\.i.+\.n\d+\.[0-9a-f]{8}", str(r["id"]))]
     consumed = [r for r in traj if r["outcome"] == "consumed"]
     assert consumed, rows[:5]

@@ -19,7 +19,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import BUILD, ROOT, _expand_ranks, all_captures, capture_key, manifest, ray_env, run_job
+from conftest import BUILD, ROOT, _expand_ranks, all_captures, capture_key, manifest, ray_env, run_job, sample_rows
 
 INTEG_PY = os.path.join(ROOT, ".venv-integ", "bin", "python")
 RUN_SH = os.path.join(ROOT, "examples", "verl_grpo", "run.sh")
@@ -202,12 +202,7 @@ def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
     step (recorded by rlprof's vLLM source in the server, handed to its engine's window), and
     their lengths are verl's own: its response_length/mean and prompt_length/mean per step. Each
     is one trajectory of verl's agent loop, joined to the trainer's use of it."""
-    out = subprocess.run([rlprof_cli, "summary", e2e["run"], "--view", "samples", "--json"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    t = json.loads(out.stdout)["samples"]
-    names = [c["name"] for c in t["columns"]]
-    rows = [dict(zip(names, r)) for r in t["rows"]]
+    rows = sample_rows(rlprof_cli, e2e["run"])
     assert len({r["id"] for r in rows}) == len(rows)  # each sample once
     metrics: Dict[int, Dict[str, float]] = {}
     for m in re.finditer(r"step:(\d+) - (.*)", e2e["log"]):
@@ -260,12 +255,7 @@ def test_legacy_trainer_trajectories_are_samples_consumed_by_their_step(rlprof_c
     """verl's legacy trainer (RayPPOTrainer): the trajectory ids ride the batch as a column; the
     controller records each trajectory when the generation returns and its consumption by
     _update_actor."""
-    out = subprocess.run([rlprof_cli, "summary", legacy["run"], "--view", "samples", "--json"],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    t = json.loads(out.stdout)["samples"]
-    names = [c["name"] for c in t["columns"]]
-    rows = [dict(zip(names, r)) for r in t["rows"]]
+    rows = sample_rows(rlprof_cli, legacy["run"])
     for step in (2, 3):
         got = [r for r in rows if r["step"] == step]
         assert len(got) == 4, (step, got)

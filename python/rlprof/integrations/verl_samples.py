@@ -243,6 +243,12 @@ def _int(v: Any) -> Optional[int]:
         return None
 
 
+def _versions(first: Any, last: Any) -> Any:
+    """verl's min / max_global_steps as rlprof.sample's `version`: (first, last), or the one known."""
+    v0, v1 = _int(first), _int(last)
+    return (v0, v1) if v0 is not None and v1 is not None else (v0 if v0 is not None else v1)
+
+
 def record_generation(prompts: Any, output: Any) -> int:
     """The loop's side of each trajectory of `output` (verl's generation of `prompts`) as an
     rlprof sample; validation trajectories get the outcome "validation". Drops the stamps column.
@@ -262,9 +268,7 @@ def record_generation(prompts: Any, output: Any) -> int:
         if tid is None or stamps[i] is None:
             continue
         submit, end, tools, reward = stamps[i]
-        v0 = _int(v0s[i]) if v0s is not None else None
-        v1 = _int(v1s[i]) if v1s is not None else None
-        version = (v0, v1) if v0 is not None and v1 is not None else (v0 if v0 is not None else v1)
+        version = _versions(v0s[i] if v0s is not None else None, v1s[i] if v1s is not None else None)
         group = str(groups[i]) if groups is not None and i < len(groups) and groups[i] is not None else None
         n += bool(rlprof.sample(str(tid), submit=submit, end=end, tools=tools, reward=reward,
                                 version=version, group=group))
@@ -425,8 +429,7 @@ def _record_from_tags(batch: Any, validate: bool) -> int:
             continue
         seen.add(tid)
         submit, end, tools, reward = st
-        v0, v1 = _int(tag.get("min_global_steps")), _int(tag.get("max_global_steps"))
-        version = (v0, v1) if v0 is not None and v1 is not None else (v0 if v0 is not None else v1)
+        version = _versions(tag.get("min_global_steps"), tag.get("max_global_steps"))
         group = str(key).split("_")[0]  # verl's key: {uid}_{session}_{index}
         n += bool(rlprof.sample(str(tid), submit=submit, end=end, tools=[tuple(x) for x in tools],
                                 reward=tuple(reward) if reward else None, version=version, group=group))
