@@ -190,6 +190,7 @@ _modules = _Modules()
 # ---- CUDA memory history ----
 
 _history_on = False
+_oom_attached = False
 
 
 def _cuda_history(on: bool) -> None:
@@ -199,10 +200,31 @@ def _cuda_history(on: bool) -> None:
     try:
         torch.cuda.memory._record_memory_history("all" if on else None)
         _history_on = on
-        if on and hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
-            torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+        global _oom_attached
+        if on and not _oom_attached and hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
+            torch._C._cuda_attach_out_of_memory_observer(_on_oom)  # torch keeps every one attached
+            _oom_attached = True
     except Exception as e:  # never into the training loop
         warnings.warn(f"rlprof: cannot record the CUDA memory history ({e!r})", RuntimeWarning)
+
+
+_capacity: Dict[int, int] = {}  # device → its memory in bytes (read once)
+
+
+def _cuda_capacity() -> None:
+    """At a window's open: each initialised CUDA device's memory as the counter
+    ``capacity_bytes cuda:N`` (what the advisor's memory rule compares the allocator's peak with)."""
+    if not _cuda_ready():
+        return
+    try:
+        if not torch.cuda.is_initialized():
+            return  # reading it would create a context in a process that has none
+        for d in range(torch.cuda.device_count()):
+            if d not in _capacity:
+                _capacity[d] = int(torch.cuda.get_device_properties(d).total_memory)
+            _rlprof.memory_counter(f"capacity_bytes cuda:{d}", float(_capacity[d]))
+    except Exception as e:  # never into the training loop
+        warnings.warn(f"rlprof: cannot read the CUDA devices' memory ({e!r})", RuntimeWarning)
 
 
 def _on_oom(device: int, alloc: int, device_allocated: int, device_free: int) -> None:
@@ -249,6 +271,9 @@ def memory_snapshot(name: str = "memory_snapshot") -> Optional[str]:
         return None
     try:
         snap = torch.cuda.memory._snapshot()
+        # The writer makes a capture's directory at its first flush: a window opened a moment
+        # ago (an out-of-memory error early in it) or just closed may not be on disk yet.
+        p.flush(5.0)
         where = _latest_capture_dir() or p.run_dir
         os.makedirs(where, exist_ok=True)
         path = os.path.join(where, f"{name}_rank{p.identity.get('rank', 0)}.pickle")
@@ -274,6 +299,8 @@ def _sync(recording: bool, contents: int) -> int:
         if not recording and _history_on:
             memory_snapshot()  # into the capture that just closed
         _cuda_history(recording)
+        if recording:
+            _cuda_capacity()
     if recording:
         _name_not_honoured(contents)
     return _not_honoured_bits(contents)

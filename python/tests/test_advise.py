@@ -81,7 +81,7 @@ def test_the_catalogue_is_the_docs_table(rlprof_cli):
     assert r.returncode == 0, r.stderr
     with open(os.path.join(ROOT, "docs", "advise.md")) as f:
         assert r.stdout in f.read()
-    assert r.stdout.count("\n| `") == 13
+    assert r.stdout.count("\n| `") == 15
 
 
 def test_analyse_writes_the_findings_and_rlprof_analysis_reads_them(rlprof_cli, planted, tmp_path):

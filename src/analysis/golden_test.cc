@@ -9,7 +9,7 @@
 //    "jobs": 2,                                // optional
 //    "tables": ["step_trace_time", …],         // each input's tables: <case>/<table>.csv, or
 //                                              // <case>/<input name>/<table>.csv for several inputs
-//    "run_tables": ["run_view", "stage_across_ranks", "compare_steps", …]}  // <case>/<table>.csv
+//    "run_tables": ["run_view", "stage_across_ranks", "compare_steps", "findings", …]}  // <case>/<table>.csv
 // To add a case: a folder with case.json (its inputs under inputs/ with their provenance in
 // inputs/PROVENANCE.md), then RLPROF_UPDATE_GOLDEN=1 writes the expected files; review them.
 //
@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/base/golden_test_util.h"
+#include "src/analysis/advise/advise.h"
 #include "src/analysis/passes/analyse.h"
 #include "src/analysis/run/compare.h"
 #include "src/analysis/readers/readers.h"
@@ -279,6 +280,15 @@ TEST_P(AnalysisGoldenCases, TablesMatchTheExpectedFiles) {
       ExpectGolden(name + "/run_view.csv", ToCsv(RunViewTable(BuildRunView(results))));
     } else if (t == "stage_across_ranks") {
       ExpectGolden(name + "/stage_across_ranks.csv", ToCsv(StageAcrossRanksTable(results)));
+    } else if (t == "findings") {  // the advisor's (issue 34), against the baseline when there is one
+      const RunView view = BuildRunView(results);
+      if (c.contains("baseline")) {
+        const std::vector<InputResult> base = AnalyseCaseInputs(Paths(c, "baseline"), opts, jobs);
+        const RunView base_view = BuildRunView(base);
+        ExpectGolden(name + "/findings.csv", ToCsv(FindingsTable(Advise(results, view, &base, &base_view))));
+      } else {
+        ExpectGolden(name + "/findings.csv", ToCsv(FindingsTable(Advise(results, view))));
+      }
     } else if (cmp && (t == cmp->steps.name || t == cmp->stages.name || t == cmp->ops.name)) {
       const Table& tab = t == cmp->steps.name ? cmp->steps : t == cmp->stages.name ? cmp->stages : cmp->ops;
       ExpectGolden(name + "/" + t + ".csv", ToCsv(tab));

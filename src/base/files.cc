@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace rlprof::base {
 
@@ -176,6 +178,53 @@ int64_t ResidentSetBytes() {
   const int n = std::fscanf(f, "%ld %ld", &size, &resident);
   std::fclose(f);
   return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : -1;
+}
+
+namespace {
+// The first number in `path` after `key` (a /proc/meminfo line: "MemTotal: 16318412 kB"), or a
+// file holding just a number ("max" and the like: -1).
+int64_t NumberIn(const std::string& path, const char* key, int64_t unit) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t v = -1;
+  const size_t klen = std::strlen(key);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, key, klen) != 0) continue;
+    char* end = nullptr;
+    const long long n = std::strtoll(line + klen, &end, 10);
+    if (end != line + klen && n > 0) v = static_cast<int64_t>(n) * unit;
+    break;
+  }
+  std::fclose(f);
+  return v;
+}
+}  // namespace
+
+int64_t MemoryLimitBytes(const std::string& root) {
+  int64_t limit = NumberIn(root + "/proc/meminfo", "MemTotal:", 1024);
+  // cgroup v2 (the process's own group, named in /proc/self/cgroup as "0::/path", and the
+  // namespace root a container sees), then v1 (whose "no limit" is a huge number: above MemTotal).
+  std::vector<std::string> files = {root + "/sys/fs/cgroup/memory.max",
+                                    root + "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+  if (std::FILE* f = std::fopen((root + "/proc/self/cgroup").c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      std::string l(line);
+      while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+      if (l.starts_with("0::/") && l.size() > 4) {
+        files.push_back(root + "/sys/fs/cgroup" + l.substr(3) + "/memory.max");
+      } else if (const size_t at = l.find(":memory:/"); at != std::string::npos && l.size() > at + 9) {
+        files.push_back(root + "/sys/fs/cgroup/memory" + l.substr(at + 8) + "/memory.limit_in_bytes");
+      }
+    }
+    std::fclose(f);
+  }
+  for (const std::string& p : files) {
+    const int64_t c = NumberIn(p, "", 1);
+    if (c > 0 && (limit < 0 || c < limit)) limit = c;
+  }
+  return limit;
 }
 
 }  // namespace rlprof::base

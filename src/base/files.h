@@ -46,6 +46,10 @@ bool ResolvesInside(const std::string& path, const std::string& root);
 std::string AbsolutePath(const std::string& path);
 // This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.
 int64_t ResidentSetBytes();
+// The memory this process may use, in bytes: the smallest of the host's (/proc/meminfo
+// MemTotal) and its cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes); -1 unknown.
+// `root` stands in for "/" (tests).
+int64_t MemoryLimitBytes(const std::string& root = "");
 
 }  // namespace rlprof::base
 

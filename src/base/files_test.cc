@@ -1,10 +1,12 @@
 #include "src/base/files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "src/base/unprivileged_test_util.h"
@@ -90,6 +92,33 @@ TEST_F(FilesTest, OverwriteInPlaceWorksWhereNoNewFileCanBeCreated) {
     return 0;
   });
   EXPECT_EQ(r.exit_code(), 0) << r.err;
+}
+
+// What the process may use: the host's memory, or its cgroup's limit when lower (v2: its own
+// group named in /proc/self/cgroup; v1: the memory controller's), read from a stand-in root.
+TEST(MemoryLimitTest, TheHostsMemoryOrALowerCgroupLimit) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("rlprof_memlimit_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto put = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    ASSERT_TRUE(WriteFileAtomic((root / rel).string(), text).ok());
+  };
+  put("proc/meminfo", "MemTotal:       16384 kB\nMemFree:         1024 kB\n");
+  put("proc/self/cgroup", "0::/job\n");
+  EXPECT_EQ(MemoryLimitBytes(root.string()), 16384 * 1024);        // no limit file
+  put("sys/fs/cgroup/job/memory.max", "max\n");
+  EXPECT_EQ(MemoryLimitBytes(root.string()), 16384 * 1024);        // "max": none
+  put("sys/fs/cgroup/job/memory.max", "8388608\n");
+  EXPECT_EQ(MemoryLimitBytes(root.string()), 8388608);             // the group's, lower
+  put("proc/self/cgroup", "4:memory:/v1job\n0::/\n");
+  put("sys/fs/cgroup/memory/v1job/memory.limit_in_bytes", "9223372036854771712\n");
+  EXPECT_EQ(MemoryLimitBytes(root.string()), 16384 * 1024);        // v1 "unlimited"
+  put("sys/fs/cgroup/memory/v1job/memory.limit_in_bytes", "4194304\n");
+  EXPECT_EQ(MemoryLimitBytes(root.string()), 4194304);
+  EXPECT_EQ(MemoryLimitBytes((root / "nothing").string()), -1);
+  fs::remove_all(root);
+  EXPECT_GT(MemoryLimitBytes(), 0);  // this machine's
 }
 
 TEST(ResidentSetTest, GrowsWhenTouchedMemoryGrows) {

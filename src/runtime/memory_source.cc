@@ -8,6 +8,7 @@ namespace rlprof::runtime {
 
 bool MemorySource::Configure(const SourceContext& ctx) {
   interval_ns_ = ctx.plan != nullptr ? static_cast<int64_t>(ctx.plan->memory_interval_s * 1e9) : 0;
+  limit_bytes_ = base::MemoryLimitBytes();
   return true;
 }
 
@@ -25,6 +26,12 @@ void MemorySource::Sample(uint32_t gen) {
   e.category = format::Category::kMemory;
   e.set_counter_value(static_cast<double>(rss));
   EmitRecord(gen, e);
+  if (limit_bytes_ > 0 && limit_gen_ != gen) {  // once a window: what the RSS may grow to
+    limit_gen_ = gen;
+    e.name = Recorder::Get().interner().InternString("capacity_bytes host");
+    e.set_counter_value(static_cast<double>(limit_bytes_));
+    EmitRecord(gen, e);
+  }
   samples_.fetch_add(1, std::memory_order_relaxed);
   last_ns_.store(MonotonicNowNs(), std::memory_order_relaxed);
 }

@@ -1,6 +1,7 @@
 // contents: [memory] — the process's resident set size as the `rss_bytes` counter, sampled at
 // every step / stage boundary inside a window and every plan.memory_interval_s while one is
-// open (the writer's wake-ups drive the interval). A built-in Source (source.h): the session
+// open (the writer's wake-ups drive the interval); and once a window, what it may grow to as
+// `capacity_bytes host` (the host's memory or its cgroup's limit, base::MemoryLimitBytes). A built-in Source (source.h): the session
 // adds it itself.
 //
 //   auto m = std::make_shared<MemorySource>();   // SourceSet::Add configures it from the plan
@@ -32,6 +33,8 @@ class MemorySource : public Source {
  private:
   void Sample(uint32_t gen);
   int64_t interval_ns_ = 0;
+  int64_t limit_bytes_ = -1;   // read at Configure
+  uint32_t limit_gen_ = 0;     // the window whose capacity was recorded (under the session lock)
   std::atomic<int64_t> last_ns_{0};
   std::atomic<uint64_t> samples_{0};
   std::atomic<uint64_t> failed_reads_{0};

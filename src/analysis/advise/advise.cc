@@ -8,13 +8,18 @@
 #include <variant>
 
 #include "src/analysis/advise/rules.h"
+#include "src/config/stages.h"
 
 namespace rlprof::analysis {
 namespace {
 
+// What a rule needs from the capture (run.missing_data names what to turn on when it is absent).
+enum class Needs { kNothing, kSamples, kRanks, kStages, kDevice, kMemory };
+
 struct Entry {
   RuleSpec spec;
   advise::Rule fn;
+  Needs needs = Needs::kNothing;
 };
 
 // The catalogue: every rule, in the order docs/advise.md lists them.
@@ -28,14 +33,14 @@ constexpr Entry kRules[] = {
       "over-sample and drop the slowest (verl: raise `actor_rollout_ref.rollout.n` or `data.train_batch_size` and "
       "filter, DAPO-style), cap `data.max_response_length`, or carry unfinished samples over (verl fully_async: "
       "`async_training.partial_rollout=True`)"},
-     advise::GenerationTail},
+     advise::GenerationTail, Needs::kSamples},
     {{"rl.straggler_rank", "rl",
       "one rank slower than its peers in most stages it shares with them (run view)",
       "Σ over that rank's stages of (its time − the median of the other ranks), per step",
       "two or more ranks of a role in the capture (`all_ranks` / `ranks`)",
       "look at that rank's host and device (thermal throttling, a noisy neighbour, a slower link); `rlprof cluster` "
       "compares its collectives; move or exclude the node"},
-     advise::StragglerRank},
+     advise::StragglerRank, Needs::kRanks},
     {{"rl.dp_imbalance", "rl",
       "data-parallel ranks finishing a stage at different times, the slowest rank changing from step to step (uneven "
       "sequence lengths)",
@@ -43,7 +48,7 @@ constexpr Entry kRules[] = {
       "two or more ranks of a role in the capture",
       "balance the tokens, not the samples (verl: `trainer.balance_batch=True`, "
       "`actor_rollout_ref.actor.use_dynamic_bsz=True` with `ppo_max_token_len_per_gpu`)"},
-     advise::DpImbalance},
+     advise::DpImbalance, Needs::kRanks},
     {{"rl.stage_gaps", "rl",
       "time in a step when no process is in any stage: the driver's or a colocated worker's own work between "
       "stages",
@@ -53,7 +58,7 @@ constexpr Entry kRules[] = {
       "find what runs between the stages (the controller's data preparation, metrics, `balance_batch`, a reward "
       "computed on the driver): move it off the critical path or into a stage (verl: `reward.num_workers` for "
       "streamed reward)"},
-     advise::StageGaps},
+     advise::StageGaps, Needs::kStages},
     {{"rl.weight_sync", "rl",
       "the weight sync exposed on the step's critical path (colocated: its stage; async: sync time with neither "
       "pool busy)",
@@ -62,7 +67,7 @@ constexpr Entry kRules[] = {
       "larger buckets and a faster backend (verl: "
       "`actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes`, `checkpoint_engine.backend`), "
       "fewer syncs in async runs (`async_training.trigger_parameter_sync_step`)"},
-     advise::WeightSync},
+     advise::WeightSync, Needs::kStages},
     {{"rl.async_balance", "rl",
       "an async run whose generating and training pools are out of balance: one waits for the other "
       "(async_verdict)",
@@ -77,7 +82,7 @@ constexpr Entry kRules[] = {
       "the rollout stage in the capture",
       "if the rollout dominates, consider verl's one_step_off_policy or fully_async recipes (separate pools, "
       "generation overlapped with training)"},
-     advise::ColocatedRollout},
+     advise::ColocatedRollout, Needs::kStages},
     {{"rl.logprob_recompute", "rl",
       "the old policy's log-probs recomputed by the actor (actor_compute_log_prob) although the rollout can return "
       "them",
@@ -86,14 +91,14 @@ constexpr Entry kRules[] = {
       "when training is on-policy (one PPO epoch, the rollout's numerics close to the trainer's), use the rollout's "
       "log-probs (verl: `algorithm.rollout_correction.bypass_mode=true` with "
       "`actor_rollout_ref.rollout.calculate_log_probs=True`)"},
-     advise::LogProbRecompute},
+     advise::LogProbRecompute, Needs::kStages},
     {{"device.comm_exposed", "device",
       "collective communication not overlapped with computation (comm_by_group)",
       "the largest rank's Σ comm_not_overlapped per step (the most overlapping could hide)",
       "device activity with communication kernels (`contents: [..., device]`)",
       "overlap communication with compute (FSDP: `actor_rollout_ref.actor.fsdp_config.forward_prefetch=True`; "
       "Megatron: `overlap_grad_reduce`, `overlap_param_gather`), or fewer, larger collectives"},
-     advise::CommExposed},
+     advise::CommExposed, Needs::kDevice},
     {{"device.host_sync", "device",
       "the host waiting for the device in the loop: `.item()`, `aten::_local_scalar_dense`, "
       "cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize",
@@ -101,28 +106,71 @@ constexpr Entry kRules[] = {
       "host operators (`contents: [cpu, ops]`) in a run with device work",
       "keep values on the device (log them every N steps, or gather them once per step); `rlprof summary --view "
       "stack` shows the line that calls them"},
-     advise::HostSync},
+     advise::HostSync, Needs::kDevice},
     {{"device.launch_bound", "device",
       "the device idle most of the step while the host launches many short kernels",
       "HTA's host-wait idle per step (the device idle waiting for the host), on the largest rank",
       "device activity (`contents: [..., device]`)",
       "fewer, larger kernels: CUDA graphs (verl rollout: `enforce_eager=False`), torch.compile "
       "(`actor_rollout_ref.actor.use_torch_compile=True`), larger micro-batches (`ppo_micro_batch_size_per_gpu`)"},
-     advise::LaunchBound},
+     advise::LaunchBound, Needs::kDevice},
     {{"device.memcpy_exposed", "device",
       "host↔device copies not overlapped with computation (TraceLens exposed_memcpy)",
       "exposed memcpy time per step, the largest rank",
       "device activity with memcpy records",
       "pin host memory and copy asynchronously; avoid `.cpu()` / `.to(device)` in the loop; offloading "
       "(`param_offload`, `optimizer_offload`) trades these copies for memory"},
-     advise::MemcpyExposed},
+     advise::MemcpyExposed, Needs::kDevice},
+    {{"device.memory", "device",
+      "memory close to capacity at a stage's peak (≥ 90 % of the device's memory; the host's or its cgroup's "
+      "limit for the RSS), and out-of-memory errors with the allocator snapshot rlprof wrote at each",
+      "the allocator's calls into the driver (cudaMalloc / cudaFree …) per step on the fullest device: what a "
+      "caching allocator with room to spare would not pay; none for an out-of-memory error (high whatever the "
+      "saving) or without such calls (low from 90 %, medium from 95 %)",
+      "`contents: [..., memory]` (allocator counters, RSS and capacities; on CUDA the allocator snapshot at an "
+      "out-of-memory error); torch.profiler traces with `profile_memory=True`",
+      "lower the peak in the stage named: verl `actor_rollout_ref.rollout.gpu_memory_utilization` (vLLM's KV "
+      "cache), `ppo_micro_batch_size_per_gpu` or `use_dynamic_bsz=True` with a lower `ppo_max_token_len_per_gpu`, "
+      "`actor_rollout_ref.model.enable_gradient_checkpointing=True`, `fsdp_config.param_offload` / "
+      "`optimizer_offload`; when reserved ≫ allocated (fragmentation) "
+      "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`"},
+     advise::Memory, Needs::kMemory},
     {{"run.regression", "run",
       "a step or stage slower than in the baseline run (`--baseline`)",
       "mean step time − the baseline's (the stage that grew most named)",
       "a baseline run of the same job",
       "look at what changed between the runs (config, code, versions); `rlprof compare` has the tables"},
      advise::StepRegression},
+    {{"run.missing_data", "run",
+      "rules that had nothing to look at in this capture (informational: what to turn on for them)",
+      "none (info)",
+      "nothing",
+      "turn on what the finding names for the rules it lists, in the next capture"},
+     advise::MissingData},
 };
+
+// Evidence naming a step and a stage (and maybe a rank) but no place gets the place of that
+// stage in the inputs (the longest such stage when several processes ran it): a click in the
+// report zooms the timeline there.
+void PlaceEvidence(const std::vector<InputResult>& inputs, std::vector<Finding>* findings) {
+  for (Finding& f : *findings)
+    for (Evidence& e : f.evidence) {
+      if (e.start_ns >= 0 || e.step < 0 || e.stage.empty()) continue;
+      const size_t slash = e.stage.find('/');
+      const std::string role = slash == std::string::npos ? "" : e.stage.substr(0, slash);
+      const std::string stage = slash == std::string::npos ? e.stage : e.stage.substr(slash + 1);
+      int64_t best = -1;
+      for (const InputResult& r : inputs) {
+        if (!r.status.ok() || (e.rank >= 0 && r.analysis.rank != e.rank)) continue;
+        for (const StageResult& s : r.analysis.stages)
+          if (s.step == e.step && (role.empty() || s.role == role) && config::SameStage(s.name, stage) &&
+              s.end - s.start > best) {
+            best = s.end - s.start;
+            e.start_ns = s.start, e.end_ns = s.end;
+          }
+      }
+    }
+}
 
 std::string Fixed(double v, int digits) {
   char buf[64];
@@ -180,13 +228,16 @@ Advice Advise(const std::vector<InputResult>& inputs, const RunView& view,
     a.rules_run.push_back(e.spec.id);
     e.fn(c, &a.findings);
   }
+  PlaceEvidence(inputs, &a.findings);
   // A finding whose saving is under 0.1 % of the step says nothing worth reading (the colocated
   // rollout's share is stated whatever it is).
   std::erase_if(a.findings, [&](const Finding& f) {
-    return f.id != "rl.colocated_rollout" && c.mean_step_ns > 0 && f.saving_ns < 1e-3 * c.mean_step_ns &&
-           !f.regression;
+    const bool stated = f.id == "rl.colocated_rollout" || f.id == "run.missing_data" ||
+                        (f.id == "device.memory" && f.severity > Severity::kInfo);  // a risk, not a time
+    return !stated && c.mean_step_ns > 0 && f.saving_ns < 1e-3 * c.mean_step_ns && !f.regression;
   });
   std::stable_sort(a.findings.begin(), a.findings.end(), [](const Finding& x, const Finding& y) {
+    if (x.failure != y.failure) return x.failure;
     if (x.severity != y.severity) return x.severity > y.severity;
     if (x.saving_ns != y.saving_ns) return x.saving_ns > y.saving_ns;
     return x.id < y.id;
@@ -309,6 +360,46 @@ std::string Duration(double ns) {
   if (a >= 1e9) return Fixed(ns / 1e9, 2) + " s";
   if (a >= 1e6) return Fixed(ns / 1e6, 1) + " ms";
   return Fixed(ns / 1e3, 0) + " µs";
+}
+
+void MissingData(const Context& c, std::vector<Finding>* out) {
+  bool samples = false, stages = false, device = false, memory = false;
+  for (const InputResult& r : c.inputs) {
+    if (!r.status.ok()) continue;
+    samples |= !r.analysis.samples.empty();
+    device |= !r.analysis.cpu_only && !r.analysis.kernels.empty();
+    memory |= !r.analysis.memory_peaks.empty() || !r.analysis.out_of_memory.empty();
+    for (const StageResult& s : r.analysis.stages) stages |= s.name != "(none)";
+  }
+  const bool ranks = c.view.lanes.size() >= 2;
+  struct Want {
+    Needs needs;
+    bool have;
+    const char* what;
+  };
+  const Want wants[] = {
+      {Needs::kSamples, samples, "sample records (verl's rollout under `tool: rlprof`; rlprof.sample elsewhere)"},
+      {Needs::kRanks, ranks, "two or more ranks of a role (`all_ranks: true` or `ranks: [...]`)"},
+      {Needs::kStages, stages, "stages (verl's timers under `tool: rlprof`; rlprof.stage elsewhere)"},
+      {Needs::kDevice, device, "device activity (`contents: [..., device]`, on a GPU or NPU)"},
+      {Needs::kMemory, memory, "memory (`contents: [..., memory]`)"},
+  };
+  Finding f = MakeFinding("run.missing_data", 0, c.mean_step_ns);
+  std::vector<std::string> rules;
+  for (const Want& w : wants) {
+    if (w.have) continue;
+    std::string ids;
+    for (const Entry& e : kRules)
+      if (e.needs == w.needs) {
+        ids += (ids.empty() ? "" : ", ") + std::string(e.spec.id);
+        rules.push_back(e.spec.id);
+      }
+    f.evidence.push_back({std::string(w.what) + ": " + ids});
+  }
+  if (rules.empty()) return;
+  f.title = std::to_string(rules.size()) + " rules had nothing to look at: turn on what the evidence names";
+  f.how = "none (info): the capture lacks what these rules read";
+  out->push_back(std::move(f));
 }
 
 Finding MakeFinding(const char* id, double saving_ns, double step_ns) {

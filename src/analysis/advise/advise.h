@@ -49,10 +49,11 @@ struct Finding {
   std::vector<Evidence> evidence;
   std::string action;    // what to change, in the user's terms
   bool regression = false;  // found by comparing with a baseline run
+  bool failure = false;     // the run failed there (an out-of-memory error): ranked before any other
 };
 
 struct Advice {
-  std::vector<Finding> findings;  // ranked: severity, then saving, then id
+  std::vector<Finding> findings;  // ranked: failures, severity, then saving, then id
   int64_t steps = 0;              // steps the run view holds
   double step_ns = 0;             // mean step time over them (0 unknown)
   std::vector<std::string> rules_run;  // every rule evaluated

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "src/analysis/model/test_traces.h"
+#include "src/base/golden_test_util.h"
 #include "src/analysis/run/run_view.h"
 #include "src/analysis/run/samples_run.h"
 
@@ -54,8 +56,16 @@ RunAnalysis MakeRun(std::vector<InputResult> inputs) {
   return run;
 }
 
+// The advice as `rlprof advise --json` writes it, golden: test/golden/advise/<test name>.json
+// (RLPROF_UPDATE_GOLDEN=1 rewrites it; review the diff).
+void ExpectGoldenAdvice(const Advice& a) {
+  const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  EXPECT_GOLDEN(std::string(RLPROF_SOURCE_DIR) + "/test/golden/advise/" + name + ".json", AdviceJson(a).dump(2) + "\n");
+}
+
 // The advice's first finding is `id` with a saving within 20 % of `planted_ms` a step.
 void ExpectFirst(const Advice& a, const std::string& id, double planted_ms) {
+  ExpectGoldenAdvice(a);
   ASSERT_FALSE(a.findings.empty()) << id;
   const Finding& f = a.findings.front();
   EXPECT_EQ(f.id, id) << f.title;
@@ -78,6 +88,10 @@ TEST(AdviseTest, AStragglerRankIsFoundWithTheTimeItCosts) {
   const Advice a = Advise(MakeRun(std::move(in)));
   ExpectFirst(a, "rl.straggler_rank", 30.0);  // 24 + 6 ms a step
   EXPECT_EQ(a.findings.front().evidence.front().rank, 3);
+  // Placed on the timeline: rank 3's actor_update (0–104 ms) of the step named.
+  const Evidence& e = a.findings.front().evidence.front();
+  EXPECT_EQ(e.start_ns, (e.step - 1) * 130 * kMs * kUs);
+  EXPECT_EQ(e.end_ns - e.start_ns, 104 * kMs * kUs);
   for (const Finding& f : a.findings) EXPECT_NE(f.id, "rl.dp_imbalance");  // not both
 }
 
@@ -112,6 +126,9 @@ TEST(AdviseTest, RecomputedLogProbsCostTheirStage) {
     return std::vector<StageSpec>{{"actor", "actor_compute_log_prob", 0, 30}, {"actor", "actor_update", 30, 100}};
   })}));
   ExpectFirst(a, "rl.logprob_recompute", 30.0);
+  ASSERT_EQ(a.findings.front().evidence.size(), 3u);  // each step's, placed
+  EXPECT_EQ(a.findings.front().evidence[1].start_ns, 100 * kMs * kUs);
+  EXPECT_EQ(a.findings.front().evidence[1].end_ns, 130 * kMs * kUs);
 }
 
 TEST(AdviseTest, TheGenerationTailIsWhatStoppingAtP95Saves) {
@@ -182,6 +199,148 @@ TEST(AdviseTest, ASlowerRunThanItsBaselineIsARegression) {
   EXPECT_TRUE(Advise(base, &base).findings.empty() || Advise(base, &base).findings.front().id != "run.regression");
 }
 
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+TEST(AdviseTest, MemoryCloseToCapacityCostsTheAllocatorsDriverCalls) {
+  // An 80 GiB device held at 77 GiB (96 %) in actor_update; the caching allocator frees its
+  // cache and retries: cudaFree + cudaMalloc, 3 × 5 ms a step.
+  const Advice a = Advise(MakeRun({Process(0, 3, 100, [](int64_t) {
+    return std::vector<StageSpec>{{"actor", "compute_advantage", 0, 40}, {"actor", "actor_update", 40, 100}};
+  }, [](TraceBuilder& b, int64_t, int64_t t0) {
+    b.Kernel(7, "sm90_gemm", t0 + 1 * kMs, t0 + 99 * kMs);
+    Trace& t = b.trace();
+    const uint32_t cap = t.Intern("capacity_bytes cuda:0"), res = t.Intern("reserved_bytes cuda:0");
+    t.counters.push_back({b.host(), t0 * kUs, 80 * kGiB, cap});
+    t.counters.push_back({b.host(), (t0 + 10 * kMs) * kUs, 40 * kGiB, res});
+    t.counters.push_back({b.host(), (t0 + 60 * kMs) * kUs, 77 * kGiB, res});
+    t.counters.push_back({b.host(), (t0 + 99 * kMs) * kUs, 41 * kGiB, res});
+    for (int i = 0; i < 3; ++i) {
+      b.HostOp(b.host(), "cudaFree", "cuda_runtime", t0 + (45 + 10 * i) * kMs, t0 + (49 + 10 * i) * kMs);
+      b.HostOp(b.host(), "cudaMalloc", "cuda_runtime", t0 + (49 + 10 * i) * kMs, t0 + (50 + 10 * i) * kMs);
+    }
+  })}));
+  ExpectFirst(a, "device.memory", 15.0);
+  const Finding& f = a.findings.front();
+  EXPECT_EQ(f.severity, Severity::kHigh);  // 15 % of the step
+  ASSERT_FALSE(f.evidence.empty());
+  EXPECT_EQ(f.evidence.front().stage, "actor/actor_update");
+  EXPECT_EQ(f.evidence.front().start_ns, 40 * kMs * kUs);  // step 1's actor_update, on the timeline
+  EXPECT_NE(f.title.find("96 %"), std::string::npos) << f.title;
+}
+
+TEST(AdviseTest, MemoryCloseToCapacityWithoutRetriesIsARiskNotATime) {
+  // 92 % of the host's memory in RSS, no allocator calls: low, no saving, stated all the same.
+  const Advice a = Advise(MakeRun({Process(0, 2, 100, [](int64_t) {
+    return std::vector<StageSpec>{{"rollout", "rollout_generate", 0, 50}, {"actor", "actor_update", 50, 100}};
+  }, [](TraceBuilder& b, int64_t, int64_t t0) {
+    Trace& t = b.trace();
+    t.counters.push_back({b.host(), t0 * kUs, 32 * kGiB, t.Intern("capacity_bytes host")});
+    t.counters.push_back({b.host(), (t0 + 20 * kMs) * kUs, 29.5 * kGiB, t.Intern("rss_bytes")});
+  })}));
+  ExpectGoldenAdvice(a);
+  const auto it = std::find_if(a.findings.begin(), a.findings.end(), [](const Finding& f) { return f.id == "device.memory"; });
+  ASSERT_NE(it, a.findings.end());
+  EXPECT_EQ(it->severity, Severity::kLow);
+  EXPECT_EQ(it->saving_ns, 0);
+  EXPECT_EQ(it->evidence.front().stage, "rollout/rollout_generate");
+  EXPECT_EQ(a.findings.front().id, "device.memory");  // above the info findings
+}
+
+TEST(AdviseTest, AnOutOfMemoryErrorPointsToTheAllocatorSnapshot) {
+  // Step 2's actor_update asks for 2 GiB more than the device has: the allocator's report and
+  // rlprof.torch's note naming the snapshot it wrote.
+  const std::string snap = "/runs/r/step2/e2e/rank0-h-1/oom_device0_rank0.pickle";
+  const Advice a = Advise(MakeRun({Process(0, 2, 100, [](int64_t) {
+    return std::vector<StageSpec>{{"rollout", "rollout_generate", 0, 50}, {"actor", "actor_update", 50, 100}};
+  }, [&](TraceBuilder& b, int64_t step, int64_t t0) {
+    if (step != 2) return;
+    Trace& t = b.trace();
+    const size_t row = t.AddSlice((t0 + 70 * kMs) * kUs, 0, t.Intern("cuda:0"), t.Intern("allocation"), b.host(),
+                                  SliceKind::kInstant);
+    t.bytes[row] = static_cast<int64_t>(2 * kGiB);
+    t.flags[row] |= kSliceOutOfMemory;
+    t.detail[row] = t.Intern("aten::mm");
+    t.AddSlice((t0 + 70 * kMs + 3) * kUs, 0, t.Intern("out of memory on cuda:0 (2147483648 bytes asked): snapshot " + snap),
+               t.Intern("capture"), b.host(), SliceKind::kInstant);
+  })}));
+  ExpectGoldenAdvice(a);
+  ASSERT_FALSE(a.findings.empty());
+  const Finding& f = a.findings.front();
+  EXPECT_EQ(f.id, "device.memory");
+  EXPECT_EQ(f.severity, Severity::kHigh);
+  ASSERT_EQ(f.evidence.size(), 1u);  // the note joined to the allocator's report
+  EXPECT_EQ(f.evidence[0].step, 2);
+  EXPECT_EQ(f.evidence[0].stage, "actor_update");
+  EXPECT_EQ(f.evidence[0].start_ns, (100 + 70) * kMs * kUs);
+  EXPECT_NE(f.evidence[0].what.find(snap), std::string::npos) << f.evidence[0].what;
+  EXPECT_NE(f.evidence[0].what.find("aten::mm"), std::string::npos);
+  EXPECT_NE(f.title.find("2.0 GiB asked"), std::string::npos) << f.title;
+}
+
+// An async run: `gen` generating processes (each 4 samples a 100 ms step, busy all of it) and
+// `train` trainers (each taking 4 samples a step in `train_ms`, waiting for them before), with
+// an optional weight sync at the end of each step that holds both pools.
+std::vector<InputResult> AsyncRun(int gen, int train, int64_t train_ms, int64_t sync_ms) {
+  std::vector<InputResult> in;
+  auto process = [&](int64_t rank, bool generating) {
+    return Process(rank, 3, 100, [=](int64_t) {
+      const int64_t work_end = 100 - sync_ms;
+      std::vector<StageSpec> st;
+      if (generating) st.push_back({"rollout", "rollout_generate", 0, work_end});
+      else st.push_back({"actor", "actor_update", work_end - train_ms, work_end});
+      if (sync_ms > 0) st.push_back({generating ? "rollout" : "actor", "weight_sync", work_end, 100});
+      return st;
+    }, [=](TraceBuilder& b, int64_t step, int64_t t0) {
+      Trace& t = b.trace();
+      t.capture_start_ns = 0;
+      t.capture_end_ns = 300 * kMs * kUs;
+      t.role = generating ? "rollout" : "actor";
+      const int64_t work_end = 100 - sync_ms;
+      if (generating) {
+        t.counters.push_back({b.host(), (t0 + work_end - 1) * kMs * kUs, 4, t.Intern("rl/generated")});
+      } else {
+        b.HostOp(b.host(), "wait/samples", "user_annotation", t0, t0 + (work_end - train_ms) * kMs);
+        for (int i = 0; i < 4; ++i)
+          t.counters.push_back({b.host(), (t0 + work_end - train_ms) * kMs * kUs, 0, t.Intern("rl/staleness")});
+        t.counters.push_back({b.host(), (t0 + work_end) * kMs * kUs, static_cast<double>(step), t.Intern("rl/trainer_version")});
+      }
+    });
+  };
+  for (int i = 0; i < gen; ++i) in.push_back(process(i, true));
+  for (int i = 0; i < train; ++i) in.push_back(process(gen + i, false));
+  return in;
+}
+
+TEST(AdviseTest, AnAsyncRunWhoseTrainersWaitForSamples) {
+  // 2 generators at 40 samples/s each, 2 trainers at 160/s each (25 ms for 4 samples): the
+  // trainers wait 75 ms a step. A third generator would make a step's 8 samples in 66.7 ms
+  // instead of 100 ms: 33.3 ms a step.
+  const Advice a = Advise(MakeRun(AsyncRun(2, 2, 25, 0)));
+  ExpectFirst(a, "rl.async_balance", 100.0 / 3);
+  EXPECT_NE(a.findings.front().title.find("rollout-bound"), std::string::npos) << a.findings.front().title;
+}
+
+TEST(AdviseTest, AnAsyncWeightSyncThatHoldsBothPools) {
+  // Balanced pools (1 generator at 4 samples / 80 ms, 1 trainer at 4 / 80 ms), then a 20 ms
+  // weight sync in both with neither generating nor training.
+  const Advice a = Advise(MakeRun(AsyncRun(1, 1, 80, 20)));
+  ExpectFirst(a, "rl.weight_sync", 20.0);
+}
+
+TEST(AdviseTest, LaunchBoundWhenTheDeviceWaitsForTheHost) {
+  // 400 kernels of 50 µs a step, each launched 200 µs after the last ended: the device is busy
+  // 20 % of the step and waits for the host 80 ms of each 100 ms step.
+  const Advice a = Advise(MakeRun({Process(0, 3, 100, [](int64_t) { return std::vector<StageSpec>{}; },
+                                       [](TraceBuilder& b, int64_t, int64_t t0) {
+                                         for (int i = 0; i < 400; ++i) {
+                                           const int64_t s = t0 * 1 + i * 250 + 200;  // µs
+                                           b.Launch(1 + i + t0, s - 10);
+                                           b.Kernel(7, "elementwise_kernel", s, s + 50, 1 + i + t0);
+                                         }
+                                       })}));
+  ExpectFirst(a, "device.launch_bound", 80.0);
+}
+
 TEST(AdviseTest, ABalancedRunHasNothingAboveInfo) {
   std::vector<InputResult> in;
   for (int64_t rank = 0; rank < 2; ++rank)
@@ -189,6 +348,7 @@ TEST(AdviseTest, ABalancedRunHasNothingAboveInfo) {
       return std::vector<StageSpec>{{"rollout", "rollout_generate", 0, 50}, {"actor", "actor_update", 50, 100}};
     }));
   const Advice a = Advise(MakeRun(std::move(in)));
+  ExpectGoldenAdvice(a);
   for (const Finding& f : a.findings) EXPECT_EQ(f.severity, Severity::kInfo) << f.id << ": " << f.title;
   ASSERT_FALSE(a.findings.empty());  // the colocated rollout's share is stated
   EXPECT_EQ(a.findings.front().id, "rl.colocated_rollout");

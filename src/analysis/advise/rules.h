@@ -1,5 +1,6 @@
 // The advisor's rules (advise.h): what each rule sees of the run, and the rules themselves
-// (rules_rl.cc: the RL level; rules_device.cc: the device level and regressions).
+// (rules_rl.cc: the RL level; rules_device.cc: the device level and regressions; rules_memory.cc:
+// memory close to capacity and out-of-memory errors).
 // Internal to src/analysis/advise.
 #ifndef RLPROF_SRC_ANALYSIS_ADVISE_RULES_H_
 #define RLPROF_SRC_ANALYSIS_ADVISE_RULES_H_
@@ -53,7 +54,10 @@ void CommExposed(const Context& c, std::vector<Finding>* out);
 void HostSync(const Context& c, std::vector<Finding>* out);
 void LaunchBound(const Context& c, std::vector<Finding>* out);
 void MemcpyExposed(const Context& c, std::vector<Finding>* out);
+void Memory(const Context& c, std::vector<Finding>* out);  // rules_memory.cc
 void StepRegression(const Context& c, std::vector<Finding>* out);
+// The rules that had no data to look at, and what to turn on (advise.cc: it reads the catalogue).
+void MissingData(const Context& c, std::vector<Finding>* out);
 
 }  // namespace rlprof::analysis::advise
 

@@ -101,8 +101,11 @@ void HostSync(const Context& c, std::vector<Finding>* out) {
                                 Duration(static_cast<double>(op.total)),
                             -1, r->analysis.rank, op.name});
     }
-  f.title = "the host waits for the device " + std::to_string(static_cast<int64_t>(calls / StepsOf(*r))) +
-            " times a step, " + Duration(per_step) + " (" + RankName(*r) + ")";
+  const int64_t steps = static_cast<int64_t>(StepsOf(*r));
+  f.title = "the host waits for the device " +
+            (calls % steps == 0 ? std::to_string(calls / steps) + " times a step, "
+                                : std::to_string(calls) + " times in " + std::to_string(steps) + " steps, ") +
+            Duration(per_step) + " a step (" + RankName(*r) + ")";
   f.how = "Σ of the synchronising operators' time / " + std::to_string(static_cast<int64_t>(StepsOf(*r))) +
           " steps (op_statistic), the rank with the most";
   out->push_back(std::move(f));

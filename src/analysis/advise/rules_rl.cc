@@ -362,6 +362,10 @@ void LogProbRecompute(const Context& c, std::vector<Finding>* out) {
   Finding f = MakeFinding("rl.logprob_recompute", mean, c.mean_step_ns);
   f.title = "the actor recomputes the old policy's log-probs: " + Duration(mean) + " a step";
   f.how = "the slowest rank's actor_compute_log_prob, mean over " + std::to_string(per_step.size()) + " steps";
+  for (const auto& [step, ns] : per_step)
+    if (f.evidence.size() < 3)
+      f.evidence.push_back({"step " + std::to_string(step) + ": " + Duration(static_cast<double>(ns)), step, -1,
+                            "actor_compute_log_prob"});
   out->push_back(std::move(f));
 }
 

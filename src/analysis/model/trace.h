@@ -45,6 +45,7 @@ struct Track {
 inline constexpr uint8_t kSliceNoStreamArg = 1;                 // a JSON event without args.stream
 inline constexpr uint8_t kSliceCorrelationFromExternalId = 2;   // correlation is its "External id"
 inline constexpr uint8_t kSliceFlowPairLinked = 4;  // the end of an "ac2g" flow pair (TraceLens's link)
+inline constexpr uint8_t kSliceOutOfMemory = 8;     // an allocation the allocator could not satisfy
 
 // What a slice is, as far as the reader can tell (the classifier refines it).
 enum class SliceKind : uint8_t {

@@ -400,6 +400,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   AttachSamples(t, windows, &a);
   a.tb_steps = TbStepTime(t, TbRules::kRelease043);
   a.memory_peaks = MemoryPeaks(t, a.stages);
+  a.out_of_memory = OutOfMemory(t, a.stages);
   a.ops_by_frame = OpsByFrame(t);
   return a;
 }

@@ -168,6 +168,7 @@ struct TraceAnalysis {
   std::vector<SampleUse> sample_uses; // what became of samples (recorded where they were used)
   int64_t wall_offset_ns = INT64_MIN; // Trace::wall_offset_ns (Unix ns = time + it; exports)
   std::vector<MemoryPeakRow> memory_peaks;
+  std::vector<OutOfMemoryRow> out_of_memory;  // allocations that failed (contents: memory)
   std::vector<FrameRow> ops_by_frame;
   // torch-tb-profiler 0.4.3's step time breakdown (tb_steps.h; --view tb).
   std::vector<TbStepRow> tb_steps;

@@ -2,6 +2,8 @@
 #include "src/base/time_math.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <map>
 #include <unordered_map>
 
@@ -205,6 +207,53 @@ std::vector<MemoryPeakRow> MemoryPeaks(const Trace& t, const std::vector<StageRe
       out.push_back(std::move(r));
     }
   }
+  return out;
+}
+
+std::vector<OutOfMemoryRow> OutOfMemory(const Trace& t, const std::vector<StageResult>& stages) {
+  std::vector<OutOfMemoryRow> out;
+  const uint32_t alloc_cat = FindId(t, "allocation"), note_cat = FindId(t, "capture");
+  std::vector<OutOfMemoryRow> notes;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (alloc_cat != UINT32_MAX && t.category[i] == alloc_cat && (t.flags[i] & kSliceOutOfMemory)) {
+      out.push_back({t.ts[i], t.str(t.name[i]), t.bytes[i], t.detail[i] ? t.str(t.detail[i]) : ""});
+    } else if (note_cat != UINT32_MAX && t.category[i] == note_cat) {
+      // "out of memory on cuda:0 (2147483648 bytes asked): snapshot /run/…/oom_device0_rank0.pickle"
+      const std::string& text = t.str(t.name[i]);
+      constexpr std::string_view kHead = "out of memory on ";
+      if (!text.starts_with(kHead)) continue;
+      OutOfMemoryRow r;
+      r.ts = t.ts[i];
+      const size_t dev_end = text.find(' ', kHead.size());
+      r.device = text.substr(kHead.size(), dev_end == std::string::npos ? std::string::npos : dev_end - kHead.size());
+      if (dev_end != std::string::npos && text.compare(dev_end, 2, " (") == 0)
+        r.bytes = std::strtoll(text.c_str() + dev_end + 2, nullptr, 10);
+      if (const size_t at = text.find(": snapshot "); at != std::string::npos) r.snapshot = text.substr(at + 11);
+      notes.push_back(std::move(r));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  for (OutOfMemoryRow& n : notes) {  // the observer's note follows the allocator's report
+    auto same = std::find_if(out.begin(), out.end(), [&](const OutOfMemoryRow& r) {
+      return r.device == n.device && r.snapshot.empty() && std::llabs(r.ts - n.ts) <= 1'000'000'000;
+    });
+    if (same != out.end()) {
+      same->snapshot = n.snapshot;
+    } else {
+      out.push_back(std::move(n));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  for (OutOfMemoryRow& r : out)
+    for (const StageResult& s : stages) {
+      if (r.ts < s.start || r.ts > s.end) continue;
+      r.step = s.step;
+      if (s.name != "(none)") {
+        r.role = s.role;
+        r.stage = s.name;
+        break;
+      }
+    }
   return out;
 }
 

@@ -45,6 +45,19 @@ struct MemoryPeakRow {
   int64_t allocated = 0;    // Σ bytes allocated in the stage (frees not subtracted)
 };
 
+// An allocation the allocator could not satisfy (rlprof's allocator source reports it; the
+// CUDA out-of-memory observer of rlprof.torch writes the allocator's snapshot and a note naming
+// it). The advisor's memory rule points to it.
+struct OutOfMemoryRow {
+  int64_t ts = 0;            // ns, the trace's clock
+  std::string device;        // "cpu", "cuda:0"
+  int64_t bytes = -1;        // asked for (-1 unknown)
+  std::string op;            // the operator it happened in ("" unknown)
+  std::string snapshot;      // the allocator snapshot's path ("" none written)
+  int64_t step = -1;         // the step and stage it happened in (-1 / "" outside every one)
+  std::string role, stage;
+};
+
 // Operators grouped by the user frame that launched them.
 struct FrameRow {
   std::string frame;  // "train.py:42:step" (the first frame outside torch / rlprof)
@@ -78,6 +91,10 @@ std::string UserFrame(std::string_view stack);
 
 std::vector<ModuleRow> ModuleView(const Trace& t);
 std::vector<MemoryPeakRow> MemoryPeaks(const Trace& t, const std::vector<StageResult>& stages);
+// The out-of-memory reports of a trace (allocation slices flagged kSliceOutOfMemory, and
+// "out of memory on <device> (<n> bytes asked): snapshot <path>" capture notes, joined by
+// device within a second), in time order, each placed in its step and stage.
+std::vector<OutOfMemoryRow> OutOfMemory(const Trace& t, const std::vector<StageResult>& stages);
 std::vector<FrameRow> OpsByFrame(const Trace& t);
 
 }  // namespace rlprof::analysis

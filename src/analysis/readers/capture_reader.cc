@@ -165,6 +165,7 @@ class CaptureTraceBuilder {
       case Category::kAllocation:
         t_.bytes[row] = e.payload;  // signed: a free is negative
         if (e.arg1) t_.detail[row] = NameOf(e.arg1);
+        if (e.arg0 == 1) t_.flags[row] |= kSliceOutOfMemory;  // payload: the bytes asked for
         break;
       case Category::kCommunication:
         t_.bytes[row] = e.arg0;
@@ -221,7 +222,8 @@ class CaptureTraceBuilder {
           break;
         case EventKind::kInstant:
           if (e.category == Category::kStack || IsExternal(e)) {  // attributes of their operator
-          } else if (opts_.keep_instants || e.category == Category::kAllocation) {
+          } else if (opts_.keep_instants || e.category == Category::kAllocation ||
+                     e.category == Category::kCapture) {  // notes: "out of memory on …", snapshots
             Add(e, e.ts_ns, 0, TrackFor(e.track), SliceKind::kInstant);
           }
           break;

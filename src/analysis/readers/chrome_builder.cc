@@ -275,19 +275,38 @@ void ChromeTraceBuilder::Counter(const JsonEvent& e) {
   int64_t pid = ResolveId(e.pid, true, 0);
   std::string prefix(e.name);
   if (e.id.present) prefix += " id: " + (e.id.is_string ? std::string(e.id.text) : std::to_string(e.id.num));
-  for (const auto& [series, value] : e.series) {
-    std::string label = prefix + " " + series;
-    auto [it, added] = counter_tracks_.try_emplace({pid, label}, 0);
-    if (added) {
-      Track t;
-      t.type = TrackType::kCounter;
-      t.pid = pid;
-      t.tid = static_cast<int64_t>(counter_tracks_.size());
-      t.name = label;
-      it->second = t_->AddTrack(std::move(t));
-    }
-    t_->counters.push_back({it->second, e.ts, value});
+  for (const auto& [series, value] : e.series) CounterValue(pid, prefix + " " + series, e.ts, value, false);
+}
+
+void ChromeTraceBuilder::CounterValue(int64_t pid, const std::string& label, int64_t ts, double value,
+                                      bool named) {
+  auto [it, added] = counter_tracks_.try_emplace({pid, label}, 0);
+  if (added) {
+    Track t;
+    t.type = TrackType::kCounter;
+    t.pid = pid;
+    t.tid = static_cast<int64_t>(counter_tracks_.size());
+    t.name = label;
+    it->second = t_->AddTrack(std::move(t));
   }
+  t_->counters.push_back({it->second, ts, value, named ? t_->Intern(label) : 0});
+}
+
+void ChromeTraceBuilder::MemoryEvent(const JsonEvent& e, int64_t pid, uint32_t track) {
+  // c10::DeviceType: 0 CPU, 1 CUDA, 20 PrivateUse1 (Ascend's torch_npu); the series names are
+  // rlprof's own (torch_memory.h): "allocated_bytes cuda:0", "reserved_bytes cuda:0".
+  std::string device = e.device_type == 0    ? "cpu"
+                       : e.device_type == 1  ? "cuda:" + std::to_string(std::max<int64_t>(e.device, 0))
+                       : e.device_type == 20 ? "npu:" + std::to_string(std::max<int64_t>(e.device, 0))
+                                             : "device" + std::to_string(e.device_type) + ":" +
+                                                   std::to_string(std::max<int64_t>(e.device, 0));
+  if (cat_allocation_ == UINT32_MAX) cat_allocation_ = strings_.Intern("allocation");
+  const size_t row = t_->AddSlice(e.ts, 0, strings_.Intern(device), cat_allocation_, track, SliceKind::kInstant);
+  t_->bytes[row] = e.bytes;
+  if (e.total_allocated >= 0)
+    CounterValue(pid, "allocated_bytes " + device, e.ts, static_cast<double>(e.total_allocated), true);
+  if (e.total_reserved > 0)  // the CPU allocator reports 0
+    CounterValue(pid, "reserved_bytes " + device, e.ts, static_cast<double>(e.total_reserved), true);
 }
 
 void ChromeTraceBuilder::Add(const JsonEvent& e) {
@@ -318,6 +337,7 @@ void ChromeTraceBuilder::Add(const JsonEvent& e) {
     t_->diagnostics.Add(e.bad_ts ? "invalid_ts" : "missing_ts");
     return;
   }
+  first_ts_ = std::min(first_ts_, e.ts);
   const bool is_flow = ph == 's' || ph == 't' || ph == 'f';
   uint32_t name = is_flow ? 0 : strings_.Intern(e.name);
   if (!e.has_name && !is_flow && ph != 'E' && ph != 'e') t_->diagnostics.Add("missing_name");
@@ -370,7 +390,9 @@ void ChromeTraceBuilder::Add(const JsonEvent& e) {
     case 'i':
     case 'I':
     case 'R':
-      if (opts_.keep_instants)
+      if (e.name == "[memory]" && (e.total_allocated >= 0 || e.total_reserved >= 0))
+        MemoryEvent(e, pid, track);
+      else if (opts_.keep_instants)
         AddRange(e, e.ts, 0, name, cat, track, SliceKind::kInstant, corr, bytes, shapes, group);
       break;
     case 'b':
@@ -592,6 +614,9 @@ void ChromeTraceBuilder::Finish() {
   uint64_t unmatched_async = 0;
   for (const auto& [key, stack] : open_async_) unmatched_async += stack.size();
   if (unmatched_async) t_->diagnostics.Add("unmatched_async_begin", unmatched_async);
+  for (const auto& [id, bytes] : device_memory_)  // after the events: the trace's first time is known
+    CounterValue(-1, "capacity_bytes cuda:" + std::to_string(id), first_ts_ == INT64_MAX ? 0 : first_ts_,
+                 static_cast<double>(bytes), true);
   NameTracks();
   if (t_->pid < 0 && !host_pid_slices_.empty()) {
     auto best = std::max_element(host_pid_slices_.begin(), host_pid_slices_.end(),

@@ -74,6 +74,9 @@ class ChromeTraceBuilder {
   void set_legacy(bool v) { legacy_ = v; }
   // GPU names from Kineto's deviceProperties.
   void SetDeviceName(int64_t id, std::string name) { device_names_[id] = std::move(name); }
+  // A GPU's memory (Kineto's deviceProperties totalGlobalMem): the "capacity_bytes cuda:<id>"
+  // counter at the trace's first time, which the memory views and the advisor read.
+  void SetDeviceMemory(int64_t id, int64_t bytes) { device_memory_[id] = bytes; }
   bool saw_string_ts() const { return string_ts_ > 0; }
   bool saw_cpu_functions_pid() const { return cpu_functions_pid_; }
   const std::map<int64_t, std::string>& process_names() const { return proc_names_; }
@@ -104,6 +107,10 @@ class ChromeTraceBuilder {
   void AddMarker(int64_t ts, int64_t dur, uint32_t name, uint32_t cat, uint32_t track);
   void Metadata(const JsonEvent& e);
   void Counter(const JsonEvent& e);
+  // One value of a named series on a counter track of `pid` (named so the memory views find it).
+  void CounterValue(int64_t pid, const std::string& label, int64_t ts, double value, bool named);
+  // Kineto's "[memory]" instant: an allocation slice and the allocator's totals as counters.
+  void MemoryEvent(const JsonEvent& e, int64_t pid, uint32_t track);
   // Add's phases: async begin/end/instant (b e n) on an async track; flow (s t f) ends, bound later.
   void AsyncEvent(const JsonEvent& e, char ph, int64_t pid, const Open& here);
   void FlowEvent(const JsonEvent& e, char ph, int64_t pid, uint32_t cat);
@@ -121,12 +128,15 @@ class ChromeTraceBuilder {
   uint64_t string_ts_ = 0;
   uint32_t cat_cpu_op_ = 0, cat_user_annotation_ = 0, cat_python_function_ = 0, cat_kernel_ = 0,
            cat_cuda_runtime_ = 0;
+  uint32_t cat_allocation_ = UINT32_MAX;  // interned at the first "[memory]" event
   std::vector<bool> device_cat_;  // by category string id: Kineto device activity
   std::unordered_map<std::string, int64_t> string_ids_;  // pid/tid strings → synthetic ints
   std::map<int64_t, std::string> id_labels_;             // synthetic int → its string
   std::map<int64_t, std::string> proc_names_, proc_labels_;
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names_;
   std::map<int64_t, std::string> device_names_;
+  std::map<int64_t, int64_t> device_memory_;
+  int64_t first_ts_ = INT64_MAX;  // the earliest event time seen (capacity counters' time)
   std::unordered_map<uint32_t, std::vector<Open>> open_b_;         // per track
   std::unordered_map<std::string, std::vector<Open>> open_async_;  // per (cat, id)
   std::map<std::pair<int64_t, uint32_t>, uint32_t> async_tracks_;

@@ -37,6 +37,9 @@ struct JsonEvent {
   // args
   int64_t correlation = -1, external_id = -1, device = -1, stream = -1;
   int64_t bytes = -1, nelems = -1, sort_index = -1;
+  // Kineto's "[memory]" instants (profile_memory): the allocator's totals after the event and
+  // its device ("Device Type": c10's DeviceType, 0 CPU, 1 CUDA; "Device Id" goes to `device`).
+  int64_t total_allocated = -1, total_reserved = -1, device_type = -1;
   std::string_view dtype, shapes, group_name, group_ranks, arg_name, labels, collective_name;
   std::vector<std::pair<std::string, double>> series;  // counter values ("C")
   uint32_t bad_values = 0;    // args values of the wrong type, ignored
@@ -51,6 +54,7 @@ struct JsonEvent {
     scope = 0;
     bind_enclosing = false;
     correlation = external_id = device = stream = bytes = nelems = sort_index = -1;
+    total_allocated = total_reserved = device_type = -1;
     dtype = shapes = group_name = group_ranks = arg_name = labels = collective_name = {};
     series.clear();
     bad_values = 0;

@@ -202,6 +202,23 @@ error_code ReadArgs(od::value& v, char ph, JsonEvent* e) {
       case 'E':
         if (KeyIs(k, "External id")) err = ReadInt(val, &e->external_id, &e->bad_values);
         break;
+      case 'D':
+        if (KeyIs(k, "Device Type")) {
+          err = ReadInt(val, &e->device_type, &e->bad_values);
+        } else if (KeyIs(k, "Device Id")) {
+          err = ReadInt(val, &e->device, &e->bad_values);
+        }
+        break;
+      case 'T':
+        if (KeyIs(k, "Total Allocated")) {
+          err = ReadInt(val, &e->total_allocated, &e->bad_values);
+        } else if (KeyIs(k, "Total Reserved")) {
+          err = ReadInt(val, &e->total_reserved, &e->bad_values);
+        }
+        break;
+      case 'B':
+        if (KeyIs(k, "Bytes")) err = ReadInt(val, &e->bytes, &e->bad_values);
+        break;
       case 'd':
         if (KeyIs(k, "device")) {
           err = ReadInt(val, &e->device, &e->bad_values);
@@ -411,7 +428,7 @@ void ReadMetadata(std::string text, Trace* trace, ChromeTraceBuilder* builder) {
       for (auto d : arr) {
         od::object dev;
         if (d.get_object().get(dev)) break;
-        int64_t id = -1;
+        int64_t id = -1, total_mem = -1;
         std::string name;
         for (auto g : dev) {
           od::field df;
@@ -422,11 +439,14 @@ void ReadMetadata(std::string text, Trace* trace, ChromeTraceBuilder* builder) {
           std::string_view s;
           if (KeyIs(dk, "id")) {
             (void)ReadInt(dv, &id, &bad);
+          } else if (KeyIs(dk, "totalGlobalMem")) {
+            (void)ReadInt(dv, &total_mem, &bad);
           } else if (KeyIs(dk, "name") && ReadString(dv, &s, &bad) == simdjson::SUCCESS) {
             name = std::string(s);
           }
         }
         if (id >= 0 && !name.empty()) builder->SetDeviceName(id, name);
+        if (id >= 0 && total_mem > 0) builder->SetDeviceMemory(id, total_mem);
       }
     }
   }

@@ -35,6 +35,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ClassTotal, count, total)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ModuleRow, path, cls, depth, calls, total, self, ops, op_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MemoryPeakRow, step, role, stage, series, at_start, peak, at_end,
                                    allocations, allocated)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutOfMemoryRow, ts, device, bytes, op, snapshot, step, role, stage)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FrameRow, frame, ops, total, top_op, top_op_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelTypeRow, kernel_type, time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TbStepRow, step, kernel, memcpy, memset, communication, runtime, dataloader,
@@ -54,7 +55,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleUse, id, outcome, at, step, version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, step_is_capture_window,
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
-                                   kernel_rows, classes, modules, memory_peaks, ops_by_frame, tb_steps, async, samples,
+                                   kernel_rows, classes, modules, memory_peaks, out_of_memory, ops_by_frame, tb_steps, async, samples,
                                    sample_uses, wall_offset_ns, diagnostics)
 
 namespace {
