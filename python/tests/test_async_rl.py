@@ -352,6 +352,39 @@ def test_a_planted_slow_pool_gives_the_verdict(tmp_path, rlprof_cli, knob, verdi
         assert fig["rollouter idle"]["framework"] < fig["rollouter idle"]["rlprof"] - 0.1, fig
 
 
+def _verdict(cli, out):
+    with open(os.path.join(out, "summary.json")) as f:
+        run = json.load(f)["run_dir"]
+    r = subprocess.run([cli, "summary", run, "--view", "async", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    t = json.loads(r.stdout)["async_verdict"]
+    return run, dict(zip([c["name"] for c in t["columns"]], t["rows"][0]))
+
+
+def test_the_advisors_move_a_process_saving_is_what_moving_it_saves(tmp_path, rlprof_cli):
+    """Issue 34, a planted case made real: 200 ms planted in every update makes 2 trainers the
+    bottleneck of 2 rollout workers. `rlprof advise` ranks rl.async_balance first, and its saving
+    — the step × (1 − capacity now / capacity with one process moved to training) — must be
+    within 20 % of what moving one really saves: the same run with 3 trainers and 1 rollout
+    worker, its measured throughput against this one's."""
+    now = run_example(tmp_path / "now", "fully_async", "--train-delay-ms", "200")
+    moved = run_example(tmp_path / "moved", "fully_async", "--train-delay-ms", "200", "--trainers", "3",
+                        "--rollout-workers", "1")
+    run, v = _verdict(rlprof_cli, now)
+    _, m = _verdict(rlprof_cli, moved)
+    assert v["verdict"] == "train-bound" and m["training_processes"] == 3, (v, m)
+    r = subprocess.run([rlprof_cli, "advise", run, "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    f = j["findings"][0]
+    assert f["id"] == "rl.async_balance" and "train-bound" in f["title"], j["findings"]
+    measured_share = 1 - v["throughput_measured"] / m["throughput_measured"]  # the step's part saved
+    assert measured_share > 0.15, (v, m)
+    assert f["saving_us_per_step"] == pytest.approx(j["step_us"] * measured_share, rel=0.2), (f, v, m)
+    # Nothing between the stages is flagged: an async run's waits are the pools' (async_pools).
+    assert all(x["id"] != "rl.stage_gaps" for x in j["findings"]), j["findings"]
+
+
 def test_compare_puts_two_async_runs_side_by_side_by_version_interval(tmp_path, rlprof_cli):
     """`rlprof compare` of an async run against the same run with 40 ms planted in every update:
     each version interval of the new run is longer, its throughput lower, the balance says the

@@ -51,7 +51,7 @@ constexpr Entry kRules[] = {
      advise::DpImbalance, Needs::kRanks},
     {{"rl.stage_gaps", "rl",
       "time in a step when no process is in any stage: the driver's or a colocated worker's own work between "
-      "stages",
+      "stages (not in async runs, whose waits async_pools splits by cause)",
       "Σ of the step's time that no stage of any process covers (stages joined on rank 0's clock), mean over the "
       "steps",
       "the stages of a step (any capture with stages)",

@@ -1,6 +1,7 @@
 // The advisor's RL-level rules (rules.h; docs/advise.md).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -87,6 +88,13 @@ double MeanOver(const std::map<int64_t, int64_t>& m) {
   double s = 0;
   for (const auto& [k, v] : m) s += static_cast<double>(v);
   return s / static_cast<double>(m.size());
+}
+
+// "16.4": a rate or ratio as findings write it.
+std::string Num1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", std::fabs(v) < 10 ? 2 : 1, v);
+  return buf;
 }
 
 double StepOr(const Context& c, double fallback) { return c.mean_step_ns > 0 ? c.mean_step_ns : fallback; }
@@ -222,6 +230,9 @@ std::vector<std::pair<int64_t, int64_t>> Merged(std::vector<std::pair<int64_t, i
 }
 
 void StageGaps(const Context& c, std::vector<Finding>* out) {
+  // An async run's processes wait between their stages by design (for samples, for weights):
+  // async_pools splits that time by cause, and rl.async_balance / rl.weight_sync weigh it.
+  if (AnyAsync(c.inputs)) return;
   // Per step: each process's view of it (its step window, else the span of its stages in it) and
   // every process's stages. The views that overlap are one clock's view of the step (captures
   // of another clock — or another run — form a view of their own); in each, the time no stage of
@@ -291,7 +302,7 @@ void WeightSync(const Context& c, std::vector<Finding>* out) {
     for (size_t i = 0; i < syncs.rows.size() && i < 3; ++i)
       f.evidence.push_back({"version " + std::to_string(static_cast<int64_t>(Num(syncs, i, "version").value_or(-1))) +
                             ": " + Duration(Num(syncs, i, "duration").value_or(0) * 1e3) +
-                            (Num(syncs, i, "transfer_gbps") ? ", " + std::to_string(*Num(syncs, i, "transfer_gbps")) + " GB/s" : "")});
+                            (Num(syncs, i, "transfer_gbps") ? ", " + Num1(*Num(syncs, i, "transfer_gbps")) + " GB/s" : "")});
     out->push_back(std::move(f));
     return;
   }
@@ -321,13 +332,13 @@ void AsyncBalance(const Context& c, std::vector<Finding>* out) {
   const double step = c.mean_step_ns;
   const double saving = with > cap && step > 0 ? step * (1.0 - cap / with) : 0;
   Finding f = MakeFinding("rl.async_balance", saving, step);
-  f.title = "the run is " + verdict + " (balance " + std::to_string(Num(t, 0, "balance").value_or(0)).substr(0, 4) +
-            "): the " + (rollout_bound ? "trainers wait for samples" : "rollouters wait for the trainer");
-  f.how = "capacity " + std::to_string(cap) + " samples/s now, " + std::to_string(with) + " with one process moved to " +
+  f.title = "the run is " + verdict + " (balance " + Num1(Num(t, 0, "balance").value_or(0)) + "): the " +
+            (rollout_bound ? "trainers wait for samples" : "rollouters wait for the trainer");
+  f.how = "capacity " + Num1(cap) + " samples/s now, " + Num1(with) + " with one process moved to " +
           (rollout_bound ? "generation" : "training") + ": step × (1 − now / moved) (async_verdict; as if each "
           "process kept its rate)";
-  f.evidence.push_back({"generate_rate " + std::to_string(Num(t, 0, "generate_rate").value_or(0)) +
-                        "/s, train_rate " + std::to_string(Num(t, 0, "train_rate").value_or(0)) + "/s per process"});
+  f.evidence.push_back({"generate_rate " + Num1(Num(t, 0, "generate_rate").value_or(0)) + "/s, train_rate " +
+                        Num1(Num(t, 0, "train_rate").value_or(0)) + "/s per process"});
   out->push_back(std::move(f));
 }
 
