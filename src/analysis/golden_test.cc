@@ -304,9 +304,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, AnalysisGoldenCases, ::testing::ValuesIn(GoldenC
 // The runner finds every case folder (a case.json that no longer parses, or a folder that lost
 // it, would otherwise drop out silently).
 TEST(AnalysisGoldenCasesTest, EveryCaseFolderIsFound) {
-  EXPECT_EQ(GoldenCases(), (std::vector<std::string>{"compare_hta", "grpo_tiny_step2", "hta_cpu_only",
-                                                     "kineto_launches", "torch113_legacy_gloo",
-                                                     "tracelens_h100"}));
+  EXPECT_EQ(GoldenCases(), (std::vector<std::string>{"compare_hta", "grpo_tiny_step2", "h100_grpo_torch",
+                                                     "h200_grpo_captures", "hta_cpu_only", "kineto_launches",
+                                                     "torch113_legacy_gloo", "tracelens_h100"}));
 }
 
 }  // namespace
