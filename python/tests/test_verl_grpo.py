@@ -235,6 +235,24 @@ def test_e2e_each_generated_sample_once_with_verls_own_lengths(rlprof_cli, e2e):
         assert all(groups) and sorted(groups.count(g) for g in set(groups)) == [2, 2], groups
 
 
+def test_e2e_the_advisors_findings_are_verls_own_timers(rlprof_cli, e2e):
+    """`rlprof advise` on verl's own job (issue 34; docs/advise.md "Checked on the real verl job"):
+    the recomputed log-probs and the weight sync it finds cost what verl's own timers say
+    (timing_s/old_log_prob, timing_s/update_weights, mean over the profiled steps 2 and 3), and the
+    rules the capture gives nothing to are named with what to turn on."""
+    r = subprocess.run([rlprof_cli, "advise", e2e["run"], "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    by_id = {f["id"]: f for f in j["findings"]}
+    for rule, timer in (("rl.logprob_recompute", "old_log_prob"), ("rl.weight_sync", "update_weights")):
+        verl_us = 1e6 * sum(e2e["timing"][s][timer] for s in (2, 3)) / 2
+        assert rule in by_id, (rule, j["findings"])
+        assert by_id[rule]["saving_us_per_step"] == pytest.approx(verl_us, rel=0.05, abs=2e4), (rule, verl_us)
+        assert all(ev["start_us"] is not None for ev in by_id[rule]["evidence"])  # placed on the timeline
+    missing = by_id["run.missing_data"]["evidence"]
+    assert any("device.launch_bound" in e["what"] for e in missing)  # a CPU-only job: no device activity
+
+
 def test_legacy_trainer_continuous_steps_are_one_capture_per_process_with_the_controller(rlprof_cli, legacy):
     caps = legacy["captures"]
     assert sorted(capture_key(c) for c in caps) == _plan(rlprof_cli, legacy["run"])
