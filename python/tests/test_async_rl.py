@@ -33,12 +33,12 @@ def run_example(tmp_path, mode, *extra):
     return out
 
 
-def truth_split(records, lo, hi, outer=False):
+def truth_segments(records, lo, hi, outer=False):
     """The split rlprof makes, on the truth: each instant of [lo, hi) to the highest-priority
-    interval over it (sync phases, the weight_sync stage, waits by cause, the busy stages).
-    A drain the process learnt of only at the sync (`request` records: from trainer 0's request
-    to joining, overlapping the generation it waited for) is not recorded by rlprof: left out; a
-    partial rollout's drain is a phase like the others."""
+    interval over it (sync phases, the weight_sync stage, waits by cause, the busy stages), as
+    (start, end, class) segments. A drain the process learnt of only at the sync (`request`
+    records: from trainer 0's request to joining, overlapping the generation it waited for) is
+    not recorded by rlprof: left out; a partial rollout's drain is a phase like the others."""
     order = ["sync/" + p for p in PHASES] + ["weight_sync"] + ["wait/" + w for w in WAITS] + ["busy"]
     rank = {k: i for i, k in enumerate(order)}
     edges = []
@@ -52,16 +52,25 @@ def truth_split(records, lo, hi, outer=False):
         if e > s:
             edges += [(s, 1, rank[kind]), (e, -1, rank[kind])]
     edges.sort()
-    out = dict.fromkeys(order + ["other"], 0)
+    out = []
     open_ = [0] * len(order)
     at = lo
     for x, d, k in edges + [(hi, 0, None)]:
         if x > at:
             live = [i for i, n in enumerate(open_) if n > 0]
-            out[order[live[0]] if live else "other"] += x - at
+            out.append((at, x, order[live[0]] if live else "other"))
             at = x
         if k is not None:
             open_[k] += d
+    return out
+
+
+def truth_split(records, lo, hi, outer=False):
+    """truth_segments summed by class."""
+    order = ["sync/" + p for p in PHASES] + ["weight_sync"] + ["wait/" + w for w in WAITS] + ["busy"]
+    out = dict.fromkeys(order + ["other"], 0)
+    for a, b, k in truth_segments(records, lo, hi, outer):
+        out[k] += b - a
     return out
 
 
@@ -110,6 +119,7 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
     assert set(pools) == {"actor", "rollout"} and pools["actor"]["rank"] == 2 and pools["rollout"]["rank"] == 2
     consumed = []
     resumed = 0
+    segs = {o: ([], [], []) for o in (False, True)}  # generation, training, sync segments
     for cap in caps:
         m = manifest(cap)
         rank = m["identity"]["rank"]
@@ -121,6 +131,12 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
         # The truth brackets rlprof's clock reads (examples/async_rl: Span): every interval taken
         # just inside and just outside rlprof's own enter and exit.
         want, wide = truth_split(records, lo, hi), truth_split(records, lo, hi, outer=True)
+        for o in (False, True):  # the run's join: each process's busy and sync segments
+            for a, b, k in truth_segments(records, lo, hi, o):
+                if k == "busy":
+                    segs[o][0 if role == "rollout" else 1].append((a, b))
+                elif k == "weight_sync" or k.startswith("sync/"):
+                    segs[o][2].append((a, b))
         got = by_rank[rank]
         window_us = (hi - lo) / 1e3
         assert got["window"] == pytest.approx(window_us, abs=1.0)
@@ -153,26 +169,30 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
             assert got["generated"] == len(made) and got["tokens"] == sum(r["tokens"] for r in made)
             assert got["tokens_per_s"] == pytest.approx(got["tokens"] / (window_us / 1e6), rel=1e-6)
     # Across processes (one host: one clock, offsets exactly 0): generation, training, their
-    # overlap, exposed generation and exposed sync, against the same unions of the truth.
+    # overlap, exposed generation and exposed sync, against the same unions of the truth's
+    # segments — busy where nothing of higher priority is (a partial rollout's sync phases
+    # inside a generation are sync, not generation), inside each process's window.
+    want, wide = (joined(*segs[o]) for o in (False, True))
     truths = {}
     for path in glob.glob(os.path.join(out, "truth", "*.jsonl")):
         with open(path) as f:
             truths[os.path.basename(path)] = [json.loads(line) for line in f]
+
     def spans(role, kinds, outer=False):
         return [(r.get("outer_start_ns", r["start_ns"]), r.get("outer_end_ns", r["end_ns"])) if outer else
                 (r["start_ns"], r["end_ns"]) for name, recs in truths.items() if name.startswith(role)
                 for r in recs if r["kind"] in kinds and not r.get("request")]
     sync_kinds = {"weight_sync"} | {"sync/" + p for p in PHASES}
-    want, wide = (joined(spans("rollout", {"rollout_generate"}, o), spans("trainer", {"actor_update"}, o),
-                         spans("rollout", sync_kinds, o) + spans("trainer", sync_kinds, o)) for o in (False, True))
     v = json.loads(r.stdout)["async_verdict"]
     row = dict(zip([c["name"] for c in v["columns"]], v["rows"][0]))
     longest = max(x["window"] for x in by_rank.values())
     for k in ("generation", "training", "overlap", "exposed_generation", "exposed_sync"):
         a, b = sorted((want[k] / 1e3, wide[k] / 1e3))
         assert a - 0.01 * longest <= row[k] <= b + 0.01 * longest, (mode, k, row[k], a, b)
-    if mode == "sync":  # lock-step: generation and training never overlap
-        assert row["overlap"] <= 0.01 * longest
+    if mode == "sync":  # lock-step: generation overlaps training only while a trainer is still
+        # finishing an update trainer 0 has published (under load, its tail): as the truth says
+        assert row["overlap"] <= max(want["overlap"], wide["overlap"]) / 1e3 + 0.01 * longest
+        assert max(want["overlap"], wide["overlap"]) <= 0.25 * max(want["training"], 1)
     check_version_intervals(json.loads(r.stdout)["async_versions"], truths, spans, sync_kinds, consumed, longest,
                             mode)
     check_syncs(json.loads(r.stdout)["async_syncs"], truths, longest, mode)
