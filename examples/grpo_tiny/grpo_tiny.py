@@ -59,6 +59,16 @@ class GrpoConfig:
     max_digit: int = 3         # the addition table a+b, a and b in [0, max_digit], split over ranks
     seed: int = 1234
     device: str = "cpu"        # or "cuda": each rank on GPU rank % device_count
+    straggler_ms: float = 0.0  # planted (issue 34): the last rank sleeps this long in each stage
+                               # that has no collective (weight_sync, rollout_generate, both log-probs)
+
+
+_planted_s = 0.0  # this process's planted sleep per stage (train() sets it on the last rank)
+
+
+def _planted() -> None:
+    if _planted_s > 0:
+        time.sleep(_planted_s)
 
 
 def rank_device(cfg: GrpoConfig, rank: int) -> torch.device:
@@ -85,6 +95,7 @@ def dist_backend(cfg: GrpoConfig, world: int) -> str:
 
 @rlprof.annotate("weight_sync", role="rollout")
 def weight_sync(actor: torch.nn.Module, rollout_model: torch.nn.Module) -> None:
+    _planted()
     with torch.no_grad():
         for dst, src in zip(rollout_model.parameters(), actor.parameters()):
             dst.copy_(src)
@@ -94,6 +105,7 @@ def weight_sync(actor: torch.nn.Module, rollout_model: torch.nn.Module) -> None:
 def rollout_generate(model: TinyGPT, prompts: torch.Tensor, cfg: GrpoConfig,
                      gen: torch.Generator) -> torch.Tensor:
     """(P*G, PROMPT_LEN + max_new_tokens) sequences: G sampled answers per prompt."""
+    _planted()
     with torch.no_grad():
         idx = prompts.repeat_interleave(cfg.group, dim=0)
         cache = KVCache(len(model.blocks))
@@ -122,12 +134,14 @@ def micro_batched_log_probs(model: torch.nn.Module, seqs: torch.Tensor, n: int) 
 
 @rlprof.annotate("ref_compute_log_prob", role="ref")
 def ref_compute_log_prob(ref: TinyGPT, seqs: torch.Tensor, cfg: GrpoConfig) -> torch.Tensor:
+    _planted()
     return micro_batched_log_probs(ref, seqs, cfg.log_prob_micro_batches)
 
 
 @rlprof.annotate("actor_compute_log_prob", role="actor")
 def actor_compute_log_prob(actor: torch.nn.Module, seqs: torch.Tensor,
                            cfg: GrpoConfig) -> torch.Tensor:
+    _planted()  # (DDP's forward has no collective: the model has no buffers to broadcast)
     return micro_batched_log_probs(actor, seqs, cfg.log_prob_micro_batches)
 
 
@@ -214,6 +228,8 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
     (both: torch.profiler opens before rlprof's step window, to check how they share CUPTI).
     around_step(step), when given, is a context manager entered around each step's window
     (bench/cost.py); torch_cpu=False gives torch.profiler the CUDA activity alone. Returns rewards, step times and this rank's capture directories."""
+    global _planted_s
+    _planted_s = cfg.straggler_ms / 1000 if world > 1 and rank == world - 1 else 0.0
     device = rank_device(cfg, rank)
     torch.manual_seed(cfg.seed)
     policy = TinyGPT(max_len=PROMPT_LEN + cfg.max_new_tokens).to(device)
@@ -357,10 +373,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="where the models run (cuda: GPU rank %% device_count; NCCL when each "
                          "rank has a GPU, else gloo)")
+    ap.add_argument("--straggler-ms", type=float, default=0.0,
+                    help="planted: the last rank sleeps this long in each stage without a collective "
+                         "(4 a step: a straggler costing 4x this a step)")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: torch sees no CUDA device")
-    cfg = GrpoConfig(steps=args.steps, device=args.device)
+    cfg = GrpoConfig(steps=args.steps, device=args.device, straggler_ms=args.straggler_ms)
     if args.small:
         cfg = dataclasses.replace(cfg, max_digit=2, group=4, sft_steps=20)
     mode = "off" if args.no_profile else "torch" if args.torch_profiler else "rlprof"

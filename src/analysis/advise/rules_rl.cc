@@ -184,6 +184,14 @@ void DpImbalance(const Context& c, std::vector<Finding>* out) {
   for (const Spread& s : spreads) {
     double med = 0;
     if (straggler != SIZE_MAX && Critical(s, &med).first == straggler) continue;  // the straggler's rule
+    if (straggler != SIZE_MAX) {
+      // A stage that synchronises the ranks (a data-parallel update) shows the straggler as the
+      // fastest: it arrives late and the others wait for it there. That wait is its cost (counted
+      // by rl.straggler_rank), not an imbalance.
+      const auto fastest = std::min_element(s.lanes.begin(), s.lanes.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+      if (fastest->first == straggler) continue;
+    }
     double mx = 0, mean = 0;
     for (const auto& [lane, ns] : s.lanes) {
       mx = std::max(mx, ns);
