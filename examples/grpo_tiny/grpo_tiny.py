@@ -61,9 +61,12 @@ class GrpoConfig:
     device: str = "cpu"        # or "cuda": each rank on GPU rank % device_count
     straggler_ms: float = 0.0  # planted (issue 34): the last rank sleeps this long in each stage
                                # that has no collective (weight_sync, rollout_generate, both log-probs)
+    imbalance_ms: float = 0.0  # planted (issue 34): in step s, rank s % world generates this much
+                               # longer (a longer batch: the slow rank changes every step)
 
 
 _planted_s = 0.0  # this process's planted sleep per stage (train() sets it on the last rank)
+_planted_gen_s = 0.0  # this step's planted extra generation time (train() sets it per step)
 
 
 def _planted() -> None:
@@ -106,6 +109,8 @@ def rollout_generate(model: TinyGPT, prompts: torch.Tensor, cfg: GrpoConfig,
                      gen: torch.Generator) -> torch.Tensor:
     """(P*G, PROMPT_LEN + max_new_tokens) sequences: G sampled answers per prompt."""
     _planted()
+    if _planted_gen_s > 0:
+        time.sleep(_planted_gen_s)
     with torch.no_grad():
         idx = prompts.repeat_interleave(cfg.group, dim=0)
         cache = KVCache(len(model.blocks))
@@ -228,7 +233,7 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
     (both: torch.profiler opens before rlprof's step window, to check how they share CUPTI).
     around_step(step), when given, is a context manager entered around each step's window
     (bench/cost.py); torch_cpu=False gives torch.profiler the CUDA activity alone. Returns rewards, step times and this rank's capture directories."""
-    global _planted_s
+    global _planted_s, _planted_gen_s
     _planted_s = cfg.straggler_ms / 1000 if world > 1 and rank == world - 1 else 0.0
     device = rank_device(cfg, rank)
     torch.manual_seed(cfg.seed)
@@ -262,6 +267,7 @@ def train(cfg: GrpoConfig, rank: int = 0, world: int = 1, config: Optional[str] 
                 activities.append(torch.profiler.ProfilerActivity.CUDA)
             tprof = torch.profiler.profile(activities=activities)
             tprof.__enter__()
+        _planted_gen_s = cfg.imbalance_ms / 1000 if world > 1 and step % world == rank else 0.0
         with (prof.step(step) if prof is not None else contextlib.nullcontext()):
             weight_sync(policy, rollout_model)
             pairs = table_share(cfg, rank, world)
@@ -376,10 +382,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--straggler-ms", type=float, default=0.0,
                     help="planted: the last rank sleeps this long in each stage without a collective "
                          "(4 a step: a straggler costing 4x this a step)")
+    ap.add_argument("--imbalance-ms", type=float, default=0.0,
+                    help="planted: in step s, rank s %% ranks generates this much longer (data-parallel "
+                         "imbalance: the step waits for the slow rank at the update)")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: torch sees no CUDA device")
-    cfg = GrpoConfig(steps=args.steps, device=args.device, straggler_ms=args.straggler_ms)
+    cfg = GrpoConfig(steps=args.steps, device=args.device, straggler_ms=args.straggler_ms,
+                     imbalance_ms=args.imbalance_ms)
     if args.small:
         cfg = dataclasses.replace(cfg, max_digit=2, group=4, sft_steps=20)
     mode = "off" if args.no_profile else "torch" if args.torch_profiler else "rlprof"

@@ -103,24 +103,39 @@ def test_analyse_writes_the_findings_and_rlprof_analysis_reads_them(rlprof_cli, 
 GRPO = os.path.join(ROOT, "examples", "grpo_tiny", "grpo_tiny.py")
 
 
-def test_a_planted_straggler_rank_is_found_with_what_it_costs(rlprof_cli, tmp_path):
-    """The GRPO example on 2 ranks with `--straggler-ms 50`: rank 1 sleeps 50 ms in each of its 4
-    stages without a collective, 200 ms a step; rank 0 waits for it inside actor_update's
-    all-reduce. rl.straggler_rank is first, names rank 1, and its saving is within 20 % of the
-    planted 200 ms; the wait it causes in the update is not taken for an imbalance."""
+def _grpo_advice(cli: str, tmp_path, *knob: str) -> Dict[str, Any]:
+    """The GRPO example on 2 ranks, 3 steps, steps 2 and 3 captured end to end; its advice."""
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("rlprof:\n  steps: [2, 3]\n  save_path: %s\n  roles:\n" % (tmp_path / "out") +
                    "".join(f"    {r}: {{ranks: [0, 1], contents: [cpu]}}\n" for r in ("actor", "rollout", "ref")))
-    r = subprocess.run([sys.executable, GRPO, "--ranks", "2", "--steps", "3", "--small", "--config", str(cfg),
-                        "--straggler-ms", "50"], env=_env(), cwd=str(tmp_path), capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run([sys.executable, GRPO, "--ranks", "2", "--steps", "3", "--small", "--config", str(cfg), *knob],
+                       env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     runs = os.listdir(tmp_path / "out")
     assert len(runs) == 1, runs
-    j = _advise(rlprof_cli, str(tmp_path / "out" / runs[0]))
+    return _advise(cli, str(tmp_path / "out" / runs[0]))
+
+
+def test_a_planted_straggler_rank_is_found_with_what_it_costs(rlprof_cli, tmp_path):
+    """`--straggler-ms 50`: rank 1 sleeps 50 ms in each of its 4 stages without a collective, 200 ms
+    a step; rank 0 waits for it inside actor_update's all-reduce. rl.straggler_rank is first,
+    names rank 1, and its saving is within 20 % of the planted 200 ms; the wait it causes in the
+    update is not taken for an imbalance."""
+    j = _grpo_advice(rlprof_cli, tmp_path, "--straggler-ms", "50")
     f = j["findings"][0]
     assert f["id"] == "rl.straggler_rank", j["findings"]
     assert f["evidence"][0]["rank"] == 1 and f["evidence"][0]["start_us"] is not None
     assert f["saving_us_per_step"] == pytest.approx(200_000, rel=0.2), f
     assert all(x["id"] != "rl.dp_imbalance" for x in j["findings"]), j["findings"]
 
+
+def test_a_planted_imbalance_across_ranks_is_found_with_what_it_costs(rlprof_cli, tmp_path):
+    """`--imbalance-ms 200`: in step s, rank s % 2 generates 200 ms longer (a longer batch), and
+    the other waits for it at the update. Balanced — each rank with half of the extra work — the
+    step would be 100 ms shorter. rl.dp_imbalance is first with a saving within 20 % of that (the
+    wait at the update not counted twice), and no rank is a straggler."""
+    j = _grpo_advice(rlprof_cli, tmp_path, "--imbalance-ms", "200")
+    f = j["findings"][0]
+    assert f["id"] == "rl.dp_imbalance", j["findings"]
+    assert f["saving_us_per_step"] == pytest.approx(100_000, rel=0.2), f
+    assert all(x["id"] != "rl.straggler_rank" for x in j["findings"]), j["findings"]
