@@ -213,7 +213,8 @@ _capacity: Dict[int, int] = {}  # device → its memory in bytes (read once)
 
 def _cuda_capacity() -> None:
     """At a window's open: each initialised CUDA device's memory as the counter
-    ``capacity_bytes cuda:N`` (what the advisor's memory rule compares the allocator's peak with)."""
+    ``capacity_bytes cuda:N``, and the current device's as ``capacity_bytes cuda`` (what the
+    advisor's memory rule compares the allocator's peaks with)."""
     if not _cuda_ready():
         return
     try:
@@ -223,6 +224,9 @@ def _cuda_capacity() -> None:
             if d not in _capacity:
                 _capacity[d] = int(torch.cuda.get_device_properties(d).total_memory)
             _rlprof.memory_counter(f"capacity_bytes cuda:{d}", float(_capacity[d]))
+        # The current device's, for the process's cuda_reserved_bytes / cuda_allocated_bytes
+        # samples (torch.cuda.memory_reserved() of the current device, at each boundary).
+        _rlprof.memory_counter("capacity_bytes cuda", float(_capacity[torch.cuda.current_device()]))
     except Exception as e:  # never into the training loop
         warnings.warn(f"rlprof: cannot read the CUDA devices' memory ({e!r})", RuntimeWarning)
 

@@ -22,10 +22,10 @@ PKG = os.path.join(BUILD, "python") if BUILD else ""
 pytestmark = pytest.mark.skipif(not BUILD, reason="rlprof is not built")
 
 
-def _run(script: str, out: str) -> List[str]:
+def _run(script: str, out: str, *args: str) -> List[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLPROF_")}
     env["PYTHONPATH"] = PKG
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(script), out], env=env, capture_output=True,
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(script), out, *args], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -97,6 +97,7 @@ FAKE_CUDA_OOM = """
     torch.cuda.is_available = lambda: True
     torch.cuda.is_initialized = lambda: True
     torch.cuda.device_count = lambda: 1
+    torch.cuda.current_device = lambda: 0
     torch.cuda.get_device_properties = lambda d: Props()
     torch.cuda.memory_allocated = lambda *a: 70 << 30
     torch.cuda.memory_reserved = lambda *a: 79 << 30
@@ -111,7 +112,7 @@ FAKE_CUDA_OOM = """
     for step in (1, 2):
         with prof.step(step):
             with prof.stage("actor_update", "actor"):
-                if step == 2:  # the caching allocator cannot find 2 GiB: it calls its observers
+                if step == 2 and sys.argv[2] == "oom":  # the caching allocator cannot find 2 GiB: it calls its observers
                     for o in observers:
                         o(0, 2 << 30, 70 << 30, 1 << 30)
     caps = prof.shutdown()
@@ -122,7 +123,7 @@ FAKE_CUDA_OOM = """
 
 
 def test_a_cuda_out_of_memory_error_writes_the_allocator_snapshot_the_finding_names(rlprof_cli, tmp_path):
-    caps = _run(FAKE_CUDA_OOM, str(tmp_path / "out"))
+    caps = _run(FAKE_CUDA_OOM, str(tmp_path / "out"), "oom")
     snap = os.path.join(caps[1], "oom_device0_rank0.pickle")
     assert os.path.exists(snap), os.listdir(caps[1])
     with open(snap, "rb") as f:
@@ -138,3 +139,20 @@ def test_a_cuda_out_of_memory_error_writes_the_allocator_snapshot_the_finding_na
     # The device's memory is in each window for the rule's "close to capacity".
     got = _counters(rlprof_cli, caps[0], str(tmp_path))
     assert [v for k, vs in got.items() if "capacity_bytes cuda:0" in k for v in vs][0] == 80 << 30
+
+
+def test_a_cuda_device_close_to_capacity_is_a_finding_without_an_error(rlprof_cli, tmp_path):
+    """The same fake device with 79 of its 80 GiB reserved (torch.cuda.memory_reserved(), sampled
+    at each boundary) and no error: device.memory, medium (≥ 95 %), no saving estimated (no
+    allocator calls in a CPU-only capture), placed on the stage holding the peak."""
+    caps = _run(FAKE_CUDA_OOM, str(tmp_path / "out"), "full")
+    run_dir = os.path.dirname(os.path.dirname(os.path.dirname(caps[0])))
+    j = _advise(rlprof_cli, run_dir)
+    mem = [f for f in j["findings"] if f["id"] == "device.memory"]
+    assert len(mem) == 1, j["findings"]
+    f = mem[0]
+    assert f["severity"] == "medium" and f["saving_us_per_step"] is None, f
+    assert "79.0 GiB of 80.0 GiB (99 %)" in f["title"], f["title"]
+    assert f["evidence"][0]["stage"] == "actor/actor_update" and f["evidence"][0]["start_us"] is not None
+    # (this 1.5 ms step's own gaps between stages are 10 % of it: they rank first here)
+

@@ -66,11 +66,16 @@ std::vector<DeviceUse> Uses(const InputResult& r) {
       dev = s.substr(16), pref = 1;
     } else if (s == "rss_bytes") {
       dev = "host", pref = 0;
+    } else if (s == "cuda_reserved_bytes" || s == "cuda_allocated_bytes") {
+      // rlprof.Profiler's samples of the current device at each boundary (capacity_bytes cuda)
+      dev = "cuda", pref = s == "cuda_reserved_bytes" ? 0 : 1;
     } else {
       continue;
     }
     DeviceUse& u = by[dev][pref];
-    if (u.at == nullptr || row.peak > u.used) u = DeviceUse{&r, dev, s, row.peak, 0, &row};
+    const bool in_stage = row.stage != "(none)";  // a stage over the time between stages, at a tie
+    if (u.at == nullptr || row.peak > u.used || (row.peak == u.used && in_stage && u.at->stage == "(none)"))
+      u = DeviceUse{&r, dev, s, row.peak, 0, &row};
   }
   std::vector<DeviceUse> out;
   for (auto& [dev, prefs] : by) {
@@ -81,6 +86,12 @@ std::vector<DeviceUse> Uses(const InputResult& r) {
     out.push_back(u);
   }
   return out;
+}
+
+// "actor/actor_update"; "between stages" for the step's time outside them.
+std::string StageName(const MemoryPeakRow& row) {
+  if (row.stage == "(none)") return "between stages";
+  return row.role.empty() ? row.stage : row.role + "/" + row.stage;
 }
 
 double StepsOf(const InputResult& r) { return static_cast<double>(std::max<size_t>(1, r.analysis.steps.size())); }
@@ -157,8 +168,8 @@ void Memory(const Context& c, std::vector<Finding>* out) {
   const int64_t rank = worst->r->analysis.rank;
   const std::string pct = std::to_string(static_cast<int>(std::lround(100 * share)));
   f.title = worst->device + (rank >= 0 ? " of rank " + std::to_string(rank) : "") + " holds " + Bytes(worst->used) +
-            " of " + Bytes(worst->capacity) + " (" + pct + " %) at its peak, in " + worst->at->role + "/" +
-            worst->at->stage + " of step " + std::to_string(worst->at->step);
+            " of " + Bytes(worst->capacity) + " (" + pct + " %) at its peak, in " + StageName(*worst->at) +
+            " of step " + std::to_string(worst->at->step);
   if (calls > 0) {
     f.title += "; the allocator's calls into the driver take " + Duration(per_step) + " a step";
     f.how = "Σ of the allocator's driver calls (" + std::to_string(calls) + " cudaMalloc / cudaFree …, " +
@@ -170,7 +181,7 @@ void Memory(const Context& c, std::vector<Finding>* out) {
             "error; peak " + worst->series + " / capacity_bytes " + worst->device + " = " + pct + " %";
   }
   Evidence e{worst->series + " peaks at " + Bytes(worst->used) + " (" + pct + " % of " + Bytes(worst->capacity) + ")",
-             worst->at->step, rank, worst->at->role + "/" + worst->at->stage};
+             worst->at->step, rank, StageName(*worst->at)};
   Place(*worst->r, *worst->at, &e);
   f.evidence.push_back(std::move(e));
   out->push_back(std::move(f));
