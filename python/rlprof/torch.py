@@ -194,13 +194,12 @@ _oom_attached = False
 
 
 def _cuda_history(on: bool) -> None:
-    global _history_on
+    global _history_on, _oom_attached
     if on == _history_on or not _cuda_ready():
         return
     try:
         torch.cuda.memory._record_memory_history("all" if on else None)
         _history_on = on
-        global _oom_attached
         if on and not _oom_attached and hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
             torch._C._cuda_attach_out_of_memory_observer(_on_oom)  # torch keeps every one attached
             _oom_attached = True

@@ -31,6 +31,11 @@ def _run(script: str, out: str, *args: str) -> List[str]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def _run_advice(cli: str, caps: List[str]) -> Dict[str, Any]:
+    """`rlprof advise --json` on the run of these captures (<run>/step<N>/<scope>/<capture>)."""
+    return _advise(cli, os.path.dirname(os.path.dirname(os.path.dirname(caps[0]))))
+
+
 def _advise(cli: str, path: str) -> Dict[str, Any]:
     r = subprocess.run([cli, "advise", path, "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -71,8 +76,7 @@ CPU_OOM = """
 
 def test_a_real_cpu_out_of_memory_error_is_the_first_finding(rlprof_cli, tmp_path):
     caps = _run(CPU_OOM, str(tmp_path / "out"))
-    run_dir = os.path.dirname(os.path.dirname(os.path.dirname(caps[0])))
-    j = _advise(rlprof_cli, run_dir)
+    j = _run_advice(rlprof_cli, caps)
     f = j["findings"][0]
     assert f["id"] == "device.memory" and f["severity"] == "high", j["findings"]
     assert "out-of-memory" in f["title"] and "cpu" in f["title"], f["title"]
@@ -128,8 +132,7 @@ def test_a_cuda_out_of_memory_error_writes_the_allocator_snapshot_the_finding_na
     assert os.path.exists(snap), os.listdir(caps[1])
     with open(snap, "rb") as f:
         assert pickle.load(f)["device_traces"][0][0]["action"] == "oom"
-    run_dir = os.path.dirname(os.path.dirname(os.path.dirname(caps[0])))
-    j = _advise(rlprof_cli, run_dir)
+    j = _run_advice(rlprof_cli, caps)
     f = j["findings"][0]
     assert f["id"] == "device.memory" and f["severity"] == "high", j["findings"]
     assert "cuda:0" in f["title"] and "2.0 GiB asked" in f["title"], f["title"]
@@ -146,8 +149,7 @@ def test_a_cuda_device_close_to_capacity_is_a_finding_without_an_error(rlprof_cl
     at each boundary) and no error: device.memory, medium (≥ 95 %), no saving estimated (no
     allocator calls in a CPU-only capture), placed on the stage holding the peak."""
     caps = _run(FAKE_CUDA_OOM, str(tmp_path / "out"), "full")
-    run_dir = os.path.dirname(os.path.dirname(os.path.dirname(caps[0])))
-    j = _advise(rlprof_cli, run_dir)
+    j = _run_advice(rlprof_cli, caps)
     mem = [f for f in j["findings"] if f["id"] == "device.memory"]
     assert len(mem) == 1, j["findings"]
     f = mem[0]

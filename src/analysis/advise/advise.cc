@@ -229,12 +229,10 @@ Advice Advise(const std::vector<InputResult>& inputs, const RunView& view,
     e.fn(c, &a.findings);
   }
   PlaceEvidence(inputs, &a.findings);
-  // A finding whose saving is under 0.1 % of the step says nothing worth reading (the colocated
-  // rollout's share is stated whatever it is).
+  // A finding whose saving is under 0.1 % of the step says nothing worth reading (unless its rule
+  // states it whatever its saving: Finding::stated).
   std::erase_if(a.findings, [&](const Finding& f) {
-    const bool stated = f.id == "rl.colocated_rollout" || f.id == "run.missing_data" ||
-                        (f.id == "device.memory" && f.severity > Severity::kInfo);  // a risk, not a time
-    return !stated && c.mean_step_ns > 0 && f.saving_ns < 1e-3 * c.mean_step_ns && !f.regression;
+    return !f.stated && c.mean_step_ns > 0 && f.saving_ns < 1e-3 * c.mean_step_ns && !f.regression;
   });
   std::stable_sort(a.findings.begin(), a.findings.end(), [](const Finding& x, const Finding& y) {
     if (x.failure != y.failure) return x.failure;
@@ -385,6 +383,7 @@ void MissingData(const Context& c, std::vector<Finding>* out) {
       {Needs::kMemory, memory, "memory (`contents: [..., memory]`)"},
   };
   Finding f = MakeFinding("run.missing_data", 0, c.mean_step_ns);
+  f.stated = true;
   std::vector<std::string> rules;
   for (const Want& w : wants) {
     if (w.have) continue;

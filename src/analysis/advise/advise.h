@@ -50,6 +50,7 @@ struct Finding {
   std::string action;    // what to change, in the user's terms
   bool regression = false;  // found by comparing with a baseline run
   bool failure = false;     // the run failed there (an out-of-memory error): ranked before any other
+  bool stated = false;      // kept whatever its saving (a design's share, a risk, what the capture lacked)
 };
 
 struct Advice {

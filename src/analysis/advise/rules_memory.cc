@@ -115,6 +115,7 @@ bool OutOfMemoryFinding(const Context& c, std::vector<Finding>* out) {
   Finding f = MakeFinding("device.memory", 0, c.mean_step_ns);
   f.severity = Severity::kHigh;  // the job failed, or survived it by luck (a caught error)
   f.failure = true;
+  f.stated = true;
   const OutOfMemoryRow& first = *all.front().second;
   const int64_t rank = all.front().first->analysis.rank;
   f.title = std::to_string(all.size()) + " out-of-memory error" + (all.size() > 1 ? "s" : "") + ": the first on " +
@@ -165,6 +166,7 @@ void Memory(const Context& c, std::vector<Finding>* out) {
   const double per_step = calls_ns / StepsOf(*worst->r);
   Finding f = MakeFinding("device.memory", per_step, c.mean_step_ns);
   f.severity = std::max(f.severity, share >= kVeryClose ? Severity::kMedium : Severity::kLow);
+  f.stated = true;  // a risk as much as a time
   const int64_t rank = worst->r->analysis.rank;
   const std::string pct = std::to_string(static_cast<int>(std::lround(100 * share)));
   f.title = worst->device + (rank >= 0 ? " of rank " + std::to_string(rank) : "") + " holds " + Bytes(worst->used) +

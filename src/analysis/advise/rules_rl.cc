@@ -388,6 +388,7 @@ void ColocatedRollout(const Context& c, std::vector<Finding>* out) {
   const double n = static_cast<double>(gen.size());
   Finding f = MakeFinding("rl.colocated_rollout", hide / n, c.mean_step_ns);
   f.severity = Severity::kInfo;  // a design choice, not a fault: stated, never ranked above info
+  f.stated = true;
   f.title = "generation is " + std::to_string(static_cast<int>(std::lround(100.0 * share / n))) +
             " % of the step and runs apart from training";
   f.how = "min(generation, rest of the step) per step, mean over " + std::to_string(gen.size()) +

@@ -232,7 +232,7 @@ std::vector<OutOfMemoryRow> OutOfMemory(const Trace& t, const std::vector<StageR
       notes.push_back(std::move(r));
     }
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });  // earliest first
   for (OutOfMemoryRow& n : notes) {  // the observer's note follows the allocator's report
     auto same = std::find_if(out.begin(), out.end(), [&](const OutOfMemoryRow& r) {
       return r.device == n.device && r.snapshot.empty() && std::llabs(r.ts - n.ts) <= 1'000'000'000;
