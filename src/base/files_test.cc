@@ -37,6 +37,22 @@ TEST_F(FilesTest, WriteThenReadRoundTrips) {
   EXPECT_EQ(*data, std::string("hello\0world", 11));
 }
 
+// Replacing a file (exchanged with the new one, or renamed over it) leaves the new content and
+// no temporary file.
+TEST_F(FilesTest, ReplacingAFileLeavesTheNewContentAndNoTemporaryFile) {
+  const std::string path = (dir_ / "m.json").string();
+  ASSERT_TRUE(MakeDirs(dir_.string()).ok());
+  ASSERT_TRUE(WriteNewFile(path, "{\"complete\": false}" + std::string(4096, ' ')).ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"complete\": true}").ok());
+  EXPECT_EQ(*ReadFile(path), "{\"complete\": true}");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "m.json");
+  }
+  EXPECT_EQ(files, 1);
+}
+
 TEST_F(FilesTest, MissingFileIsNotFound) {
   auto data = ReadFile((dir_ / "nope").string());
   EXPECT_EQ(data.status().code(), StatusCode::kNotFound);

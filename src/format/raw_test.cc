@@ -117,6 +117,23 @@ TEST(RawFormatTest, WriterCountsEventsAndBytesOnDisk) {
   EXPECT_FALSE((*w)->AddEvents(ev).ok());  // closed
 }
 
+// Chunks are gathered and written at each Flush (one write() for a small capture): the counts
+// say what the file holds, never what is still gathered, also for whole chunks.
+TEST(RawFormatTest, CountsSayWhatTheFileHoldsNotWhatIsGathered) {
+  std::string path = TempPath("gathered.rlp");
+  auto w = RawWriter::Create(path, {.rank = 0}, /*chunk_bytes=*/4096, /*zstd_level=*/1);
+  ASSERT_TRUE(w.ok());
+  std::vector<Event> ev;
+  for (int i = 0; i < 1000; ++i) ev.push_back(MakeEvent(i * 1000, 0, 0));  // several whole chunks
+  ASSERT_TRUE((*w)->AddEvents(ev).ok());
+  EXPECT_EQ(fs::file_size(path), (*w)->bytes_written());
+  EXPECT_EQ(ReadRaw(path)->events.size(), (*w)->events_written());
+  ASSERT_TRUE((*w)->Flush().ok());
+  EXPECT_EQ((*w)->events_written(), 1000u);
+  EXPECT_EQ(fs::file_size(path), (*w)->bytes_written());
+  EXPECT_EQ(ReadRaw(path)->events.size(), 1000u);
+}
+
 TEST(RawFormatTest, FlushMakesSmallBatchesReadableWhileTheWriterIsOpen) {
   std::string path = TempPath("open.rlp");
   auto w = RawWriter::Create(path, {.rank = 1, .pid = 9, .host = "h"});

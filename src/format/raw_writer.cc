@@ -138,7 +138,7 @@ class RawWriterImpl final : public RawWriter {
       RLPROF_RETURN_IF_ERROR(EmitEvents(events_));
       events_.clear();
     }
-    return Status::Ok();
+    return WritePending();
   }
 
   Status Close() override {
@@ -178,15 +178,15 @@ class RawWriterImpl final : public RawWriter {
     // whose values defeat every predictor go out as records, so a chunk stays within what
     // callers budget for (32 bytes an event before zstd, as in version 1).
     if (cols != nullptr && cols->size() <= ev.size_bytes()) {
-      RLPROF_RETURN_IF_ERROR(EmitBlocks(RawChunkType::kEventsColumnar, *cols, encoder_->column_ends()));
+      RLPROF_RETURN_IF_ERROR(
+          EmitBlocks(RawChunkType::kEventsColumnar, *cols, encoder_->column_ends(), ev.size()));
     } else {
-      RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes()));
+      RLPROF_RETURN_IF_ERROR(EmitChunk(RawChunkType::kEvents, ev.data(), ev.size_bytes(), ev.size()));
     }
-    events_written_ += ev.size();
     return Status::Ok();
   }
 
-  Status EmitChunk(RawChunkType type, const void* data, size_t size) {
+  Status EmitChunk(RawChunkType type, const void* data, size_t size, uint64_t events = 0) {
     size_t bound = ZSTD_compressBound(size);
     out_.resize(kRawChunkHeaderBytes + bound);
     size_t c = ZSTD_compressCCtx(cctx_, out_.data() + kRawChunkHeaderBytes, bound, data, size,
@@ -196,13 +196,14 @@ class RawWriterImpl final : public RawWriter {
     }
     EncodeRawChunkHeader(type, static_cast<uint32_t>(size), out_.data() + kRawChunkHeaderBytes,
                          static_cast<uint32_t>(c), out_.data());
-    return WriteAll(out_.data(), kRawChunkHeaderBytes + c);
+    return WriteAll(out_.data(), kRawChunkHeaderBytes + c, events);
   }
 
   // One zstd frame, as EmitChunk, whose blocks end at `ends` (ascending, the last =
   // data.size()): each column of a columnar chunk is compressed with tables of its own, ≈ 7 %
   // smaller than one run of blocks across columns on operator captures.
-  Status EmitBlocks(RawChunkType type, std::string_view data, std::span<const size_t> ends) {
+  Status EmitBlocks(RawChunkType type, std::string_view data, std::span<const size_t> ends,
+                    uint64_t events) {
     const auto zfail = [&](size_t r) {
       return Fail(base::Internal(path_ + ": zstd: " + ZSTD_getErrorName(r)));
     };
@@ -226,26 +227,57 @@ class RawWriterImpl final : public RawWriter {
     }
     EncodeRawChunkHeader(type, static_cast<uint32_t>(data.size()), out_.data() + kRawChunkHeaderBytes,
                          static_cast<uint32_t>(out.pos), out_.data());
-    return WriteAll(out_.data(), kRawChunkHeaderBytes + out.pos);
+    return WriteAll(out_.data(), kRawChunkHeaderBytes + out.pos, events);
   }
 
-  Status WriteAll(const char* p, size_t n) {
+  // Whole chunks (and the header) are gathered and go to the file in one write() at each
+  // Flush, or once they reach kPendingBytes: a small capture's header, strings, tracks and
+  // events chunks cost one system call, not four. Nothing is counted as written before it is.
+  static constexpr size_t kPendingBytes = 64 << 10;
+  Status WriteAll(const char* p, size_t n, uint64_t events = 0) {
+    pending_.append(p, n);
+    pending_events_ += events;
+    pending_ends_.push_back({pending_.size(), pending_events_});
+    return pending_.size() >= kPendingBytes ? WritePending() : Status::Ok();
+  }
+
+  Status WritePending() {
+    if (pending_.empty()) return Status::Ok();
+    const char* p = pending_.data();
+    size_t n = pending_.size();
     const uint64_t start = bytes_written_;
     while (n > 0) {
       ssize_t w = ::write(fd_, p, n);
       if (w < 0) {
         if (errno == EINTR) continue;
         const int e = errno;
-        // A full disk (ENOSPC, EFBIG) may take part of a chunk: cut it off again, so that the
-        // file ends with its last complete chunk and the space goes back to the disk.
-        if (bytes_written_ > start && ::ftruncate(fd_, static_cast<off_t>(start)) == 0)
-          bytes_written_ = start;
+        // A full disk (ENOSPC, EFBIG) may take part of a chunk: cut the file back to the last
+        // complete chunk it got, so that it ends with a whole chunk and the space goes back to
+        // the disk; the events of the chunks it holds are written, the rest are not.
+        const size_t got = static_cast<size_t>(bytes_written_ - start);
+        size_t keep = 0;
+        uint64_t kept_events = 0;
+        for (const auto& [end, evs] : pending_ends_) {
+          if (end > got) break;
+          keep = end;
+          kept_events = evs;
+        }
+        if (got != keep && ::ftruncate(fd_, static_cast<off_t>(start + keep)) == 0)
+          bytes_written_ = start + keep;
+        if (bytes_written_ == start + keep) events_written_ += kept_events;
+        pending_.clear();
+        pending_ends_.clear();
+        pending_events_ = 0;
         return Fail(base::IoError(path_ + ": write: " + std::strerror(e)));
       }
       p += w;
       n -= static_cast<size_t>(w);
       bytes_written_ += static_cast<uint64_t>(w);
     }
+    events_written_ += pending_events_;
+    pending_events_ = 0;
+    pending_.clear();
+    pending_ends_.clear();
     return Status::Ok();
   }
 
@@ -267,6 +299,9 @@ class RawWriterImpl final : public RawWriter {
   std::string tracks_;
   std::vector<Event> events_;
   std::vector<char> out_;
+  std::string pending_;  // whole chunks not yet written (WriteAll)
+  uint64_t pending_events_ = 0;
+  std::vector<std::pair<size_t, uint64_t>> pending_ends_;  // each chunk's end, events up to it
   uint64_t bytes_written_ = 0;
   uint64_t events_written_ = 0;
   Status failed_;

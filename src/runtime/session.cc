@@ -154,7 +154,7 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   wo.contents = s->proc_.contents.Names();
   wo.config_json = ProcessPlanJson(plan, s->proc_);
   wo.clock = s->clock_;
-  wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 0.1;
+  wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 1.0;
   // Sources (source.h): the built-in memory sampler, then every registered source the plan
   // wants (the registry keeps adding sources registered while this session lives).
   SourceContext sc;
@@ -169,9 +169,8 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   if (s->sources_->Add(samples)) SampleSource::SetCurrent(samples);
   SourceRegistry::Get().SetListener(s->sources_.get());
   s->listening_ = true;
-  // The writer's wake-ups drive the sources' ticks (contents memory: the RSS interval).
-  if (const double t = s->sources_->TickInterval(); t > 0)
-    wo.flush_interval_s = std::min(wo.flush_interval_s, t);
+  // The writer's wake-ups drive the sources' ticks (contents memory: the RSS interval): it
+  // asks the sources for their interval at each wake-up (a source may register later).
   wo.sources = s->sources_;
   wo.budget = plan.budget;
   wo.quiet = options.quiet;

@@ -1,6 +1,7 @@
 #include "src/runtime/session.h"
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -190,6 +191,33 @@ TEST(SessionTest, NeverOverwritesAnExistingCaptureDirectory) {
   EXPECT_EQ(caps[1], caps[0] + "-1");
   EXPECT_EQ(caps[2], caps[0] + "-2");
   for (const auto& c : caps) EXPECT_EQ(ReadManifest(c)["counts"]["events"], 2);  // mark + step
+}
+
+// Manual captures of one scope in one session: each its own directory (one mkdir each, the
+// writer remembers the next suffix), and a scope directory removed under the running job is
+// made again for the next capture.
+TEST(SessionTest, ManyCapturesOfOneScopeEachGetADirectoryEvenAfterItsParentWasRemoved) {
+  const std::string save = FreshDir("manyscope");
+  auto s = SessionImpl::Create(MakePlan(save, {}), Quiet("many"), NoEnv);
+  ASSERT_TRUE(s->enabled());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(s->StartCapture("loop"));
+    Mark("m");
+    s->StopCapture();
+    ASSERT_TRUE(s->Flush(10));
+  }
+  std::vector<std::string> caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 5u);
+  const std::string parent = caps[0].substr(0, caps[0].rfind('/'));
+  std::filesystem::remove_all(parent);
+  ASSERT_TRUE(s->StartCapture("loop"));
+  Mark("after");
+  s->StopCapture();
+  s->Shutdown();
+  caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_EQ(caps[0].substr(0, caps[0].rfind('/')), parent);
+  EXPECT_EQ(ReadManifest(caps[0])["complete"], true);
 }
 
 TEST(SessionTest, UnwritableSavePathWarnsOnceAndDisablesProfiling) {

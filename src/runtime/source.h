@@ -102,7 +102,7 @@ struct SourceContext {
   const config::Plan* plan = nullptr;
   const config::ProcessPlan* process = nullptr;
   bool tsc_ticks = false;  // ticks are TSC cycles (else CLOCK_MONOTONIC ns)
-  double flush_interval_s = 0.1;
+  double flush_interval_s = 1.0;
 };
 
 class Source {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -69,13 +70,18 @@ void WakeFd(int fd) {
 }  // namespace
 
 void Writer::Open(const WindowOpen& w) {
+  // The writer is not woken for an opening window unless a source wants its ticks from the
+  // start (the memory sampler, device capture): a wake-up costs 50–100 µs of CPU on a VM (its
+  // timer), and nothing else is due yet. The command waits for the next wake-up — the close,
+  // a full chunk, the interval, or a flush — which takes the commands in order before any of
+  // this window's events (Drain defers chunks of a window it does not know yet).
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back({Command::Type::kOpen, w, {}, submitted_seq_.load(std::memory_order_relaxed) + 1});
     submitted_seq_.fetch_add(1, std::memory_order_release);
     ++submitted_;
   }
-  WakeFd(wake_fd_);
+  if (opt_.sources != nullptr && opt_.sources->TickInterval() > 0) WakeFd(wake_fd_);
 }
 
 void Writer::Close(const WindowClose& w) {
@@ -101,6 +107,7 @@ void Writer::Flush() {
 bool Writer::WaitIdle(double timeout_s) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!running_) return true;
+  if (processed_ < submitted_) WakeFd(wake_fd_);  // an Open may be waiting (Open does not wake)
   return idle_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
                            [this] { return processed_ >= submitted_ || !running_; });
 }
@@ -161,12 +168,19 @@ void Writer::Guarded(const char* what, F&& f) noexcept {
 }
 
 void Writer::Loop() {
+  // Named for top -H, perf and gdb (at most 15 characters).
+  pthread_setname_np(pthread_self(), "rlprof-writer");
   // Signals are for the application's threads (blocked since creation, see Start()).
   // Every step is guarded: an exception on this thread would std::terminate the training
   // process; it becomes one fault report instead, and the loop goes on (so Stop() returns).
   for (;;) {
-    const int timeout_ms =
-        open_.empty() ? 500 : std::max(1, static_cast<int>(opt_.flush_interval_s * 1000));
+    // While a capture is open: every flush interval, or more often when a source asks for its
+    // ticks (the memory sampler's interval, device capture's buffers); otherwise twice a second
+    // (trigger requests).
+    double wake_s = opt_.flush_interval_s;
+    if (opt_.sources != nullptr)
+      if (const double t = opt_.sources->TickInterval(); t > 0) wake_s = std::min(wake_s, t);
+    const int timeout_ms = open_.empty() ? 500 : std::max(1, static_cast<int>(wake_s * 1000));
     pollfd p{wake_fd_, POLLIN, 0};
     if (poll(&p, 1, timeout_ms) > 0) {
       uint64_t v;
@@ -282,15 +296,31 @@ bool Writer::CreateOnDisk(Capture& cap) {
   cap.created = true;  // tried once: a failure is not retried at every flush
   // The step and scope directories by two mkdir calls (the run directory exists): a tenth of a
   // markers window's writer time went to the stat calls of a general create_directories.
+  // A scope directory this writer made before is not made again (the stage windows of one
+  // step share it), unless it has gone since (ENOENT below).
   auto made = [](const std::string& d) { return mkdir(d.c_str(), 0777) == 0 || errno == EEXIST; };
-  if (!(made(step_dir) && made(parent)))
-    if (base::Status s = base::MakeDirs(parent); !s.ok()) return fatal(s.message());
+  auto make_parent = [&]() -> bool {
+    if (!(made(step_dir) && made(parent)))
+      if (base::Status s = base::MakeDirs(parent); !s.ok()) return fatal(s.message());
+    next_suffix_.try_emplace(parent, 0);
+    return true;
+  };
+  if (!next_suffix_.count(parent) && !make_parent()) return false;
   std::string dir;
-  for (int k = 0; k < 10000; ++k) {
-    std::string cand = parent + "/" + leaf + (k == 0 ? "" : "-" + std::to_string(k));
+  int& next = next_suffix_[parent];
+  bool remade = false;
+  for (int tries = 0; tries < 10000; ++tries, ++next) {
+    std::string cand = parent + "/" + leaf + (next == 0 ? "" : "-" + std::to_string(next));
     if (mkdir(cand.c_str(), 0777) == 0) {
       dir = cand;
+      ++next;
       break;
+    }
+    if (errno == ENOENT && !remade) {  // removed under the running job: made again, once
+      remade = true;
+      if (!make_parent()) return false;
+      --next;
+      continue;
     }
     if (errno != EEXIST) return fatal(cand + ": " + std::strerror(errno));
   }

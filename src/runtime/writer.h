@@ -81,7 +81,7 @@ struct WriterOptions {
   std::vector<std::string> contents;
   std::string config_json;
   ClockCalibration clock;
-  double flush_interval_s = 0.1;
+  double flush_interval_s = 1.0;  // an open capture's events reach the disk at least this often
   uint64_t flush_bytes = 4u << 20;
   config::Budget budget;
   bool quiet = false;
@@ -211,6 +211,10 @@ class Writer {
   std::unordered_map<uint32_t, uint16_t> counter_tracks_;  // name id → counter track
   uint32_t known_gen_ = 0;  // newest window whose Open was processed
   std::vector<format::Event> spare_batch_;  // a finished capture's batch, for the next one
+  // The scope directories this writer made, each with the suffix its next capture tries
+  // first: the n-th capture of one step and scope (manual captures, decode-step windows) costs
+  // one mkdir, not n + 2.
+  std::unordered_map<std::string, int> next_suffix_;
 };
 
 }  // namespace rlprof::runtime

@@ -43,7 +43,10 @@ for f in build-gpu/python/rlprof/*.so build-gpu/bin/rlprof build-gpu/src/sources
   env -u LD_LIBRARY_PATH ldd "$f" 2>/dev/null | awk '/not found/{print $1}'
 done | sort -u | while read -r m; do
   # (libtorch_cpu, libc10: not in the prefix; the hook finds them in the process torch loaded)
-  if [ -e "$LIB/$m" ]; then ln -sf "$LIB/$m" "$RT/$m"; else echo "not in the prefix: $m"; fi
+  # librlprof.so.0 sits beside the extensions ($ORIGIN, which a build without RPATH loses)
+  if [ -e "$LIB/$m" ]; then ln -sf "$LIB/$m" "$RT/$m"
+  elif [ -e "build-gpu/python/rlprof/$m" ]; then ln -sf "$PWD/build-gpu/python/rlprof/$m" "$RT/$m"
+  else echo "not in the prefix: $m"; fi
 done
 export LD_LIBRARY_PATH=$RT${IMAGE_LD_LIBRARY_PATH:+:$IMAGE_LD_LIBRARY_PATH} PYTHONFAULTHANDLER=1
 echo "from the prefix at run time: $(ls "$RT" | tr '\n' ' ')"
@@ -66,8 +69,9 @@ if [ "${RUN:-}" = cost ]; then
     --only grpo,ops,annotate ${COST_ARGS:---reps 3} --json "$OUT/figures/cost_gpu.json" || rc=1
   exit $rc
 fi
-# How CUPTI shares itself between clients, and what torch.profiler does about it (no rlprof).
-if [ "${DEVICE_FIGURES_ARGS:-}" != "--device cpu" ]; then
+# How CUPTI shares itself between clients, and what torch.profiler does about it (no rlprof;
+# SKIP_CUPTI_CLIENTS=1 leaves it out).
+if [ "${DEVICE_FIGURES_ARGS:-}" != "--device cpu" ] && [ "${SKIP_CUPTI_CLIENTS:-0}" != 1 ]; then
   mkdir -p "$OUT/figures"
   timeout 300 "$PY" test/gpu/cupti_clients.py --out "$OUT/figures/cupti_clients.json" || rc=1
 fi

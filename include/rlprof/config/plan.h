@@ -137,7 +137,7 @@ struct Plan {
   Budget budget;
   uint64_t buffer_events_per_thread = 1 << 16;  // ring size of each thread's buffer
   BufferPolicy buffer_policy = BufferPolicy::kFlush;
-  double flush_interval_s = 0.1;                // crash safety: flush at least this often
+  double flush_interval_s = 1.0;                // crash safety: flush at least this often
   double backstop_s = 600.0;                    // close a scheduled window after this long
   double memory_interval_s = 0.1;  // contents memory: RSS sampled this often in a window (0: boundaries only)
   double sample_rate = 1.0;  // share of sample ids whose records are kept (rlprof_sample_record), 0..1
