@@ -62,6 +62,20 @@ def loadavg() -> str:
 # ---------------------------------------------------------------------------------------------
 # The GRPO child: one process, one mode.
 
+def writer_cpu_s() -> float:
+    """CPU time of rlprof's writer thread (named rlprof-writer) so far; 0 without one."""
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/comm") as f:
+                if f.read().strip() != "rlprof-writer":
+                    continue
+            with open(f"/proc/self/task/{t}/schedstat") as f:
+                return int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+    return 0.0
+
+
 def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") -> None:
     sys.path.insert(0, os.path.join(ROOT, "examples", "grpo_tiny"))
     import torch
@@ -89,6 +103,7 @@ def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") 
         on = n in profiled
         if n == 2:  # from here: setup (and its other threads' work) is over
             marks["p0"], marks["t0"] = time.process_time(), time.thread_time()
+            marks["w0"] = writer_cpu_s()
         if mode in ("floor", "floorfn") and on:  # floorfn: FUNCTION scope alone
             rt_ops._floor_callback(True, 1 if mode == "floorfn" else 0)
         o0 = rt_ops.stats()["ops"] if rt_ops is not None else 0
@@ -99,6 +114,7 @@ def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") 
             rt_ops._floor_callback(False)
         if n == steps:
             marks["p1"], marks["t1"] = time.process_time(), time.thread_time()
+            marks["w1"] = writer_cpu_s()
 
     cfg = grpo_tiny.GrpoConfig(steps=steps, device=device)
     kwargs = dict(config=config, verbose=False, around_step=around,
@@ -115,7 +131,8 @@ def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") 
     prof = [th[s - 1] for s in profiled]
     unprof = [th[s - 1] for s in range(4, steps + 1, 2)]
     other = (marks["p1"] - marks["p0"]) - (marks["t1"] - marks["t0"])
-    result = {"mode": mode, "profiled": prof, "unprofiled": unprof, "other_s": other,
+    writer = marks["w1"] - marks["w0"]
+    result = {"mode": mode, "profiled": prof, "unprofiled": unprof, "other_s": other, "writer_s": writer,
               "windows": len(profiled),
               "ops_per_step": statistics.median([ops_in_step[s] for s in profiled])
               if ops_in_step else 0,
@@ -161,15 +178,18 @@ def summarise_grpo(runs: dict, wall: bool = False) -> dict:
         added = []   # s per profiled step, net of parity, writer included
         thread = []  # training thread only
         writer = []
+        own = []  # the writer thread's own CPU (its schedstat), per window
         base = []
         for r in rs:
+            own.append(r.get("writer_s", 0.0) / r["windows"])
             p, u, w = per_run(r)
             thread.append(p - u - null)
             writer.append(w)
             added.append(p - u - null + (0.0 if wall else w))
             base.append(u)
         out[m] = {"added_ms": med(added) * 1e3, "thread_ms": med(thread) * 1e3,
-                  "writer_ms_per_window": med(writer) * 1e3, "step_ms": med(base) * 1e3,
+                  "writer_ms_per_window": med(writer) * 1e3,
+                  "writer_thread_ms_per_window": med(own) * 1e3, "step_ms": med(base) * 1e3,
                   "added_pct": med(added) / med(base) * 100,
                   "spread_ms": (max(added) - min(added)) * 1e3,
                   "ops_per_step": med([r["ops_per_step"] for r in rs])}
@@ -353,7 +373,8 @@ def main() -> int:
             v = g[m]
             print(f"    {m:<13} added {v['added_ms']:+7.2f} ms/step ({v['added_pct']:+6.2f} %): "
                   f"training thread {v['thread_ms']:+7.2f} ms, other threads "
-                  f"{v['writer_ms_per_window']:6.2f} ms/window; spread {v['spread_ms']:.2f} ms")
+                  f"{v['writer_ms_per_window']:6.2f} ms/window (writer thread "
+                  f"{v.get('writer_thread_ms_per_window', 0.0):.2f}); spread {v['spread_ms']:.2f} ms")
         if "ops" in g:
             figs.append(row("grpo_ops_added_pct", g["ops"]["added_pct"],
                             f"unprofiled steps of the same runs: {g['ops']['step_ms']:.1f} ms"))
@@ -364,8 +385,10 @@ def main() -> int:
         if "markers" in g:
             figs.append(row("grpo_markers_added_pct", g["markers"]["added_pct"],
                             f"unprofiled steps: {g['markers']['step_ms']:.1f} ms"))
-            figs.append(row("grpo_writer_ms_per_window_markers", g["markers"]["writer_ms_per_window"],
-                            "other threads' CPU during the steps / windows"))
+            figs.append(row("grpo_writer_ms_per_window_markers",
+                            g["markers"]["writer_thread_ms_per_window"],
+                            "the writer thread's CPU during the steps / windows; all threads "
+                            f"but training: {g['markers']['writer_ms_per_window']:.2f} ms"))
         if "opsdev" in g:
             figs.append(row("gpu_opsdev_added_pct", g["opsdev"]["added_pct"],
                             f"wall time; unprofiled steps {g['opsdev']['step_ms']:.1f} ms; "
