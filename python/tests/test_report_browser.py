@@ -23,6 +23,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
     HAVE_SELENIUM = True
@@ -114,15 +115,17 @@ def _timeline_pointer(drv, pt):
 
 
 def _click_block(drv, idx: int) -> None:
-    """A click on the timeline's block `idx`: the mouse onto the lanes first (WebDriver scrolls
-    them into view), then, without scrolling again, to the block's point (blockPoint scrolls the
-    lanes' box to its row)."""
+    """A click on the timeline's block `idx`, at its point in the viewport (blockPoint scrolls
+    the lanes' box to its row first). The pointer goes to those coordinates themselves: a move
+    relative to the canvas assumed the pointer at the canvas's centre, but WebDriver puts it at
+    the centre of the canvas's visible part, which differs whenever the lanes' box clips the
+    canvas (how many lanes a run has), and the click then missed its row."""
     canvas = drv.find_element(By.CSS_SELECTOR, "#tl .tllanes canvas")
-    ActionChains(drv).move_to_element(canvas).perform()
-    c = drv.execute_script("const b = arguments[0].getBoundingClientRect(); return {x: b.left + b.width / 2, y: b.top + b.height / 2}", canvas)
+    ActionChains(drv).move_to_element(canvas).perform()   # scrolled into view, if need be
     pt = drv.execute_script(f"return window.rlprofReport.timeline.blockPoint({idx})")
-    ActionChains(drv).move_by_offset(int(pt["x"]) - int(c["x"]), int(pt["y"]) - int(c["y"])).click().perform()
-
+    ab = ActionBuilder(drv)
+    ab.pointer_action.move_to_location(int(round(pt["x"])), int(round(pt["y"]))).click()
+    ab.perform()
 
 def _severe(drv):
     return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
