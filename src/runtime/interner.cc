@@ -43,6 +43,12 @@ uint32_t Interner::CopySince(uint32_t from, std::vector<format::StringEntry>* ou
   return n;
 }
 
+void Interner::CopyIds(const std::vector<uint32_t>& ids, std::vector<format::StringEntry>* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint32_t id : ids)
+    if (id != 0 && id < values_.size()) out->push_back({id, values_[id]});
+}
+
 std::string Interner::Lookup(uint32_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return id < values_.size() ? values_[id] : std::string();

@@ -34,6 +34,8 @@ class Interner {
   uint32_t size() const;
   // Appends the entries with ids in [from, size()) to *out; returns size().
   uint32_t CopySince(uint32_t from, std::vector<format::StringEntry>* out) const;
+  // Appends the entries of `ids` (each known id once, as given; unknown ones are skipped).
+  void CopyIds(const std::vector<uint32_t>& ids, std::vector<format::StringEntry>* out) const;
   std::string Lookup(uint32_t id) const;
   // Forgets every id (a new session starts from 0).
   void Reset();

@@ -220,6 +220,31 @@ TEST(SessionTest, ManyCapturesOfOneScopeEachGetADirectoryEvenAfterItsParentWasRe
   EXPECT_EQ(ReadManifest(caps[0])["complete"], true);
 }
 
+// A capture's string table holds the strings its events name, not the whole process's: the
+// second capture has no entry for the first one's marker, and every name it uses resolves.
+TEST(SessionTest, ACaptureHoldsOnlyTheStringsItsEventsName) {
+  const std::string save = FreshDir("strings");
+  auto s = SessionImpl::Create(MakePlan(save, {}), Quiet("str"), NoEnv);
+  ASSERT_TRUE(s->StartCapture("first"));
+  Mark("only in the first capture");
+  s->StopCapture();
+  ASSERT_TRUE(s->StartCapture("second"));
+  Mark("in the second");
+  s->StopCapture();
+  s->Shutdown();
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 2u);
+  for (const auto& dir : caps) {
+    auto cap = format::ReadRaw(dir + "/events.rlp");
+    ASSERT_TRUE(cap.ok());
+    const bool second = dir.find("/second/") != std::string::npos;
+    const std::string other = second ? "only in the first capture" : "in the second";
+    EXPECT_EQ(std::count(cap->strings.begin(), cap->strings.end(), other), 0) << dir;
+    const std::vector<std::string> marks = EventNames(*cap, format::EventKind::kInstant);
+    EXPECT_EQ(marks, std::vector<std::string>{second ? "in the second" : "only in the first capture"});
+  }
+}
+
 TEST(SessionTest, UnwritableSavePathWarnsOnceAndDisablesProfiling) {
   const std::string blocker = FreshDir("unwritable") + "/file";
   ASSERT_TRUE(base::WriteFileAtomic(blocker, "x").ok());

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@
 
 #include "src/base/files.h"
 #include "src/base/strings.h"
+#include "src/format/event_schema.h"
 #include "src/format/raw.h"
 #include "src/runtime/thread_buffer.h"
 #include "src/runtime/writer_capture.h"
@@ -494,8 +496,35 @@ void Writer::WriteBatches() {
       cap.batch.clear();
       continue;
     }
+    // Only the strings this capture's events name (their names, and the arguments the event
+    // schema says are string ids): the process's whole table was ≈ 0.3 byte an event of small
+    // captures, most of it names other captures use.
     std::vector<format::StringEntry> strings;
-    cap.strings_emitted = rec.interner().CopySince(cap.strings_emitted, &strings);
+    std::vector<uint32_t> ids;
+    auto want = [&](uint32_t id) {
+      if (id == 0 || id >= (1u << 26)) return;
+      if (id >= cap.string_emitted.size()) cap.string_emitted.resize(id + 1024u, false);
+      if (cap.string_emitted[id]) return;
+      cap.string_emitted[id] = true;
+      ids.push_back(id);
+    };
+    // Per category: bit 0 arg0, bit 1 arg1 is a string id (the schema, looked up once).
+    static const std::array<uint8_t, 256> kStringArgs = [] {
+      std::array<uint8_t, 256> t{};
+      for (int c = 0; c < 256; ++c) {
+        const format::ArgSpec a = format::ArgSpecFor(static_cast<format::Category>(c));
+        t[c] = static_cast<uint8_t>((a.arg0_is_string ? 1 : 0) | (a.arg1_is_string ? 2 : 0));
+      }
+      return t;
+    }();
+    uint32_t last_name = 0;
+    for (const format::Event& e : cap.batch) {
+      if (e.name != last_name) want(last_name = e.name);
+      const uint8_t f = kStringArgs[static_cast<uint8_t>(e.category)];
+      if (f & 1) want(e.arg0);
+      if (f & 2) want(e.arg1);
+    }
+    rec.interner().CopyIds(ids, &strings);
     std::vector<format::TrackEntry> tracks;
     for (const format::Event& e : cap.batch) {
       if (e.track >= cap.track_emitted.size()) cap.track_emitted.resize(e.track + 1u, false);

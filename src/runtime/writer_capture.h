@@ -22,7 +22,7 @@ struct Writer::Capture {
   TickConverter conv;
   ClockSample anchor;
   int64_t open_ns = 0;
-  uint32_t strings_emitted = 0;
+  std::vector<bool> string_emitted;  // by id: in this capture's string table already
   std::vector<bool> track_emitted;
   std::set<uint16_t> threads;
   std::vector<format::Event> batch;
