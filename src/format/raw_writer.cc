@@ -236,8 +236,7 @@ class RawWriterImpl final : public RawWriter {
   static constexpr size_t kPendingBytes = 64 << 10;
   Status WriteAll(const char* p, size_t n, uint64_t events = 0) {
     pending_.append(p, n);
-    pending_events_ += events;
-    pending_ends_.push_back({pending_.size(), pending_events_});
+    pending_ends_.push_back({pending_.size(), (pending_ends_.empty() ? 0 : pending_ends_.back().second) + events});
     return pending_.size() >= kPendingBytes ? WritePending() : Status::Ok();
   }
 
@@ -267,15 +266,13 @@ class RawWriterImpl final : public RawWriter {
         if (bytes_written_ == start + keep) events_written_ += kept_events;
         pending_.clear();
         pending_ends_.clear();
-        pending_events_ = 0;
         return Fail(base::IoError(path_ + ": write: " + std::strerror(e)));
       }
       p += w;
       n -= static_cast<size_t>(w);
       bytes_written_ += static_cast<uint64_t>(w);
     }
-    events_written_ += pending_events_;
-    pending_events_ = 0;
+    events_written_ += pending_ends_.back().second;
     pending_.clear();
     pending_ends_.clear();
     return Status::Ok();
@@ -300,7 +297,6 @@ class RawWriterImpl final : public RawWriter {
   std::vector<Event> events_;
   std::vector<char> out_;
   std::string pending_;  // whole chunks not yet written (WriteAll)
-  uint64_t pending_events_ = 0;
   std::vector<std::pair<size_t, uint64_t>> pending_ends_;  // each chunk's end, events up to it
   uint64_t bytes_written_ = 0;
   uint64_t events_written_ = 0;

@@ -36,13 +36,6 @@ uint32_t Interner::size() const {
   return static_cast<uint32_t>(values_.size());
 }
 
-uint32_t Interner::CopySince(uint32_t from, std::vector<format::StringEntry>* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const auto n = static_cast<uint32_t>(values_.size());
-  for (uint32_t id = std::max<uint32_t>(from, 1); id < n; ++id) out->push_back({id, values_[id]});
-  return n;
-}
-
 void Interner::CopyIds(const std::vector<uint32_t>& ids, std::vector<format::StringEntry>* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (uint32_t id : ids)

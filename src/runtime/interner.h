@@ -32,8 +32,6 @@ class Interner {
   uint32_t InternString(std::string_view s);
   // Number of ids handed out so far (ids are 0 .. size()-1).
   uint32_t size() const;
-  // Appends the entries with ids in [from, size()) to *out; returns size().
-  uint32_t CopySince(uint32_t from, std::vector<format::StringEntry>* out) const;
   // Appends the entries of `ids` (each known id once, as given; unknown ones are skipped).
   void CopyIds(const std::vector<uint32_t>& ids, std::vector<format::StringEntry>* out) const;
   std::string Lookup(uint32_t id) const;

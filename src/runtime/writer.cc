@@ -517,16 +517,14 @@ void Writer::WriteBatches() {
       }
       return t;
     }();
+    // One pass over the batch: the strings and the tracks its events name.
+    std::vector<format::TrackEntry> tracks;
     uint32_t last_name = 0;
     for (const format::Event& e : cap.batch) {
       if (e.name != last_name) want(last_name = e.name);
       const uint8_t f = kStringArgs[static_cast<uint8_t>(e.category)];
       if (f & 1) want(e.arg0);
       if (f & 2) want(e.arg1);
-    }
-    rec.interner().CopyIds(ids, &strings);
-    std::vector<format::TrackEntry> tracks;
-    for (const format::Event& e : cap.batch) {
       if (e.track >= cap.track_emitted.size()) cap.track_emitted.resize(e.track + 1u, false);
       if (cap.track_emitted[e.track]) continue;
       cap.track_emitted[e.track] = true;
@@ -534,6 +532,7 @@ void Writer::WriteBatches() {
       if (t.kind == format::TrackKind::kThread && e.track != 0) cap.threads.insert(e.track);
       if (e.track != 0) tracks.push_back(std::move(t));
     }
+    rec.interner().CopyIds(ids, &strings);
     base::Status s = strings.empty() ? base::Status::Ok() : cap.raw->AddStrings(strings);
     if (s.ok() && !tracks.empty()) s = cap.raw->AddTracks(tracks);
     if (s.ok()) s = cap.raw->AddEvents(cap.batch);
