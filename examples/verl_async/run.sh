@@ -94,7 +94,7 @@ exec "${launcher[@]}" "$PY" -m "$module" \
   actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.max_model_len=128 \
   actor_rollout_ref.rollout.max_num_seqs=8 actor_rollout_ref.rollout.max_num_batched_tokens=256 \
   actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 \
-  actor_rollout_ref.rollout.agent.num_workers=1 \
+  actor_rollout_ref.rollout.agent.num_workers=1 reward.num_workers=1 \
   actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module=cpu_checkpoint_engine \
   actor_rollout_ref.rollout.checkpoint_engine.backend=cpu_gloo \
   actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=64 \

@@ -59,6 +59,9 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_DEDUP_LOGS=0 RAY_USAGE_STATS_
 # core (measured here: the job did not reach its first step in 22 min beside two busy loops,
 # against 2 min alone). Run them at the launcher's own priority unless told otherwise.
 export RAY_worker_niceness=${RAY_worker_niceness:-0}
+# One reward-loop worker and one TransferQueue storage unit (verl's defaults: 8 each, 16 Ray
+# actors that each import verl): on 2 cores the job then starts in 2 min instead of 3.5
+# (214 s -> 136 s measured, 2026-11-30). Override them like any other key.
 cd "$WORKDIR"
 launcher=()
 if [ -n "${RLPROF_CLI:-}" ]; then
@@ -87,6 +90,7 @@ exec "${launcher[@]}" "$PY" -m verl.trainer.main_ppo \
   actor_rollout_ref.rollout.max_num_seqs=8 actor_rollout_ref.rollout.max_num_batched_tokens=256 \
   actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 \
   actor_rollout_ref.rollout.agent.num_workers=1 \
+  reward.num_workers=1 transfer_queue.backend.SimpleStorage.num_data_storage_units=1 \
   trainer.n_gpus_per_node="$RANKS" trainer.nnodes=1 \
   trainer.logger=[console] trainer.total_training_steps="$STEPS" trainer.total_epochs=1 \
   trainer.val_before_train=False trainer.test_freq=-1 trainer.save_freq=-1 \

@@ -130,6 +130,22 @@ def run_job(cmd: List[str], env: Dict[str, str], log_path: str = "", stall_s: fl
 
 
 
+# The files whose tests take minutes (real verl / vLLM / Ray jobs, wheels, the GPU script's fake
+# device), longest first. scripts/test runs the suite on pytest-xdist workers, a file to a
+# worker (`--dist loadfile`: a file's module fixtures, e.g. one verl job, made once), in
+# collection order (`--no-loadscope-reorder`): these go first so that no long file starts last
+# and leaves the other workers idle. Elsewhere (plain `pytest`) the order changes nothing.
+SLOW_FILES = ("test_verl_grpo.py", "test_integrations.py", "test_verl_async.py", "test_samples.py",
+              "test_async_rl.py", "test_gpu_script.py", "test_pip_install.py", "test_ray_analysis.py",
+              "test_advise.py", "test_report_browser.py", "test_grpo.py", "test_verl_samples.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    order = {id(item): n for n, item in enumerate(items)}
+    items.sort(key=lambda item: (rank.get(os.path.basename(str(item.fspath)), len(rank)), order[id(item)]))
+
+
 @pytest.fixture(scope="session")
 def rlprof_cli() -> str:
     p = os.path.join(BUILD, "bin", "rlprof") if BUILD else ""

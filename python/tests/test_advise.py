@@ -103,13 +103,21 @@ def test_analyse_writes_the_findings_and_rlprof_analysis_reads_them(rlprof_cli, 
 GRPO = os.path.join(ROOT, "examples", "grpo_tiny", "grpo_tiny.py")
 
 
+def _one_cpu() -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def _grpo_advice(cli: str, tmp_path, *knob: str) -> Dict[str, Any]:
-    """The GRPO example on 2 ranks, 3 steps, steps 2 and 3 captured end to end; its advice."""
+    """The GRPO example on 2 ranks, 3 steps, steps 2 and 3 captured end to end; its advice.
+    Both ranks share one CPU (their affinity, inherited by the spawned ranks): other work on the
+    machine then slows both alike. Left to the scheduler, a busy process beside them made one
+    rank slower in every stage, a real straggler the advice rightly named before the planted
+    imbalance (2 of 4 runs beside a busy loop)."""
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("rlprof:\n  steps: [2, 3]\n  save_path: %s\n  roles:\n" % (tmp_path / "out") +
                    "".join(f"    {r}: {{ranks: [0, 1], contents: [cpu]}}\n" for r in ("actor", "rollout", "ref")))
     r = subprocess.run([sys.executable, GRPO, "--ranks", "2", "--steps", "3", "--small", "--config", str(cfg), *knob],
-                       env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
+                       env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=600, preexec_fn=_one_cpu)
     assert r.returncode == 0, r.stdout + r.stderr
     runs = os.listdir(tmp_path / "out")
     assert len(runs) == 1, runs
