@@ -131,30 +131,21 @@ def run_job(cmd: List[str], env: Dict[str, str], log_path: str = "", stall_s: fl
 
 
 # The files whose tests take minutes (real verl / vLLM / Ray jobs, wheels, the GPU script's fake
-# device), longest first. scripts/test runs the suite on pytest-xdist workers (`--dist
-# loadgroup`, in collection order: `--no-loadscope-reorder`): every test is in the group of its
-# file, so a file's module fixtures (e.g. one verl job) are made once, on one worker; a file
-# that makes several such jobs names them in XDIST_GROUP_BY_FIXTURE, and each job's tests are a
-# group of their own, on whichever worker is free. The slow groups go first so that none starts
-# last and leaves the other workers idle. Plain `pytest` (one process) runs the same tests in
-# the same order; the groups change nothing there.
+# device), longest first. scripts/test runs the suite on pytest-xdist workers, a file to a
+# worker (`--dist loadfile`: a file's module fixtures, e.g. its verl jobs, made once), in
+# collection order (`--no-loadscope-reorder`): these go first so that no long file starts last
+# and leaves the other workers idle. (Splitting test_verl_grpo.py's three verl jobs across the
+# workers was slower: 1,303 s against 926 s, two jobs at once on 2 cores.) Plain `pytest` runs
+# the same tests in this order.
 SLOW_FILES = ("test_verl_grpo.py", "test_integrations.py", "test_verl_async.py", "test_gpu_script.py",
               "test_samples.py", "test_async_rl.py", "test_pip_install.py", "test_ray_analysis.py",
               "test_advise.py", "test_report_browser.py", "test_grpo.py", "test_verl_samples.py")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
     order = {id(item): n for n, item in enumerate(items)}
     items.sort(key=lambda item: (rank.get(os.path.basename(str(item.fspath)), len(rank)), order[id(item)]))
-    for item in items:
-        group = os.path.basename(str(item.fspath))
-        split = getattr(getattr(item, "module", None), "XDIST_GROUP_BY_FIXTURE", ())
-        used = [f for f in split if f in getattr(item, "fixturenames", ())]
-        if used:
-            group += ":" + used[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -198,7 +198,10 @@ def test_real_vllm_decode_schedule_captures_exactly_the_scheduled_steps(rlprof_c
         seq = [e["name"] for e in sorted(events(rlprof_cli, c, str(tmp_path)), key=lambda e: e["ts"])
                if (e.get("name"), e.get("ph")) in (("execute_model", "b"), ("execute_model", "X"),
                                                    ("decode", "i"))]
-        assert seq.count("decode") == 2 and seq[-4:] == ["execute_model", "decode"] * 2, seq
+        # Each decode mark right after its engine step; under load a request can reach the engine
+        # late, and its prefill runs between decode 0 and decode 1.
+        assert seq.count("decode") == 2 and seq[-2:] == ["execute_model", "decode"], seq
+        assert all(seq[i - 1] == "execute_model" for i, x in enumerate(seq) if x == "decode"), seq
         assert seq[0] == "execute_model" and "decode" not in seq[:2], seq  # prefill first
     # A replica that is not selected records nothing.
     assert _run_vllm(rlprof_cli, str(tmp_path / "c"), tiny_model,

