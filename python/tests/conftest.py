@@ -144,8 +144,7 @@ SLOW_FILES = ("test_verl_grpo.py", "test_integrations.py", "test_verl_async.py",
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
-    order = {id(item): n for n, item in enumerate(items)}
-    items.sort(key=lambda item: (rank.get(os.path.basename(str(item.fspath)), len(rank)), order[id(item)]))
+    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable
 
 
 @pytest.fixture(scope="session")

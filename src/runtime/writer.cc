@@ -501,8 +501,11 @@ void Writer::WriteBatches() {
     // captures, most of it names other captures use.
     std::vector<format::StringEntry> strings;
     std::vector<uint32_t> ids;
+    // Ids the interner has handed out so far (one read a batch): any other value is no string
+    // (CopyIds would skip it too) and must not size the table below.
+    const uint32_t known = rec.interner().size();
     auto want = [&](uint32_t id) {
-      if (id == 0 || id >= (1u << 26)) return;
+      if (id == 0 || id >= known) return;
       if (id >= cap.string_emitted.size()) cap.string_emitted.resize(id + 1024u, false);
       if (cap.string_emitted[id]) return;
       cap.string_emitted[id] = true;
