@@ -49,7 +49,13 @@ GOALS = {
     "range_x_naive": ("C++ range in a window / naive range", 1.1, "x"),
     "annotate_x_empty": ("rlprof.annotate in a window / empty context manager", 0.8, "x"),
     "gpu_opsdev_added_pct": ("GPU: operators + device capture, added step time", 10.0, "%"),
+    "grpo_opssampled_added_pct": ("operators sampled (ops_sampling), added step CPU", 5.0, "%"),
+    "gpu_opsdevsampled_added_pct": ("GPU: operators sampled + device capture, added step time",
+                                    10.0, "%"),
 }
+
+# The share of operator calls the sampled modes record (`ops_sampling`; --ops-sampling).
+OPS_SAMPLING = float(os.environ.get("RLPROF_COST_OPS_SAMPLING", "0.1"))
 
 
 def loadavg() -> str:
@@ -83,18 +89,21 @@ def grpo_child(mode: str, steps: int, save: str, out: str, device: str = "cpu") 
     import rlprof
     torch.set_num_threads(1)
     rt_ops = None
-    if mode in ("floor", "floorfn", "ops", "opsdev", "devkern"):
+    if mode in ("floor", "floorfn", "ops", "opsdev", "devkern", "opssampled", "opsdevsampled"):
         import rlprof.torch  # noqa: F401
         from rlprof import _torch_ops as rt_ops
     profiled = [s for s in range(3, steps + 1) if s % 2 == 1]
     contents = {"markers": ["cpu"], "ops": ["cpu", "ops"],
                 "opsdev": ["cpu", "ops", "device"], "devkern": ["cpu", "ops", "device"],
-                "dev": ["cpu", "device"]}.get(mode)
+                "dev": ["cpu", "device"], "opssampled": ["cpu", "ops"],
+                "opsdevsampled": ["cpu", "ops", "device"]}.get(mode)
     config = None
     if contents:
+        role = {"ranks": [0], "contents": contents}
+        if mode.endswith("sampled"):
+            role["ops_sampling"] = OPS_SAMPLING
         config = {"rlprof": {"steps": profiled, "save_path": save,
-                             "roles": {r: {"ranks": [0], "contents": contents}
-                                       for r in ("actor", "rollout", "ref")}}}
+                             "roles": {r: dict(role) for r in ("actor", "rollout", "ref")}}}
     marks: dict = {}
     ops_in_step: dict = {}
 
@@ -313,6 +322,7 @@ def row(key: str, value: float, baseline: str) -> dict:
 
 
 def main() -> int:
+    global OPS_SAMPLING
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--short", action="store_true", help="CI: fewer steps and reps")
     ap.add_argument("--only", default="", help="comma list of: grpo,ops,annotate,range")
@@ -321,7 +331,8 @@ def main() -> int:
     ap.add_argument("--torch", action="store_true", help="also torch.profiler modes in grpo")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="cuda: the GRPO example on the GPU (wall time per step; modes off, floor, "
-                         "ops, opsdev = operators + device capture at level0, torch = "
+                         "ops, opsdev = operators + device capture at level0, opssampled / "
+                         "opsdevsampled = the same with ops_sampling, torch = "
                          "torch.profiler with CPU + CUDA activities)")
     ap.add_argument("--modes", default="", help="GRPO modes, comma list (default: by device)")
     ap.add_argument("--build", default=os.environ.get("RLPROF_BUILD_DIR", os.path.join(ROOT, "build")))
@@ -329,7 +340,12 @@ def main() -> int:
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--save", default="", help=argparse.SUPPRESS)
     ap.add_argument("--out", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--ops-sampling", type=float, default=None,
+                    help=f"ops_sampling of the *sampled modes (default {OPS_SAMPLING:g})")
     args = ap.parse_args()
+    if args.ops_sampling is not None:  # the children read it from the environment
+        OPS_SAMPLING = args.ops_sampling
+        os.environ["RLPROF_COST_OPS_SAMPLING"] = repr(args.ops_sampling)
     steps = args.steps or (8 if args.short else 16)
     if args.child:
         grpo_child(args.child, steps, args.save, args.out, args.device)
@@ -352,9 +368,10 @@ def main() -> int:
             if args.modes:
                 modes = args.modes.split(",")
             elif args.device == "cuda":
-                modes = ["off", "floor", "ops", "opsdev", "torch"]
+                modes = ["off", "floor", "ops", "opsdev", "opsdevsampled", "torch"]
             else:
-                modes = ["off", "floor", "markers", "ops"] + (["torch", "torch+export"] if args.torch else [])
+                modes = ["off", "floor", "markers", "ops", "opssampled"] + (
+                    ["torch", "torch+export"] if args.torch else [])
             runs = run_grpo(reps, steps, modes, tmp, args.device)
             results["grpo"] = summarise_grpo(runs, wall=args.device == "cuda")
             results["bytes"] = bytes_per_event(runs)
@@ -382,6 +399,11 @@ def main() -> int:
             over = (g["ops"]["added_ms"] - g["floor"]["added_ms"]) * 1e3 / n
             figs.append(row("grpo_ops_us_per_op_over_floor", over,
                             f"floor {g['floor']['added_ms'] * 1e3 / n:.2f} us/op, same runs"))
+        if "opssampled" in g:
+            figs.append(row("grpo_opssampled_added_pct", g["opssampled"]["added_pct"],
+                            f"ops_sampling {OPS_SAMPLING:g}: "
+                            f"{g['opssampled'].get('ops_per_step', 0):.0f} operators recorded a "
+                            f"step of {n:.0f}; every operator {g.get('ops', {}).get('added_pct', float('nan')):+.1f} %"))
         if "markers" in g:
             figs.append(row("grpo_markers_added_pct", g["markers"]["added_pct"],
                             f"unprofiled steps: {g['markers']['step_ms']:.1f} ms"))
@@ -393,6 +415,10 @@ def main() -> int:
             figs.append(row("gpu_opsdev_added_pct", g["opsdev"]["added_pct"],
                             f"wall time; unprofiled steps {g['opsdev']['step_ms']:.1f} ms; "
                             f"torch.profiler {g.get('torch', {}).get('added_pct', float('nan')):+.1f} %"))
+        if "opsdevsampled" in g:
+            figs.append(row("gpu_opsdevsampled_added_pct", g["opsdevsampled"]["added_pct"],
+                            f"ops_sampling {OPS_SAMPLING:g}; wall time; every operator "
+                            f"{g.get('opsdev', {}).get('added_pct', float('nan')):+.1f} %"))
         if "torch" in g:
             print(f"  torch.profiler CPU: {g['torch']['added_pct']:+.1f} % "
                   f"(+export {g.get('torch+export', {}).get('added_pct', float('nan')):+.1f} %); "

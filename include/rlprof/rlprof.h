@@ -270,6 +270,15 @@ uint16_t rlprof_sink_add_track(rlprof_sink* sink, int kind, uint64_t os_id, cons
 
 typedef void (*rlprof_counter_add_fn)(void* ctx, const char* key, int64_t value);
 
+/* What configure_with() is told about the process (struct_size first; fields are only ever
+ * added at the end). */
+typedef struct rlprof_source_config {
+  uint32_t struct_size;
+  uint32_t contents;   /* the process's RLPROF_CONTENTS_* bits */
+  const char* level;   /* "level0" … "level2" (the config's device level) */
+  double ops_sampling; /* the share of framework operator calls to record, (0, 1]; 1 = every one */
+} rlprof_source_config;
+
 typedef struct rlprof_source {
   uint32_t struct_size;
   const char* name; /* copied; unique among registered sources */
@@ -286,6 +295,8 @@ typedef struct rlprof_source {
   void (*drain)(void* user, rlprof_sink* sink, uint32_t final_window);
   void (*counters)(void* user, uint32_t window, rlprof_counter_add_fn add, void* ctx);
   void (*destroy)(void* user);
+  /* When set, called instead of configure(), with everything configure() gets and more. */
+  int (*configure_with)(void* user, const rlprof_source_config* config);
 } rlprof_source;
 
 void rlprof_source_init(rlprof_source* source);

@@ -63,10 +63,11 @@ int Index(uint32_t kind) { return kind == kTorchOps ? 0 : kind == kTorchMemory ?
 
 // The sources' start / stop (librlprof's Source seam: the training thread, session lock held;
 // no GIL).
-void Start(uint32_t kind, uint32_t contents, uint32_t /*window*/) {
+void Start(uint32_t kind, uint32_t contents, double ops_sampling, uint32_t /*window*/) {
   if (kind == kTorchOps) {
     sources::TorchOpsOptions o;
     o.record = (contents & kTorchOps) != 0;
+    if (o.record) o.sampling = ops_sampling;
     o.shapes = (contents & kTorchShapes) != 0;
     o.stack = (contents & kTorchStack) != 0;
     o.context = (contents & kTorchMemory) != 0;  // the operator an allocation happens in
@@ -156,12 +157,13 @@ struct TorchSource {
   const char* name;
   uint32_t wants;                  // RLPROF_CONTENTS_* bits it runs for
   std::atomic<uint32_t> contents;  // TorchContent bits of the session (configure)
+  std::atomic<double> ops_sampling;  // the session's ops_sampling (configure)
 };
 TorchSource g_sources[] = {
     {kTorchOps, "torch_ops",
-     RLPROF_CONTENTS_OPS | RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK | RLPROF_CONTENTS_MEMORY, {0}},
-    {kTorchMemory, "torch_memory", RLPROF_CONTENTS_MEMORY, {0}},
-    {kTorchModule, "torch_module", RLPROF_CONTENTS_MODULE, {0}},
+     RLPROF_CONTENTS_OPS | RLPROF_CONTENTS_SHAPES | RLPROF_CONTENTS_STACK | RLPROF_CONTENTS_MEMORY, {0}, {1.0}},
+    {kTorchMemory, "torch_memory", RLPROF_CONTENTS_MEMORY, {0}, {1.0}},
+    {kTorchModule, "torch_module", RLPROF_CONTENTS_MODULE, {0}, {1.0}},
 };
 
 uint32_t TorchBits(uint32_t c) {
@@ -182,13 +184,15 @@ void RegisterSources() {
     src.name = ts.name;
     src.contents = ts.wants;
     src.user = &ts;
-    src.configure = [](void* u, uint32_t contents, const char*) {
-      static_cast<TorchSource*>(u)->contents.store(TorchBits(contents));
+    src.configure_with = [](void* u, const rlprof_source_config* c) {
+      auto* t = static_cast<TorchSource*>(u);
+      t->contents.store(TorchBits(c->contents));
+      t->ops_sampling.store(c->ops_sampling);
       return 0;
     };
     src.start = [](void* u, uint32_t w) {
       auto* t = static_cast<TorchSource*>(u);
-      Start(t->kind, t->contents.load(), w);
+      Start(t->kind, t->contents.load(), t->ops_sampling.load(), w);
     };
     src.stop = [](void* u, uint32_t w) {
       auto* t = static_cast<TorchSource*>(u);

@@ -105,3 +105,43 @@ def test_user_record_function_scopes_are_recorded(tmp_path, rlprof_cli):
     names = [e["name"] for e in events(rlprof_cli, caps[0], str(tmp_path))
              if e["cat"] == "operator"]
     assert [n for n in names if n.startswith("scope_")] == ["scope_0", "scope_1", "scope_2"]
+
+
+def test_ops_sampling_records_a_share_of_the_calls_and_analysis_scales_it(tmp_path, rlprof_cli):
+    """`ops_sampling: 0.1`: torch draws each call (its sampled RecordFunction callbacks), the
+    manifest says the share, and `rlprof analyse` turns the sample into estimates (× 10)."""
+    import csv
+    import subprocess
+    x = torch.randn(4, 4)
+    n = 5000
+
+    def run(share, out):
+        c = cfg(out, ["cpu", "ops"], steps=[1])
+        if share is not None:
+            c["rlprof"]["roles"]["actor"]["ops_sampling"] = share
+        prof = rlprof.Profiler(c, role="actor", quiet=True)
+        with prof.step(1):
+            for _ in range(n):
+                torch.neg(x)
+        caps = prof.shutdown()
+        assert len(caps) == 1
+        return caps[0]
+
+    sampled = run(0.1, tmp_path / "sampled")
+    assert manifest(sampled)["ops_sampling"] == 0.1
+    negs = [e for e in events(rlprof_cli, sampled, str(tmp_path)) if e["name"] == "aten::neg"]
+    # Binomial(5000, 0.1): 500 ± 21; far from every call and from none.
+    assert 350 < len(negs) < 650, len(negs)
+    out = tmp_path / "analysis"
+    res = subprocess.run([rlprof_cli, "analyse", sampled, "-o", str(out)], capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr
+    rows = [r for r in csv.DictReader(open(next(out.rglob("op_statistic.csv"))))
+            if r["type"] == "host" and r["name"] == "aten::neg"]
+    assert len(rows) == 1 and int(rows[0]["count"]) == 10 * len(negs)
+    assert "operators_sampled" in res.stdout + res.stderr + "".join(
+        p.read_text() for p in out.rglob("*.json"))
+    # The same process, a window without sampling: every call again (the callback re-registered).
+    full = run(None, tmp_path / "full")
+    assert "ops_sampling" not in manifest(full)
+    assert len([e for e in events(rlprof_cli, full, str(tmp_path)) if e["name"] == "aten::neg"]) == n

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace rlprof::base {
 
@@ -90,6 +91,15 @@ std::string FormatCount(uint64_t n) {
   else if (n < 1000000) std::snprintf(buf, sizeof buf, "%.1f k", n / 1e3);
   else if (n < 1000000000) std::snprintf(buf, sizeof buf, "%.1f M", n / 1e6);
   else std::snprintf(buf, sizeof buf, "%.1f G", n / 1e9);
+  return buf;
+}
+
+std::string FormatShare(double v) {
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 

@@ -23,6 +23,8 @@ std::string NearestWord(std::string_view word, const std::vector<std::string>& c
 std::string FormatBytes(uint64_t bytes);
 // Human-readable count: "950", "12.3 k", "4.1 M".
 std::string FormatCount(uint64_t n);
+// A number as the shortest text that reads back the same: 0.1 -> "0.1", 1 -> "1".
+std::string FormatShare(double v);
 // Characters outside [0-9A-Za-z._=+-] replaced by '-' (safe for file names).
 std::string SanitizeForPath(std::string_view s);
 

@@ -36,6 +36,13 @@ TEST(StringsTest, FormatsBytesAndCounts) {
   EXPECT_EQ(FormatCount(12345), "12.3 k");
 }
 
+TEST(StringsTest, FormatShareIsTheShortestTextThatReadsBack) {
+  EXPECT_EQ(FormatShare(0.1), "0.1");
+  EXPECT_EQ(FormatShare(1.0), "1");
+  EXPECT_EQ(FormatShare(0.125), "0.125");
+  EXPECT_EQ(FormatShare(1.0 / 3), "0.3333333333333333");
+}
+
 TEST(StringsTest, SanitizeForPathReplacesUnsafeCharacters) {
   EXPECT_EQ(SanitizeForPath("actor_rollout/ref x"), "actor_rollout-ref-x");
   EXPECT_EQ(SanitizeForPath(".."), "_");

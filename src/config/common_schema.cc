@@ -286,7 +286,7 @@ RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
   Reader& rd = ctx.rd;
   if (block.null() || !rd.IsBlock(block)) return x;
   std::vector<std::string> keys = {"discrete", "contents", "level", "stages", "schedule",
-                                   "profile_token_start", "profile_token_end"};
+                                   "profile_token_start", "profile_token_end", "ops_sampling"};
   keys.insert(keys.end(), extra_allowed.begin(), extra_allowed.end());
   rd.CheckKeys(block, keys);
   x.discrete = rd.Bool(block, "discrete");
@@ -296,6 +296,14 @@ RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
   x.schedules = ParseSchedules(ctx, ctx.doc.Child(block, "schedule"), true, SubStepKind::kMiniBatch);
   x.token_start = rd.Int(block, "profile_token_start", 0);
   x.token_end = rd.Int(block, "profile_token_end", 1);
+  if (auto r = rd.Number(block, "ops_sampling")) {
+    const Ref at = ctx.doc.Child(block, "ops_sampling");
+    if (*r > 0 && *r <= 1)
+      x.ops_sampling = *r;
+    else
+      ctx.doc.Error(at, "expected the share of operator calls to record, more than 0 and at most "
+                        "1 (0.1: one in ten; 1: every one), got " + Describe(at.node));
+  }
   return x;
 }
 

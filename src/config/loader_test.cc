@@ -304,6 +304,38 @@ TEST(LoaderTest, NativeScheduleAndTokenWindow) {
   EXPECT_EQ(p.steps.Expand(10), (std::vector<int64_t>{2, 3}));
 }
 
+TEST(LoaderTest, OpsSamplingIsAShareOfOperatorCallsPerRoleTheDenserWinsInOneProcess) {
+  Plan p = MustLoad("rlprof:\n  steps: [1]\n  roles:\n"
+                    "    actor: {ranks: [0], contents: [cpu, ops], ops_sampling: 0.1}\n"
+                    "    ref: {ranks: [0], contents: [cpu, ops], ops_sampling: 0.5}\n"
+                    "    critic: {ranks: [0], contents: [cpu, ops]}\n");
+  ASSERT_NE(p.FindRole("actor"), nullptr);
+  ASSERT_NE(p.FindRole("critic"), nullptr);
+  EXPECT_DOUBLE_EQ(p.FindRole("actor")->ops_sampling, 0.1);
+  EXPECT_DOUBLE_EQ(p.FindRole("critic")->ops_sampling, 1.0);
+  EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor"}, 0).ops_sampling, 0.1);
+  EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "ref"}, 0).ops_sampling, 0.5);
+  EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "critic"}, 0).ops_sampling, 1.0);
+  // verl's tool_config.rlprof block, also from the command line.
+  const std::string verl =
+      "global_profiler: {tool: rlprof, steps: [1]}\n"
+      "actor_rollout_ref: {actor: {profiler: {enable: true, ranks: [0], tool_config: "
+      "{rlprof: {contents: [cpu, ops]}}}}}\n";
+  Plan v = MustLoad(verl, {"+actor_rollout_ref.actor.profiler.tool_config.rlprof.ops_sampling=0.05"});
+  ASSERT_NE(v.FindRole("actor"), nullptr);
+  EXPECT_DOUBLE_EQ(v.FindRole("actor")->ops_sampling, 0.05);
+  // Out of (0, 1]: an error naming file, line, key, value and what is allowed.
+  for (const char* bad : {"0", "1.5", "-0.1", "one", "[0.1]"}) {
+    std::string m = MustFail(std::string("rlprof:\n  steps: [1]\n  roles:\n    actor:\n"
+                                         "      ranks: [0]\n      ops_sampling: ") + bad + "\n");
+    EXPECT_NE(m.find("t.yaml:6"), std::string::npos) << bad << ": " << m;
+    EXPECT_NE(m.find("ops_sampling"), std::string::npos) << m;
+  }
+  std::string m = MustFail("rlprof:\n  steps: [1]\n  roles:\n    actor: {ranks: [0], ops_sampling: 2}\n");
+  EXPECT_NE(m.find("more than 0 and at most 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("2"), std::string::npos) << m;
+}
+
 TEST(LoaderTest, PriorityPolicyWarnsAboutIgnoredRefBlock) {
   Plan p = MustLoad("global_profiler:\n  tool: torch\n  steps: [1]\n"
                     "  global_tool_config: {rlprof: {combine: priority}}\n"

@@ -59,6 +59,7 @@ void ParseNative(ParseContext& ctx) {
     if (x.schedules) r.schedules = *x.schedules;
     r.token_start = x.token_start;
     r.token_end = x.token_end;
+    r.ops_sampling = x.ops_sampling.value_or(1.0);
     if (r.token_end && *r.token_end <= r.token_start.value_or(0))
       doc.Error(doc.Child(blk, "profile_token_end"),
                 "profile_token_end (" + std::to_string(*r.token_end) +

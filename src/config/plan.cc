@@ -189,6 +189,7 @@ void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
     p.stages = r.stages;
     p.contents = r.contents;
     p.level = r.level;
+    p.ops_sampling = r.ops_sampling;
     return;
   }
   // Union: discrete if any block is discrete; stage allow-lists unite (an empty list means
@@ -208,6 +209,7 @@ void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
   p.contents.memory |= r.contents.memory;
   p.contents.stack |= r.contents.stack;
   p.contents.module |= r.contents.module;
+  p.ops_sampling = std::max(p.ops_sampling, r.ops_sampling);  // the denser of the two
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ nlohmann::ordered_json RolePlanToJson(const RolePlan& r) {
   j["stages"] = r.stages;
   j["contents"] = r.contents.Names();
   j["level"] = r.level;
+  if (r.ops_sampling < 1) j["ops_sampling"] = r.ops_sampling;
   nlohmann::ordered_json schedules = nlohmann::ordered_json::array();
   for (const Schedule& s : r.schedules) schedules.push_back(ScheduleToJson(s));
   j["schedules"] = schedules;
@@ -109,6 +110,7 @@ std::string PlanToVerlYaml(const Plan& p) {
     e << YAML::Key << "discrete" << YAML::Value << (r.mode == CaptureMode::kDiscrete);
     e << YAML::Key << "contents" << YAML::Value << YAML::Flow << r.contents.Names();
     e << YAML::Key << "level" << YAML::Value << r.level;
+    if (r.ops_sampling < 1) e << YAML::Key << "ops_sampling" << YAML::Value << r.ops_sampling;
     if (!r.stages.empty()) e << YAML::Key << "stages" << YAML::Value << YAML::Flow << r.stages;
     auto emit_schedule = [&](const Schedule& s) {
       e << YAML::Flow << YAML::BeginMap;

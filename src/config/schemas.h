@@ -58,6 +58,7 @@ struct RlprofRoleExtras {
   std::optional<std::vector<std::string>> stages;
   std::optional<std::vector<Schedule>> schedules;
   std::optional<int64_t> token_start, token_end;
+  std::optional<double> ops_sampling;  // (0, 1]
 };
 RlprofRoleExtras ParseRlprofRoleExtras(ParseContext& ctx, const Ref& block,
                                        const std::vector<std::string>& extra_allowed);

@@ -190,6 +190,7 @@ std::vector<std::string> RoleDifferences(const RolePlan& ref, const RolePlan& ac
   if (ref.stages.empty()) add("stages", "all", WordsText(actor.stages, "all"));
   add("contents", WordsText(ref.contents.Names(), "[]"), WordsText(actor.contents.Names(), "[]"));
   add("level", ref.level, actor.level);
+  add("ops_sampling", base::FormatShare(ref.ops_sampling), base::FormatShare(actor.ops_sampling));
   // Schedules are kept per block (RefFollowsActor): each samples its own stages in the one
   // process, so a ref schedule is not a difference the actor block overrides.
   return d;
@@ -398,6 +399,7 @@ RolePlan RolePlanOf(ParseContext& ctx, const std::string& role, RawRole& raw,
   r.stages = raw.extras.stages.value_or(std::vector<std::string>{});
   r.token_start = raw.token_start;
   r.token_end = raw.token_end;
+  r.ops_sampling = raw.extras.ops_sampling.value_or(1.0);
   if (r.role == "rollout") {
     r.ranks_are_replica_owners = true;
     if (r.token_start || r.token_end) {

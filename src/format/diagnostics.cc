@@ -80,6 +80,8 @@ constexpr DiagnosticSpec kCatalogue[] = {
     {"no_steps_", S::kWarning, "compare", "one side of a comparison has no step: nothing to compare per step"},
     {"no_trace_events", S::kWarning, "json", "a JSON object without traceEvents"},
     {"non_object_event", S::kWarning, "json", "an element of traceEvents that is not an object: skipped"},
+    {"operators_sampled", S::kInfo, "analysis", "operator calls in captures that recorded a share of them (ops_sampling): the operator statistics' counts, totals, self and device times are estimates (× 1 / the share)"},
+    {"operators_sampled_cpu_compute", S::kWarning, "analysis", "a CPU-only trace whose operators were sampled (ops_sampling): compute is the union of the sampled operators, below the real compute (idle above it)"},
     {"overlapping_same_stream_kernels", S::kWarning, "analysis", "device work starting before the previous work of the same stream ended: the earlier one clipped"},
     {"partial_steps_left_out", S::kInfo, "cluster", "steps flagged partial (outside the capture) left out of the cluster view"},
     {"partial_steps_left_out_", S::kInfo, "compare", "steps flagged partial (outside the capture) left out of a comparison side"},

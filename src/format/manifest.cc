@@ -63,6 +63,14 @@ class Fields {
       else Wrong(key, "a number");
     }
   }
+  // A share in (0, 1] (ops_sampling); anything else: noted, the default kept.
+  void Share(const char* key, double* out) const {
+    if (const json* v = Find(key)) {
+      const double d = v->is_number() ? v->get<double>() : 0;
+      if (d > 0 && d <= 1) *out = d;
+      else Wrong(key, "a number more than 0 and at most 1");
+    }
+  }
   void Bool(const char* key, bool* out) const {
     if (const json* v = Find(key)) {
       if (v->is_boolean()) *out = v->get<bool>();
@@ -189,6 +197,7 @@ std::string ManifestToJson(const Manifest& m, std::string_view config_text) {
   }
   j["window"] = std::move(window);
   j["contents"] = m.contents;
+  if (m.ops_sampling < 1) j["ops_sampling"] = m.ops_sampling;
   j["counts"] = {{"events", m.event_count},
                  {"dropped_events", m.dropped_events},
                  {"dropped_buffer_full", m.dropped_buffer_full},
@@ -293,6 +302,7 @@ Manifest ParseManifest(const std::string& text, std::vector<std::string>* diag) 
   sampling.ObjectText("schedule", &m.sampling.schedule_json);
   sampling.Str("from", &m.sampling.from);
   f.StrList("contents", &m.contents);
+  f.Share("ops_sampling", &m.ops_sampling);
   Fields counts = f.Object("counts");
   counts.IntAtLeast("events", 0, &m.event_count, /*required=*/true);
   counts.IntAtLeast("dropped_events", 0, &m.dropped_events);

@@ -67,6 +67,9 @@ struct Manifest {
     std::string from;           // where the schedule came from (its config key)
   } sampling;
   std::vector<std::string> contents;
+  // The share of operator calls the capture holds (contents ops with `ops_sampling`); written
+  // only when below 1. Operator statistics read from it are estimates (docs/formats.md §3).
+  double ops_sampling = 1.0;
   // counts
   int64_t event_count = 0;
   int64_t dropped_events = 0;       // every event recorded but not written (the sum of the three)

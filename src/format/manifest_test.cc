@@ -43,6 +43,7 @@ Manifest Full() {
   m.sampling.schedule_json = R"({"active":2,"wait":1})";
   m.sampling.from = "actor_rollout_ref.actor.profiler.tool_config.rlprof.schedule";
   m.contents = {"cpu", "ops"};
+  m.ops_sampling = 0.1;
   m.event_count = 12345;
   m.dropped_buffer_full = 3;
   m.dropped_budget = 4;
@@ -99,6 +100,7 @@ TEST(ManifestTest, EveryFieldRoundTrips) {
             nlohmann::json::parse(m.sampling.schedule_json));
   EXPECT_EQ(back.sampling.from, m.sampling.from);
   EXPECT_EQ(back.contents, m.contents);
+  EXPECT_DOUBLE_EQ(back.ops_sampling, 0.1);
   EXPECT_EQ(back.event_count, m.event_count);
   EXPECT_EQ(back.dropped_events, m.dropped_events);
   EXPECT_EQ(back.dropped_buffer_full, m.dropped_buffer_full);
@@ -134,7 +136,7 @@ TEST(ManifestTest, AnOpenWholeWindowCaptureHasNoCloseSamplingTriggerOrSources) {
   m.scope = "e2e";
   m.clock_source = "monotonic";
   const std::string text = ManifestToJson(m);
-  for (const char* key : {"close_reason", "close_ns", "sampling", "trigger", "sources",
+  for (const char* key : {"close_reason", "close_ns", "sampling", "trigger", "sources", "ops_sampling",
                           "source_events", "tsc_hz", "\"stage\"", "\"role\"", "config"})
     EXPECT_EQ(text.find(key), std::string::npos) << key;
   std::vector<std::string> diag;
@@ -143,6 +145,7 @@ TEST(ManifestTest, AnOpenWholeWindowCaptureHasNoCloseSamplingTriggerOrSources) {
   EXPECT_EQ(back.sampling.unit, "");
   EXPECT_EQ(back.close_reason, "");
   EXPECT_FALSE(back.replica.has_value());
+  EXPECT_EQ(back.ops_sampling, 1.0);
 }
 
 TEST(ManifestTest, NamesThatAreNotUtf8AreReplacedNotThrown) {
@@ -161,12 +164,13 @@ TEST(ManifestTest, IllTypedKeysKeepDefaultsAndAreNoted) {
   std::vector<std::string> diag;
   const Manifest m = ParseManifest(
       R"({"identity": {"rank": "x"}, "window": {"sampling": {"schedule": 3}}, "counts": {"events": 1},
-          "sources": []})",
+          "sources": [], "ops_sampling": 0})",
       &diag);
   EXPECT_EQ(m.rank, -1);
   EXPECT_EQ(m.sampling.schedule_json, "");
   EXPECT_EQ(m.sources_json, "");
-  ASSERT_EQ(diag.size(), 3u);
+  EXPECT_EQ(m.ops_sampling, 1.0);  // a share of 0 would scale the operators by infinity
+  ASSERT_EQ(diag.size(), 4u);
   EXPECT_NE(diag[0].find("identity.rank: expected an integer"), std::string::npos) << diag[0];
 }
 

@@ -52,6 +52,15 @@ class CSource final : public Source {
     return v_.contents == 0 || (ContentsBits(p.contents) & v_.contents) != 0;
   }
   bool Configure(const SourceContext& ctx) override {
+    if (v_.configure_with != nullptr) {
+      rlprof_source_config c;
+      std::memset(&c, 0, sizeof c);
+      c.struct_size = sizeof c;
+      c.contents = ContentsBits(ctx.process->contents);
+      c.level = ctx.process->level.c_str();
+      c.ops_sampling = ctx.process->ops_sampling;
+      return v_.configure_with(v_.user, &c) == 0;
+    }
     if (v_.configure == nullptr) return true;
     return v_.configure(v_.user, ContentsBits(ctx.process->contents), ctx.process->level.c_str()) == 0;
   }

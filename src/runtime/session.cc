@@ -31,6 +31,7 @@ std::string ProcessPlanJson(const config::Plan& plan, const config::ProcessPlan&
   proc["stages"] = p.stages;
   proc["contents"] = p.contents.Names();
   proc["level"] = p.level;
+  if (p.ops_sampling < 1) proc["ops_sampling"] = p.ops_sampling;
   nlohmann::ordered_json schedules = nlohmann::ordered_json::array();
   for (const auto& s : p.schedules) schedules.push_back(config::StageScheduleToJson(s));
   proc["schedules"] = std::move(schedules);
@@ -152,6 +153,7 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   wo.run_id = s->run_id_;
   wo.identity = s->id_;
   wo.contents = s->proc_.contents.Names();
+  if (s->proc_.contents.ops) wo.ops_sampling = s->proc_.ops_sampling;
   wo.config_json = ProcessPlanJson(plan, s->proc_);
   wo.clock = s->clock_;
   wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 1.0;

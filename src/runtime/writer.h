@@ -79,6 +79,7 @@ struct WriterOptions {
   std::string run_id;
   Identity identity;
   std::vector<std::string> contents;
+  double ops_sampling = 1.0;  // Manifest::ops_sampling
   std::string config_json;
   ClockCalibration clock;
   double flush_interval_s = 1.0;  // an open capture's events reach the disk at least this often

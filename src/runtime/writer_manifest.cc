@@ -36,6 +36,7 @@ format::Manifest Writer::BaseManifest(const Capture& c) const {
   m.realtime_anchor_ns = c.anchor.realtime_ns;
   m.window_open_ns = c.open_ns;
   m.contents = opt_.contents;
+  m.ops_sampling = opt_.ops_sampling;
   m.files = {{"events.rlp", 0}};
   m.complete = false;
   return m;

@@ -375,8 +375,11 @@ void TorchOps::Configure(bool want, const TorchOpsOptions& options) {
     // No needsIds: the callbacks use the sequence number (always set) but not torch's
     // per-RecordFunction handle, which costs a global atomic increment per op. Inputs only
     // for shapes: asking for them makes the dispatcher box every op's arguments.
-    handle_ = at::addGlobalCallback(WithOurScopes(
-        at::RecordFunctionCallback(&OnEnter, &OnExit).needsInputs(options.shapes && options.record)));
+    at::RecordFunctionCallback cb(&OnEnter, &OnExit);
+    cb.needsInputs(options.shapes && options.record);
+    if (options.record && options.sampling > 0 && options.sampling < 1)
+      cb.samplingProb(options.sampling);
+    handle_ = at::addGlobalCallback(WithOurScopes(cb));
     enabled_ = true;
     return;
   }

@@ -57,6 +57,12 @@ struct TorchOpsOptions {
   // thread, which the capture reader pairs with the operator (Trace::external). Set it only
   // while a device source takes the ids (TorchOps::Correlating()).
   bool correlate = false;
+  // The share of operator calls recorded (config `ops_sampling`), (0, 1]: below 1 the callback
+  // is registered sampled (RecordFunctionCallback::samplingProb), so torch skips the
+  // RecordFunction of a call not drawn altogether (its floor too); each call is drawn on its
+  // own, nested calls included. Only with `record`: the operator context (memory) needs every
+  // call.
+  double sampling = 1.0;
   bool operator==(const TorchOpsOptions&) const = default;
 };
 

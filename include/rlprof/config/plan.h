@@ -103,6 +103,10 @@ struct RolePlan {
   std::vector<Schedule> schedules;     // enabled schedules, in config order
   std::optional<int64_t> token_start;  // rollout decode window [token_start, token_end)
   std::optional<int64_t> token_end;
+  // The share of framework operator calls recorded (contents ops; `ops_sampling`), (0, 1]: each
+  // call is drawn independently (torch's sampled RecordFunction callbacks), so the operator
+  // statistics are estimates (counts and times × 1 / ops_sampling; docs/config.md).
+  double ops_sampling = 1.0;
   bool RankSelected(int64_t rank) const;
   // Alias-aware: `actor_generate` in the allow-list selects `rollout_generate`.
   bool StageSelected(std::string_view stage) const;
@@ -168,6 +172,7 @@ struct ProcessPlan {
   std::vector<std::string> stages;  // empty = every stage
   Contents contents;
   std::string level = "level0";
+  double ops_sampling = 1.0;  // the selected roles' largest (RolePlan::ops_sampling)
   // Every schedule of every selected role, in role order then config order: any number per
   // process, each applying to its own stages (docs/capture-windows.md, "Schedules").
   std::vector<StageSchedule> schedules;

@@ -131,6 +131,9 @@ struct Trace {
   // Without step markers the whole trace is step 0; true: that step spans the compute and
   // communication work only (Ascend databases: msprof's step_trace_time E2E), not every event.
   bool whole_trace_is_work_span = false;
+  // The share of operator calls the trace holds (rlprof captures with `ops_sampling`; 1 = every
+  // one): operator statistics scale counts and times by 1 / ops_sampling (op_stats.cc).
+  double ops_sampling = 1.0;
 
   StringTable strings;
   std::vector<Track> tracks;

@@ -294,6 +294,7 @@ TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const Analysis
   a.pid = t.pid;
   a.step_is_capture_window = t.step_is_capture_window;
   a.stage_is_capture_window = t.stage_is_capture_window;
+  a.ops_sampling = t.ops_sampling;
   a.diagnostics = t.diagnostics;
   Diagnostics& diag = a.diagnostics;
 

@@ -147,6 +147,7 @@ struct TraceAnalysis {
   std::string host, role;  // Trace's identity
   int64_t pid = -1;
   bool cpu_only = false;  // no device work: the partition runs over host threads
+  double ops_sampling = 1.0;  // Trace::ops_sampling: host_ops are estimates when below 1
   bool step_is_capture_window = false;   // Trace::step_is_capture_window
   bool stage_is_capture_window = false;  // Trace::stage_is_capture_window
   std::vector<StepResult> steps;

@@ -471,6 +471,45 @@ TEST(OpStatsTest, NestedHostOpsGetSelfTimeAndPercentiles) {
   EXPECT_DOUBLE_EQ(mm.mean, 12.5 * kUs);
 }
 
+// A capture of a share p of the operator calls (ops_sampling): counts, totals and self times
+// are the sample's × 1/p, the sampled children subtracted 1/p times; the distribution's
+// figures are the sample's own; diagnostics say the rows are estimates.
+TEST(OpStatsTest, ASampledCaptureGivesEstimatesScaledByTheShare) {
+  TraceBuilder b;
+  uint32_t th = b.host();
+  b.Step(1, 0, 1000);
+  // The sample holds 4 calls of linear, one with a sampled child addmm of 10 µs.
+  for (int i = 0; i < 4; ++i) b.HostOp(th, "aten::linear", "cpu_op", i * 100, i * 100 + 50);
+  b.HostOp(th, "aten::addmm", "cpu_op", 10, 20);
+  b.trace().ops_sampling = 0.25;
+  TraceAnalysis a = Analyse(b.Build());
+  EXPECT_DOUBLE_EQ(a.ops_sampling, 0.25);
+  ASSERT_EQ(a.host_ops.size(), 2u);
+  const OpStat& lin = a.host_ops[0];
+  EXPECT_EQ(lin.name, "aten::linear");
+  EXPECT_EQ(lin.count, 16);
+  EXPECT_EQ(lin.total, 800 * kUs);
+  EXPECT_EQ(lin.self, (200 - 4 * 10) * 4 * kUs);  // the one child stands for four
+  EXPECT_EQ(lin.min, 50 * kUs);
+  EXPECT_DOUBLE_EQ(lin.mean, 50.0 * kUs);
+  const OpStat& mm = a.host_ops[1];
+  EXPECT_EQ(mm.count, 4);
+  EXPECT_EQ(mm.total, 40 * kUs);
+  EXPECT_EQ(a.diagnostics.Get("operators_sampled"), 5u);
+  EXPECT_EQ(a.diagnostics.Get("operators_sampled_cpu_compute"), 1u);
+
+  // The same calls unsampled: exact, no such diagnostics.
+  TraceBuilder e;
+  th = e.host();
+  e.Step(1, 0, 1000);
+  for (int i = 0; i < 4; ++i) e.HostOp(th, "aten::linear", "cpu_op", i * 100, i * 100 + 50);
+  e.HostOp(th, "aten::addmm", "cpu_op", 10, 20);
+  TraceAnalysis x = Analyse(e.Build());
+  EXPECT_EQ(x.host_ops[0].count, 4);
+  EXPECT_EQ(x.host_ops[0].self, 190 * kUs);
+  EXPECT_EQ(x.diagnostics.Get("operators_sampled"), 0u);
+}
+
 // Kineto-style trace (no external ids): a kernel's device time goes to the innermost host
 // operator enclosing the cudaLaunchKernel with its correlation id (HTA / TraceLens).
 TEST(OpStatsTest, HostOpsCarryTheDeviceTimeOfTheKernelsTheyLaunched) {

@@ -1,6 +1,13 @@
 // Operator statistics: per name (and name + input shapes) for host operators and device
 // kernels: count, total, self, mean, min, max, p50, p99 (nearest rank); host operators also
 // carry the device time and count of the device work they launched.
+//
+// A capture that recorded a share p of the operator calls (`ops_sampling`, each call drawn on
+// its own) gives estimates: count, total, self and the launched device time and count are the
+// sample's × 1/p (unbiased: each call is in the sample with probability p); mean, min, max,
+// p50 and p99 are the sample's own. Self time subtracts the sampled children × 1/p, so the
+// calls the sample missed inside a sampled operator are subtracted as well (the sum is
+// clamped at 0 per row, not per call).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,7 +24,7 @@ namespace {
 
 struct Acc {
   std::vector<int64_t> durs;
-  int64_t self = 0;
+  double self = 0;  // a double: sampled self times are estimates that may be negative per call
   int64_t device = 0, kernels = 0;  // device work launched (host operators)
 };
 
@@ -35,21 +42,31 @@ struct KeyHash {
 };
 using AccMap = std::unordered_map<Key, Acc, KeyHash>;
 
-std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
+int64_t Scaled(int64_t v, double scale) {
+  if (scale == 1) return v;
+  const double d = static_cast<double>(v) * scale;
+  return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : std::llround(d);
+}
+
+// `scale`: 1 / the share of calls sampled (1: every call) for host operators; 1 for kernels.
+std::vector<OpStat> Finish(const Trace& t, AccMap& m, double scale) {
   std::vector<OpStat> out;
   for (auto& [key, acc] : m) {
     std::sort(acc.durs.begin(), acc.durs.end());
     OpStat s;
     s.name = t.str(key.first);
     s.shapes = key.second ? t.str(key.second) : std::string();
-    s.count = static_cast<int64_t>(acc.durs.size());
-    for (int64_t d : acc.durs) s.total = base::SatAdd(s.total, d);  // many long slices saturate
-    s.self = acc.self;
-    s.device_total = acc.device;
-    s.kernels = acc.kernels;
+    const int64_t n = static_cast<int64_t>(acc.durs.size());
+    int64_t total = 0;
+    for (int64_t d : acc.durs) total = base::SatAdd(total, d);  // many long slices saturate
+    s.count = Scaled(n, scale);
+    s.total = Scaled(total, scale);
+    s.self = std::max<int64_t>(0, Scaled(std::llround(std::clamp(acc.self, -9.2e18, 9.2e18)), scale));
+    s.device_total = Scaled(acc.device, scale);
+    s.kernels = Scaled(acc.kernels, scale);
     s.min = acc.durs.front();
     s.max = acc.durs.back();
-    s.mean = static_cast<double>(s.total) / static_cast<double>(s.count);
+    s.mean = static_cast<double>(total) / static_cast<double>(n);
     s.p50 = NearestRank(acc.durs, 0.50);
     s.p99 = NearestRank(acc.durs, 0.99);
     out.push_back(std::move(s));
@@ -105,10 +122,16 @@ std::vector<int32_t> DeviceLaunchers(const Trace& t, const Classification& c) {
 
 void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out) {
   const size_t n = t.size();
-  // Self time = duration − Σ durations of direct children on the same track (host only).
-  std::vector<int64_t> child_sum(n, 0);
-  for (size_t i = 0; i < n; ++i)
-    if (t.parent[i] >= 0) child_sum[t.parent[i]] = base::SatAdd(child_sum[t.parent[i]], t.dur[i]);
+  const bool sampled = t.ops_sampling > 0 && t.ops_sampling < 1;
+  const double scale = sampled ? 1.0 / t.ops_sampling : 1.0;
+  // Self time = duration − Σ durations of direct children on the same track (host only); a
+  // sampled capture's operator children count 1/p times each (the calls the sample missed).
+  std::vector<double> child_sum(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (t.parent[i] < 0) continue;
+    const double w = sampled && CountedHost(c.of[i]) ? scale : 1.0;
+    child_sum[t.parent[i]] += static_cast<double>(t.dur[i]) * w;
+  }
   // Device time and count of the device work each host slice launched.
   std::vector<int64_t> launched_time(n, 0), launched_count(n, 0);
   {
@@ -130,27 +153,34 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
       if (!CountedDevice(k)) continue;
       Acc& a = kernels[{name, 0}];
       a.durs.push_back(t.dur[i]);
-      a.self = base::SatAdd(a.self, t.dur[i]);
+      a.self += static_cast<double>(t.dur[i]);
     } else {
       if (!CountedHost(k)) continue;
-      const int64_t self = std::max<int64_t>(0, t.dur[i] - child_sum[i]);
+      // Exact captures clamp each call at 0; a sampled one's per-call estimate may be negative.
+      const double self = sampled ? static_cast<double>(t.dur[i]) - child_sum[i]
+                                  : std::max(0.0, static_cast<double>(t.dur[i]) - child_sum[i]);
       Acc& a = host[{name, 0}];
       a.durs.push_back(t.dur[i]);
-      a.self = base::SatAdd(a.self, self);
+      a.self += self;
       a.device = base::SatAdd(a.device, launched_time[i]);
       a.kernels += launched_count[i];
       if (t.shapes[i] != 0) {
         Acc& b = host_shapes[{name, t.shapes[i]}];
         b.durs.push_back(t.dur[i]);
-        b.self = base::SatAdd(b.self, self);
+        b.self += self;
         b.device = base::SatAdd(b.device, launched_time[i]);
         b.kernels += launched_count[i];
       }
     }
   }
-  out->host_ops = Finish(t, host);
-  out->host_ops_by_shape = Finish(t, host_shapes);
-  out->kernels = Finish(t, kernels);
+  out->host_ops = Finish(t, host, scale);
+  out->host_ops_by_shape = Finish(t, host_shapes, scale);
+  out->kernels = Finish(t, kernels, 1.0);
+  if (sampled) {  // says, wherever diagnostics are shown, that the operator rows are estimates
+    uint64_t recorded = 0;
+    for (const auto& [key, acc] : host) recorded += acc.durs.size();
+    out->diagnostics.Add("operators_sampled", recorded);
+  }
 }
 
 }  // namespace rlprof::analysis::internal

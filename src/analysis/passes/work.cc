@@ -81,6 +81,7 @@ std::vector<WorkInterval> CollectWork(const Trace& t, const Classification& c, b
       ops[t.track[i]].push_back({t.ts[i], t.ts[i] + t.dur[i]});
     }
   }
+  if (t.ops_sampling < 1 && diag && !ops.empty()) diag->Add("operators_sampled_cpu_compute");
   for (auto& [track, v] : ops) {
     auto it = comm.find(track);
     std::vector<Iv> merged = Merge(std::move(v));

@@ -47,6 +47,7 @@ class CaptureTraceBuilder {
     t_.host = m_.host;
     t_.pid = m_.pid > 0 ? m_.pid : -1;
     t_.role = m_.role;
+    t_.ops_sampling = m_.ops_sampling;
     if (t_.role.empty())
       for (const auto& r : m_.roles) t_.role += (t_.role.empty() ? "" : ",") + r;
     t_.diagnostics.Merge(c_.diagnostics);

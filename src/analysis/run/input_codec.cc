@@ -52,7 +52,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleRecord, id, group, finish_reason, submi
                                    last_token, end, prompt_tokens, completion_tokens, cached_tokens, preemptions,
                                    version_first, version_last, replica, step, spans)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SampleUse, id, outcome, at, step, version)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, step_is_capture_window,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceAnalysis, source, format, rank, host, role, pid, cpu_only, ops_sampling,
+                                   step_is_capture_window,
                                    stage_is_capture_window, steps, stages, comm_by_group, collectives, hta, kernel_types,
                                    idle_breakdown, tracelens, host_ops, host_ops_by_shape, kernels,
                                    kernel_rows, classes, modules, memory_peaks, out_of_memory, ops_by_frame, tb_steps, async, samples,

@@ -26,7 +26,8 @@
 
 namespace rlprof::analysis {
 
-inline constexpr int kInputCodecVersion = 5;  // 2: TraceAnalysis host, role, pid; 3: tb_steps; 4: async facts, samples; 5: out_of_memory
+inline constexpr int kInputCodecVersion = 6;  // 2: TraceAnalysis host, role, pid; 3: tb_steps; 4: async facts, samples; 5: out_of_memory;
+                                              // 6: ops_sampling
 
 std::string EncodeInputResult(const InputResult& r);
 base::StatusOr<InputResult> DecodeInputResult(std::string_view bytes);
