@@ -173,11 +173,14 @@ std::string RankListToString(const std::vector<int64_t>& ranks) {
   return out.empty() ? "none" : out;
 }
 
-double EventsPerSecond(Tool tool, const Contents& c, const std::string& level) {
+double EventsPerSecond(Tool tool, const Contents& c, const std::string& level,
+                       double ops_sampling) {
   double eps = 20.0;  // step / stage / sub-step markers
   if (c.cpu) eps += 200.0;
   double lf = (tool == Tool::kNpu) ? LevelFactor(level) : 1.0;
-  if (c.ops) eps += 20000.0 * (tool == Tool::kNpu ? std::max(lf, 0.0) : 1.0);
+  if (c.ops)
+    eps += 20000.0 * (tool == Tool::kNpu ? std::max(lf, 0.0) : 1.0) *
+           (ops_sampling > 0 && ops_sampling < 1 ? ops_sampling : 1.0);
   if (c.device) eps += 15000.0 * lf;
   if (c.memory) eps += 100.0;
   if (c.module) eps += 500.0;
@@ -566,7 +569,7 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& opt,
     for (const Group& g : GroupsOf(plan, opt, wk)) {
       GroupPlan gp{plan, model, wk, g, {}, 0, 0, 0, {}, false};
       gp.scopes = ScopesOf(plan, wk, g, sum.notes);
-      gp.eps = EventsPerSecond(plan.tool, g.proc.contents, g.proc.level);
+      gp.eps = EventsPerSecond(plan.tool, g.proc.contents, g.proc.level, g.proc.ops_sampling);
       gp.bpe = BytesPerEvent(g.proc.contents, plan.exports);
       gp.nranks = g.all ? (opt.world_size > 0 ? opt.world_size : -1) : static_cast<int64_t>(g.ranks.size());
       gp.ranks = g.all && opt.world_size <= 0 ? "all" : RankListToString(g.ranks);

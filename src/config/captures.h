@@ -95,7 +95,8 @@ CaptureSummary EnumerateCaptures(const Plan& plan, const LoadOptions& options,
                                  const EstimateModel& model = {});
 nlohmann::ordered_json CaptureSummaryToJson(const CaptureSummary& s);
 // Events per second of one rank for these contents (the documented model).
-double EventsPerSecond(Tool tool, const Contents& c, const std::string& level);
+double EventsPerSecond(Tool tool, const Contents& c, const std::string& level,
+                       double ops_sampling = 1.0);
 uint64_t BytesPerEvent(const Contents& c, const std::vector<ExportFormat>& exports);
 std::string RankListToString(const std::vector<int64_t>& ranks);
 

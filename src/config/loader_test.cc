@@ -363,6 +363,9 @@ TEST(CapturesTest, SizeModelScalesWithContents) {
   ops.ops = true;
   EXPECT_GT(EventsPerSecond(Tool::kRlprof, ops, "level0"),
             10 * EventsPerSecond(Tool::kRlprof, markers, "level0"));
+  // A tenth of the operator calls: about a tenth of their events.
+  EXPECT_LT(EventsPerSecond(Tool::kRlprof, ops, "level0", 0.1),
+            0.2 * EventsPerSecond(Tool::kRlprof, ops, "level0"));
   EXPECT_GT(BytesPerEvent(markers, {ExportFormat::kChromeJson, ExportFormat::kSqlite}),
             BytesPerEvent(markers, {}));
   EXPECT_EQ(RankListToString({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");

@@ -284,18 +284,27 @@ void AttachSamples(const Trace& t, const std::vector<StepWindow>& windows, Trace
 
 }  // namespace
 
+namespace {
+
+// Who recorded the trace and how (the result's identity; diagnostics start as the reader's).
+void CopyIdentity(const Trace& t, TraceAnalysis* a) {
+  a->source = t.source;
+  a->format = t.format;
+  a->rank = t.rank;
+  a->host = t.host;
+  a->role = t.role;
+  a->pid = t.pid;
+  a->step_is_capture_window = t.step_is_capture_window;
+  a->stage_is_capture_window = t.stage_is_capture_window;
+  a->ops_sampling = t.ops_sampling;
+  a->diagnostics = t.diagnostics;
+}
+
+}  // namespace
+
 TraceAnalysis AnalyseTrace(const Trace& t, const Classifier& cls, const AnalysisOptions& opts) {
   TraceAnalysis a;
-  a.source = t.source;
-  a.format = t.format;
-  a.rank = t.rank;
-  a.host = t.host;
-  a.role = t.role;
-  a.pid = t.pid;
-  a.step_is_capture_window = t.step_is_capture_window;
-  a.stage_is_capture_window = t.stage_is_capture_window;
-  a.ops_sampling = t.ops_sampling;
-  a.diagnostics = t.diagnostics;
+  CopyIdentity(t, &a);
   Diagnostics& diag = a.diagnostics;
 
   Classification c = cls.Classify(t, &diag);
