@@ -291,12 +291,156 @@ PyObject* Repr(PyObject* self) {
                               a->counts ? a->counts : none);
 }
 
-PyMethodDef g_methods[] = {
-    {"__enter__", reinterpret_cast<PyCFunction>(Enter), METH_NOARGS, nullptr},
-    {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Exit)),
-     METH_FASTCALL, nullptr},
-    {nullptr, nullptr, 0, nullptr},
+// ---- __enter__ / __exit__ without a bound builtin method per `with` ----
+//
+// `with x:` looks both names up on x's type and binds each to x: through a method table, a
+// PyCFunction per name and per `with`, GC-allocated and GC-tracked (CPython ≤ 3.12; 3.13 calls
+// a method descriptor unbound). They are instead a descriptor of our own whose binding is a
+// small object that holds only x and comes from a free list; the descriptor is also a method
+// descriptor (Py_TPFLAGS_METHOD_DESCRIPTOR), so `x.__exit__(...)` through LOAD_METHOD, and
+// `with` on 3.13+, call it unbound with x first.
+enum class Which : uint8_t { kEnter, kExit };
+
+struct Method {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  Which which;
 };
+
+struct Bound {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* self;  // owned: an annotate object
+  Which which;
+};
+
+extern PyTypeObject g_method_type;
+extern PyTypeObject g_bound_type;
+
+PyObject* Dispatch(Which which, PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                   PyObject* kwnames) {
+  const char* what = which == Which::kEnter ? "__enter__" : "__exit__";
+  if (!PyObject_TypeCheck(self, &g_type)) {
+    PyErr_Format(PyExc_TypeError, "rlprof.annotate.%s needs an rlprof.annotate, got %s", what,
+                 Py_TYPE(self)->tp_name);
+    return nullptr;
+  }
+  if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) {
+    PyErr_Format(PyExc_TypeError, "rlprof.annotate.%s takes no keyword arguments", what);
+    return nullptr;
+  }
+  if (which == Which::kEnter) {
+    if (nargs != 0) {
+      PyErr_SetString(PyExc_TypeError, "rlprof.annotate.__enter__ takes no arguments");
+      return nullptr;
+    }
+    return Enter(self, nullptr);
+  }
+  return Exit(self, args, nargs);
+}
+
+PyObject* MethodCall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  auto* m = reinterpret_cast<Method*>(callable);
+  if (nargs < 1) {
+    PyErr_Format(PyExc_TypeError, "unbound rlprof.annotate.%s needs the annotate object",
+                 m->which == Which::kEnter ? "__enter__" : "__exit__");
+    return nullptr;
+  }
+  return Dispatch(m->which, args[0], args + 1, nargs - 1, kwnames);
+}
+
+PyObject* BoundCall(PyObject* callable, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* b = reinterpret_cast<Bound*>(callable);
+  return Dispatch(b->which, b->self, args, PyVectorcall_NARGS(nargsf), kwnames);
+}
+
+#ifdef Py_GIL_DISABLED
+constexpr int kBoundFreeMax = 0;
+#else
+constexpr int kBoundFreeMax = 32;  // the open `with` blocks of a thread each hold one (__exit__)
+#endif
+Bound* g_bound_free[kBoundFreeMax > 0 ? kBoundFreeMax : 1];
+int g_bound_free_count = 0;
+
+PyObject* MethodGet(PyObject* descr, PyObject* obj, PyObject*) {
+  if (obj == nullptr) return Py_NewRef(descr);  // looked up on the class
+  Bound* b = nullptr;
+  if (g_bound_free_count > 0) {
+    b = g_bound_free[--g_bound_free_count];
+    PyObject_Init(reinterpret_cast<PyObject*>(b), &g_bound_type);
+  } else {
+    b = PyObject_New(Bound, &g_bound_type);
+    if (b == nullptr) return nullptr;
+  }
+  b->vectorcall = BoundCall;
+  b->self = Py_NewRef(obj);
+  b->which = reinterpret_cast<Method*>(descr)->which;
+  return reinterpret_cast<PyObject*>(b);
+}
+
+void BoundDealloc(PyObject* o) {
+  auto* b = reinterpret_cast<Bound*>(o);
+  PyObject* self = b->self;
+  b->self = nullptr;
+  if (g_bound_free_count < kBoundFreeMax) g_bound_free[g_bound_free_count++] = b;
+  else PyObject_Free(b);
+  Py_XDECREF(self);  // last: it may free the annotate object
+}
+
+PyObject* MethodRepr(PyObject* o) {
+  return PyUnicode_FromFormat("<method '%s' of 'rlprof.annotate' objects>",
+                              reinterpret_cast<Method*>(o)->which == Which::kEnter ? "__enter__"
+                                                                                 : "__exit__");
+}
+
+PyObject* BoundRepr(PyObject* o) {
+  auto* b = reinterpret_cast<Bound*>(o);
+  return PyUnicode_FromFormat("<bound method %s of %R>",
+                              b->which == Which::kEnter ? "__enter__" : "__exit__", b->self);
+}
+
+PyTypeObject g_method_type = [] {
+  PyTypeObject t{};
+  Py_SET_REFCNT(reinterpret_cast<PyObject*>(&t), 1);
+  t.tp_name = "rlprof._annotate_method";
+  t.tp_basicsize = sizeof(Method);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
+  t.tp_vectorcall_offset = offsetof(Method, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_descr_get = MethodGet;
+  t.tp_repr = MethodRepr;
+  return t;
+}();
+
+PyTypeObject g_bound_type = [] {
+  PyTypeObject t{};
+  Py_SET_REFCNT(reinterpret_cast<PyObject*>(&t), 1);
+  t.tp_name = "rlprof._annotate_bound_method";
+  t.tp_basicsize = sizeof(Bound);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  t.tp_vectorcall_offset = offsetof(Bound, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_dealloc = BoundDealloc;
+  t.tp_repr = BoundRepr;
+  return t;
+}();
+
+// Puts the two descriptors in the annotate type's dict (after PyType_Ready of all three).
+bool InstallMethods() {
+  for (Which w : {Which::kEnter, Which::kExit}) {
+    Method* m = PyObject_New(Method, &g_method_type);
+    if (m == nullptr) return false;
+    m->vectorcall = MethodCall;
+    m->which = w;
+    const int rc = PyDict_SetItemString(g_type.tp_dict, w == Which::kEnter ? "__enter__" : "__exit__",
+                                        reinterpret_cast<PyObject*>(m));
+    Py_DECREF(m);
+    if (rc < 0) return false;
+  }
+  PyType_Modified(&g_type);
+  return true;
+}
 
 PyMemberDef g_members[] = {
     {"name", T_OBJECT, offsetof(Annotate, name), READONLY, nullptr},
@@ -326,7 +470,6 @@ PyTypeObject g_type = [] {
   t.tp_call = Call;
   t.tp_flags = Py_TPFLAGS_DEFAULT;
   t.tp_doc = kDoc;
-  t.tp_methods = g_methods;
   t.tp_members = g_members;
   t.tp_new = New;
   t.tp_vectorcall = Vectorcall;
@@ -356,7 +499,9 @@ void BindAnnotate(pybind11::module_& m) {
     if (g_kw[i] == nullptr) g_kw[i] = PyUnicode_InternFromString(kw[i]);
     if (g_kw[i] == nullptr) throw pybind11::error_already_set();
   }
-  if (PyType_Ready(&g_type) < 0) throw pybind11::error_already_set();
+  if (PyType_Ready(&g_type) < 0 || PyType_Ready(&g_method_type) < 0 ||
+      PyType_Ready(&g_bound_type) < 0 || !InstallMethods())
+    throw pybind11::error_already_set();
   m.add_object("annotate", pybind11::reinterpret_borrow<pybind11::object>(
                                reinterpret_cast<PyObject*>(&g_type)));
   PyObject* f = PyCFunction_NewEx(&g_set_hooks, nullptr, m.ptr());

@@ -43,6 +43,40 @@ def test_bad_arguments_raise_type_error(args, kwargs):
         rlprof.annotate(*args, **kwargs)
 
 
+def test_enter_and_exit_called_by_hand_bound_unbound_and_on_the_wrong_object(tmp_path, rlprof_cli):
+    """__enter__ / __exit__ are rlprof's own descriptors (no bound builtin method per `with`):
+    they still behave as methods, also called by hand, and hold no reference once done."""
+    import gc
+    import sys
+    prof = window(tmp_path)
+    a = rlprof.annotate("by hand")
+    assert a.__enter__() is a
+    assert a.__exit__(None, None, None) is None
+    e, x = a.__enter__, a.__exit__  # bound, kept: still callable
+    assert e() is a and x(None, None, None) is None
+    assert rlprof.annotate.__enter__(a) is a
+    assert rlprof.annotate.__exit__(a, None, None, None) is None
+    assert "__exit__" in repr(x) and "__enter__" in repr(rlprof.annotate.__enter__)
+    with pytest.raises(TypeError):
+        rlprof.annotate.__enter__(object())
+    with pytest.raises(TypeError):
+        rlprof.annotate.__exit__()
+    with pytest.raises(TypeError):
+        a.__enter__(1)
+    with pytest.raises(TypeError):
+        x(None, None, None, bogus=1)
+    del e, x
+    gc.collect()
+    before = sys.getrefcount(a)
+    for _ in range(1000):
+        with a:
+            with a:
+                pass
+    assert sys.getrefcount(a) == before
+    evs = user_ranges(rlprof_cli, prof, tmp_path)
+    assert len([v for v in evs if v["name"] == "by hand"]) == 3 + 2000
+
+
 def test_a_context_manager_without_a_name_raises():
     with pytest.raises(ValueError, match="needs a name"):
         with rlprof.annotate():
