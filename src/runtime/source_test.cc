@@ -287,6 +287,45 @@ TEST(SourceTest, TheCApiRegistersASourceThatRecordsThroughRlprofEmit) {
   EXPECT_EQ(ReadManifest(caps[0])["sources"]["c_ops"]["ops"], 1);
 }
 
+// configure_with: the process's plan beyond contents and level (ops_sampling), and the
+// manifest of an operator capture says the share it holds.
+TEST(SourceTest, ConfigureWithHandsTheSourceTheOpsSamplingAndTheManifestSaysIt) {
+  static CLog log;
+  rlprof_source src;
+  rlprof_source_init(&src);
+  src.name = "c_sampled_ops";
+  src.contents = RLPROF_CONTENTS_OPS;
+  src.user = &log;
+  src.configure = [](void* u, uint32_t, const char*) {
+    static_cast<CLog*>(u)->Add("configure");  // not called: configure_with is set
+    return 0;
+  };
+  src.configure_with = [](void* u, const rlprof_source_config* c) {
+    static_cast<CLog*>(u)->Add("configure_with " + std::to_string(c->contents) + " " + c->level +
+                                " " + std::to_string(c->ops_sampling) + " " +
+                                std::to_string(c->struct_size == sizeof(rlprof_source_config)));
+    return 0;
+  };
+  ASSERT_EQ(rlprof_register_source(&src), RLPROF_OK);
+  const std::string save = FreshDir("src-sampled");
+  config::Plan plan = MakePlan(save, {1});
+  plan.roles[0].contents.ops = true;
+  plan.roles[0].ops_sampling = 0.25;
+  auto s = SessionImpl::Create(plan, Quiet("sampled"), NoEnv);
+  RunSteps(*s, 1);
+  s->Shutdown();
+  s.reset();
+  EXPECT_EQ(rlprof_unregister_source("c_sampled_ops"), RLPROF_OK);
+  ASSERT_EQ(log.calls.size(), 1u) << ::testing::PrintToString(log.calls);
+  EXPECT_EQ(log.calls[0], "configure_with " +
+                              std::to_string(RLPROF_CONTENTS_CPU | RLPROF_CONTENTS_OPS) +
+                              " level0 0.250000 1");
+  const std::vector<std::string> caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_EQ(ReadManifest(caps[0])["ops_sampling"], 0.25);
+  EXPECT_EQ(ReadManifest(caps[0])["config"]["process"]["ops_sampling"], 0.25);
+}
+
 TEST(SourceTest, ASourceRegisteredWhileASessionLivesJoinsItAndLeavesWhenUnregistered) {
   const std::string save = FreshDir("src-late");
   config::Plan plan = MakePlan(save, {1, 2});
