@@ -77,10 +77,13 @@ def e2e(rlprof_cli, tmp_path_factory):
 @pytest.fixture(scope="module")
 def discrete(rlprof_cli, tmp_path_factory):
     """verl's default (v1) trainer: discrete windows on step 2 with the rollout's decode window
-    [2, 6) (a profile_continuous_steps run cannot mix with discrete: steps [2] only)."""
+    [2, 6) (a profile_continuous_steps run cannot mix with discrete: steps [2] only); the
+    trainer worker's operators sampled, one call in ten (`ops_sampling`)."""
     return _run(rlprof_cli, str(tmp_path_factory.mktemp("verl_discrete")),
                 ["global_profiler.steps=[2]",
                  "+actor_rollout_ref.actor.profiler.tool_config.rlprof.discrete=True",
+                 "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]",
+                 "+actor_rollout_ref.actor.profiler.tool_config.rlprof.ops_sampling=0.1",
                  "+actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_start=2",
                  "+actor_rollout_ref.rollout.profiler.tool_config.rlprof.profile_token_end=6"])
 
@@ -281,6 +284,31 @@ def test_legacy_trainer_trajectories_are_samples_consumed_by_their_step(rlprof_c
             assert re.fullmatch(rf"s{step}\.i\d+\.n[01]\.[0-9a-f]{{8}}", r["id"]), r["id"]
             assert r["completion_tokens"] and r["role"] == "rollout", r  # the engine's record joined in
             assert (r["outcome"], r["used_step"], r["staleness"]) == ("consumed", step, 0), r
+
+
+def test_discrete_operators_sampled_in_verls_own_worker_are_estimated_by_analysis(rlprof_cli, discrete, tmp_path):
+    """`ops_sampling: 0.1` given on verl's command line: the trainer worker's stage captures say
+    so and hold about a tenth of the operator calls; `rlprof analyse` estimates every call."""
+    worker = [c for c in discrete["captures"]
+              if manifest(c)["scope"] in ("actor_compute_log_prob", "ref_compute_log_prob", "actor_update")]
+    assert len(worker) == 3, discrete["captures"]
+    for c in worker:
+        m = manifest(c)
+        assert m["ops_sampling"] == 0.1 and "ops" in m["contents"], c
+        recorded = m["sources"]["torch_ops"]["operators"] + m["sources"]["torch_ops"]["collectives"]
+        assert m["sources"]["torch_ops"]["operators"] > 0, c
+        out = tmp_path / os.path.basename(os.path.dirname(c))
+        r = subprocess.run([rlprof_cli, "analyse", c, "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        rows = [row for row in csv.DictReader(open(next(out.rglob("op_statistic.csv"))))
+                if row["type"] == "host"]
+        estimated = sum(int(row["count"]) for row in rows)
+        # Every recorded operator stands for ten calls (rounding per row: ±1 each); the other
+        # host rows (none here: no device capture) count once.
+        assert abs(estimated - 10 * recorded) <= len(rows), (c, estimated, recorded)
+    # The rollout's own server (its block has no ops) records no operators.
+    rollout = [c for c in discrete["captures"] if manifest(c)["scope"] == "rollout_generate"]
+    assert all("ops_sampling" not in manifest(c) for c in rollout)
 
 
 def test_discrete_captures_are_the_plan_and_the_decode_window_is_honoured(rlprof_cli, discrete):

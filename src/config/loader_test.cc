@@ -308,7 +308,8 @@ TEST(LoaderTest, OpsSamplingIsAShareOfOperatorCallsPerRoleTheDenserWinsInOneProc
   Plan p = MustLoad("rlprof:\n  steps: [1]\n  roles:\n"
                     "    actor: {ranks: [0], contents: [cpu, ops], ops_sampling: 0.1}\n"
                     "    ref: {ranks: [0], contents: [cpu, ops], ops_sampling: 0.5}\n"
-                    "    critic: {ranks: [0], contents: [cpu, ops]}\n");
+                    "    critic: {ranks: [0], contents: [cpu, ops]}\n"
+                    "    reward: {ranks: [0], contents: [cpu]}\n");
   ASSERT_NE(p.FindRole("actor"), nullptr);
   ASSERT_NE(p.FindRole("critic"), nullptr);
   EXPECT_DOUBLE_EQ(p.FindRole("actor")->ops_sampling, 0.1);
@@ -316,6 +317,9 @@ TEST(LoaderTest, OpsSamplingIsAShareOfOperatorCallsPerRoleTheDenserWinsInOneProc
   EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor"}, 0).ops_sampling, 0.1);
   EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "ref"}, 0).ops_sampling, 0.5);
   EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "critic"}, 0).ops_sampling, 1.0);
+  // A block without operators says nothing about their share, before or after.
+  EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"reward", "actor"}, 0).ops_sampling, 0.1);
+  EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "reward"}, 0).ops_sampling, 0.1);
   // verl's tool_config.rlprof block, also from the command line.
   const std::string verl =
       "global_profiler: {tool: rlprof, steps: [1]}\n"

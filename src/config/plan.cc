@@ -202,6 +202,10 @@ void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
     s.insert(r.stages.begin(), r.stages.end());
     p.stages.assign(s.begin(), s.end());
   }
+  // ops_sampling: the denser share of the blocks that record operators (a block without them
+  // says nothing about their share).
+  if (r.contents.ops)
+    p.ops_sampling = p.contents.ops ? std::max(p.ops_sampling, r.ops_sampling) : r.ops_sampling;
   p.contents.cpu |= r.contents.cpu;
   p.contents.device |= r.contents.device;
   p.contents.ops |= r.contents.ops;
@@ -209,7 +213,6 @@ void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
   p.contents.memory |= r.contents.memory;
   p.contents.stack |= r.contents.stack;
   p.contents.module |= r.contents.module;
-  p.ops_sampling = std::max(p.ops_sampling, r.ops_sampling);  // the denser of the two
 }
 
 }  // namespace

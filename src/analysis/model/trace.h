@@ -61,6 +61,11 @@ class StringTable {
  public:
   StringTable() { Intern(""); }
   uint32_t Intern(std::string_view s);
+  // The id of `s` if interned, else 0 (the id of "").
+  uint32_t Find(std::string_view s) const {
+    auto it = index_.find(std::string(s));
+    return it == index_.end() ? 0 : it->second;
+  }
   const std::string& Get(uint32_t id) const { return strings_[id]; }
   size_t size() const { return strings_.size(); }
 

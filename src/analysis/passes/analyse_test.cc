@@ -479,22 +479,28 @@ TEST(OpStatsTest, ASampledCaptureGivesEstimatesScaledByTheShare) {
   uint32_t th = b.host();
   b.Step(1, 0, 1000);
   // The sample holds 4 calls of linear, one with a sampled child addmm of 10 µs.
-  for (int i = 0; i < 4; ++i) b.HostOp(th, "aten::linear", "cpu_op", i * 100, i * 100 + 50);
-  b.HostOp(th, "aten::addmm", "cpu_op", 10, 20);
+  for (int i = 0; i < 4; ++i) b.HostOp(th, "aten::linear", "operator", i * 100, i * 100 + 50);
+  b.HostOp(th, "aten::addmm", "operator", 10, 20);
+  // A runtime call (recorded whole, not sampled) counts once.
+  b.HostOp(th, "cudaLaunchKernel", "cuda_runtime", 300, 302);
   b.trace().ops_sampling = 0.25;
   TraceAnalysis a = Analyse(b.Build());
   EXPECT_DOUBLE_EQ(a.ops_sampling, 0.25);
-  ASSERT_EQ(a.host_ops.size(), 2u);
+  ASSERT_EQ(a.host_ops.size(), 3u);
   const OpStat& lin = a.host_ops[0];
   EXPECT_EQ(lin.name, "aten::linear");
   EXPECT_EQ(lin.count, 16);
   EXPECT_EQ(lin.total, 800 * kUs);
-  EXPECT_EQ(lin.self, (200 - 4 * 10) * 4 * kUs);  // the one child stands for four
+  EXPECT_EQ(lin.self, (200 - 4 * 10 - 2) * 4 * kUs);  // the addmm stands for four, the launch for one
   EXPECT_EQ(lin.min, 50 * kUs);
   EXPECT_DOUBLE_EQ(lin.mean, 50.0 * kUs);
   const OpStat& mm = a.host_ops[1];
   EXPECT_EQ(mm.count, 4);
   EXPECT_EQ(mm.total, 40 * kUs);
+  const OpStat& launch = a.host_ops[2];
+  EXPECT_EQ(launch.name, "cudaLaunchKernel");
+  EXPECT_EQ(launch.count, 1);
+  EXPECT_EQ(launch.total, 2 * kUs);
   EXPECT_EQ(a.diagnostics.Get("operators_sampled"), 5u);
   EXPECT_EQ(a.diagnostics.Get("operators_sampled_cpu_compute"), 1u);
 
@@ -502,8 +508,8 @@ TEST(OpStatsTest, ASampledCaptureGivesEstimatesScaledByTheShare) {
   TraceBuilder e;
   th = e.host();
   e.Step(1, 0, 1000);
-  for (int i = 0; i < 4; ++i) e.HostOp(th, "aten::linear", "cpu_op", i * 100, i * 100 + 50);
-  e.HostOp(th, "aten::addmm", "cpu_op", 10, 20);
+  for (int i = 0; i < 4; ++i) e.HostOp(th, "aten::linear", "operator", i * 100, i * 100 + 50);
+  e.HostOp(th, "aten::addmm", "operator", 10, 20);
   TraceAnalysis x = Analyse(e.Build());
   EXPECT_EQ(x.host_ops[0].count, 4);
   EXPECT_EQ(x.host_ops[0].self, 190 * kUs);

@@ -3,11 +3,12 @@
 // carry the device time and count of the device work they launched.
 //
 // A capture that recorded a share p of the operator calls (`ops_sampling`, each call drawn on
-// its own) gives estimates: count, total, self and the launched device time and count are the
-// sample's × 1/p (unbiased: each call is in the sample with probability p); mean, min, max,
-// p50 and p99 are the sample's own. Self time subtracts the sampled children × 1/p, so the
-// calls the sample missed inside a sampled operator are subtracted as well (the sum is
-// clamped at 0 per row, not per call).
+// its own) gives estimates: its operator rows (categories operator and communication, what
+// rlprof's torch_ops source records; runtime calls, NVTX ranges and kernels are all recorded
+// and stay as they are) count 1/p times each in count, total, self and launched device time;
+// mean, min, max, p50 and p99 are the sample's own. Self time subtracts the sampled children
+// × 1/p, so the calls the sample missed inside a sampled operator are subtracted as well (the
+// sum is clamped at 0 per row, not per call).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -22,10 +23,34 @@ namespace rlprof::analysis::internal {
 
 namespace {
 
+int64_t Rounded(double v) {
+  return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : std::llround(v);
+}
+
+// Exact rows add integers (saturating: many long slices); rows of sampled calls add weighted
+// doubles, kept apart so that an exact trace's figures are what they always were.
 struct Acc {
   std::vector<int64_t> durs;
-  double self = 0;  // a double: sampled self times are estimates that may be negative per call
-  int64_t device = 0, kernels = 0;  // device work launched (host operators)
+  int64_t n_exact = 0, total = 0, self = 0, device = 0, kernels = 0;  // exact rows
+  double wn = 0, wtotal = 0, wself = 0, wdevice = 0, wkernels = 0;  // weighted rows (× 1/p)
+  bool weighted = false;
+  void Add(int64_t dur, int64_t self_exact, double self_est, int64_t dev, int64_t kern, double w) {
+    durs.push_back(dur);
+    if (w == 1) {
+      ++n_exact;
+      total = base::SatAdd(total, dur);
+      self = base::SatAdd(self, self_exact);
+      device = base::SatAdd(device, dev);
+      kernels += kern;
+      return;
+    }
+    weighted = true;
+    wn += w;
+    wtotal += w * static_cast<double>(dur);
+    wself += w * self_est;
+    wdevice += w * static_cast<double>(dev);
+    wkernels += w * static_cast<double>(kern);
+  }
 };
 
 int64_t NearestRank(const std::vector<int64_t>& sorted, double p) {
@@ -42,31 +67,30 @@ struct KeyHash {
 };
 using AccMap = std::unordered_map<Key, Acc, KeyHash>;
 
-int64_t Scaled(int64_t v, double scale) {
-  if (scale == 1) return v;
-  const double d = static_cast<double>(v) * scale;
-  return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : std::llround(d);
-}
-
-// `scale`: 1 / the share of calls sampled (1: every call) for host operators; 1 for kernels.
-std::vector<OpStat> Finish(const Trace& t, AccMap& m, double scale) {
+std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
   std::vector<OpStat> out;
   for (auto& [key, acc] : m) {
     std::sort(acc.durs.begin(), acc.durs.end());
     OpStat s;
     s.name = t.str(key.first);
     s.shapes = key.second ? t.str(key.second) : std::string();
-    const int64_t n = static_cast<int64_t>(acc.durs.size());
-    int64_t total = 0;
-    for (int64_t d : acc.durs) total = base::SatAdd(total, d);  // many long slices saturate
-    s.count = Scaled(n, scale);
-    s.total = Scaled(total, scale);
-    s.self = std::max<int64_t>(0, Scaled(std::llround(std::clamp(acc.self, -9.2e18, 9.2e18)), scale));
-    s.device_total = Scaled(acc.device, scale);
-    s.kernels = Scaled(acc.kernels, scale);
+    int64_t sample_total = 0;  // the recorded calls' own, for the mean
+    for (int64_t d : acc.durs) sample_total = base::SatAdd(sample_total, d);
+    s.count = acc.n_exact;
+    s.total = acc.total;
+    s.self = acc.self;
+    s.device_total = acc.device;
+    s.kernels = acc.kernels;
+    if (acc.weighted) {  // estimates from a sample
+      s.count = base::SatAdd(s.count, Rounded(acc.wn));
+      s.total = base::SatAdd(s.total, Rounded(acc.wtotal));
+      s.self = std::max<int64_t>(0, base::SatAdd(s.self, Rounded(acc.wself)));
+      s.device_total = base::SatAdd(s.device_total, Rounded(acc.wdevice));
+      s.kernels = base::SatAdd(s.kernels, Rounded(acc.wkernels));
+    }
     s.min = acc.durs.front();
     s.max = acc.durs.back();
-    s.mean = static_cast<double>(total) / static_cast<double>(n);
+    s.mean = static_cast<double>(sample_total) / static_cast<double>(acc.durs.size());
     s.p50 = NearestRank(acc.durs, 0.50);
     s.p99 = NearestRank(acc.durs, 0.99);
     out.push_back(std::move(s));
@@ -124,13 +148,26 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
   const size_t n = t.size();
   const bool sampled = t.ops_sampling > 0 && t.ops_sampling < 1;
   const double scale = sampled ? 1.0 / t.ops_sampling : 1.0;
+  // The rows a sampled capture holds a share of: its operators (torch_ops' categories).
+  std::vector<double> weight;
+  if (sampled) {
+    const uint32_t op = t.strings.Find("operator"), comm = t.strings.Find("communication");
+    weight.assign(n, 1.0);
+    for (size_t i = 0; i < n; ++i)
+      if (t.tracks[t.track[i]].type != TrackType::kDeviceStream && t.category[i] != 0 &&
+          (t.category[i] == op || t.category[i] == comm))
+        weight[i] = scale;
+  }
+  auto w = [&](size_t i) { return sampled ? weight[i] : 1.0; };
   // Self time = duration − Σ durations of direct children on the same track (host only); a
   // sampled capture's operator children count 1/p times each (the calls the sample missed).
-  std::vector<double> child_sum(n, 0);
+  std::vector<int64_t> child_sum(n, 0);
+  std::vector<double> child_est;
+  if (sampled) child_est.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (t.parent[i] < 0) continue;
-    const double w = sampled && CountedHost(c.of[i]) ? scale : 1.0;
-    child_sum[t.parent[i]] += static_cast<double>(t.dur[i]) * w;
+    child_sum[t.parent[i]] = base::SatAdd(child_sum[t.parent[i]], t.dur[i]);
+    if (sampled) child_est[t.parent[i]] += w(i) * static_cast<double>(t.dur[i]);
   }
   // Device time and count of the device work each host slice launched.
   std::vector<int64_t> launched_time(n, 0), launched_count(n, 0);
@@ -144,6 +181,7 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
     }
   }
   AccMap host, host_shapes, kernels;
+  uint64_t sampled_rows = 0;
   for (size_t i = 0; i < n; ++i) {
     if (t.kind[i] != SliceKind::kRange) continue;
     const WorkClass k = c.of[i];
@@ -151,36 +189,25 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
     const uint32_t name = t.name[i];
     if (device) {
       if (!CountedDevice(k)) continue;
-      Acc& a = kernels[{name, 0}];
-      a.durs.push_back(t.dur[i]);
-      a.self += static_cast<double>(t.dur[i]);
+      kernels[{name, 0}].Add(t.dur[i], t.dur[i], 0, 0, 0, 1.0);
     } else {
       if (!CountedHost(k)) continue;
-      // Exact captures clamp each call at 0; a sampled one's per-call estimate may be negative.
-      const double self = sampled ? static_cast<double>(t.dur[i]) - child_sum[i]
-                                  : std::max(0.0, static_cast<double>(t.dur[i]) - child_sum[i]);
-      Acc& a = host[{name, 0}];
-      a.durs.push_back(t.dur[i]);
-      a.self += self;
-      a.device = base::SatAdd(a.device, launched_time[i]);
-      a.kernels += launched_count[i];
-      if (t.shapes[i] != 0) {
-        Acc& b = host_shapes[{name, t.shapes[i]}];
-        b.durs.push_back(t.dur[i]);
-        b.self += self;
-        b.device = base::SatAdd(b.device, launched_time[i]);
-        b.kernels += launched_count[i];
-      }
+      const int64_t self = std::max<int64_t>(
+          0, sampled ? Rounded(static_cast<double>(t.dur[i]) - child_est[i]) : t.dur[i] - child_sum[i]);
+      // A sampled call's estimate may be negative (its sampled children stand for more).
+      const double self_est = sampled ? static_cast<double>(t.dur[i]) - child_est[i] : 0;
+      if (w(i) != 1) ++sampled_rows;
+      host[{name, 0}].Add(t.dur[i], self, self_est, launched_time[i], launched_count[i], w(i));
+      if (t.shapes[i] != 0)
+        host_shapes[{name, t.shapes[i]}].Add(t.dur[i], self, self_est, launched_time[i],
+                                             launched_count[i], w(i));
     }
   }
-  out->host_ops = Finish(t, host, scale);
-  out->host_ops_by_shape = Finish(t, host_shapes, scale);
-  out->kernels = Finish(t, kernels, 1.0);
-  if (sampled) {  // says, wherever diagnostics are shown, that the operator rows are estimates
-    uint64_t recorded = 0;
-    for (const auto& [key, acc] : host) recorded += acc.durs.size();
-    out->diagnostics.Add("operators_sampled", recorded);
-  }
+  out->host_ops = Finish(t, host);
+  out->host_ops_by_shape = Finish(t, host_shapes);
+  out->kernels = Finish(t, kernels);
+  // Says, wherever diagnostics are shown, that the operator rows are estimates.
+  if (sampled_rows != 0) out->diagnostics.Add("operators_sampled", sampled_rows);
 }
 
 }  // namespace rlprof::analysis::internal
