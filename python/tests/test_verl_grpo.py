@@ -306,9 +306,10 @@ def test_discrete_operators_sampled_in_verls_own_worker_are_estimated_by_analysi
         # Every recorded operator stands for ten calls (rounding per row: ±1 each); the other
         # host rows (none here: no device capture) count once.
         assert abs(estimated - 10 * recorded) <= len(rows), (c, estimated, recorded)
-    # The rollout's own server (its block has no ops) records no operators.
+    # The rollout block inherits the actor's settings (verl's YAML interpolation): its vLLM
+    # server samples its operators too.
     rollout = [c for c in discrete["captures"] if manifest(c)["scope"] == "rollout_generate"]
-    assert all("ops_sampling" not in manifest(c) for c in rollout)
+    assert rollout and all(manifest(c)["ops_sampling"] == 0.1 for c in rollout)
 
 
 def test_discrete_captures_are_the_plan_and_the_decode_window_is_honoured(rlprof_cli, discrete):

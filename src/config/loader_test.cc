@@ -328,6 +328,11 @@ TEST(LoaderTest, OpsSamplingIsAShareOfOperatorCallsPerRoleTheDenserWinsInOneProc
   Plan v = MustLoad(verl, {"+actor_rollout_ref.actor.profiler.tool_config.rlprof.ops_sampling=0.05"});
   ASSERT_NE(v.FindRole("actor"), nullptr);
   EXPECT_DOUBLE_EQ(v.FindRole("actor")->ops_sampling, 0.05);
+  // The rollout block inherits it with the contents (verl's role YAML interpolates the actor's),
+  // so verl's fused worker (actor, rollout, ref) samples as its actor block says.
+  ASSERT_NE(v.FindRole("rollout"), nullptr);
+  EXPECT_DOUBLE_EQ(v.FindRole("rollout")->ops_sampling, 0.05);
+  EXPECT_DOUBLE_EQ(ResolveForProcess(v, {"actor", "rollout", "ref"}, 0).ops_sampling, 0.05);
   // Out of (0, 1]: an error naming file, line, key, value and what is allowed.
   for (const char* bad : {"0", "1.5", "-0.1", "one", "[0.1]"}) {
     std::string m = MustFail(std::string("rlprof:\n  steps: [1]\n  roles:\n    actor:\n"

@@ -370,6 +370,7 @@ std::vector<RawRole> ParseRawRoles(ParseContext& ctx, const std::optional<std::s
   if (!rollout.level) rollout.level = actor.level;
   if (!rollout.extras.stages) rollout.extras.stages = actor.extras.stages;
   if (!rollout.extras.contents) rollout.extras.contents = actor.extras.contents;
+  if (!rollout.extras.ops_sampling) rollout.extras.ops_sampling = actor.extras.ops_sampling;
   return raws;
 }
 
