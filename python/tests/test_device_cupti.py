@@ -63,10 +63,12 @@ import sys, rlprof, torch
 import rlprof.torch
 cfg = {"rlprof": {"steps": [1], "save_path": sys.argv[1],
                   "roles": {"actor": {"ranks": [0], "contents": sys.argv[2].split(","), "level": "level1"}}}}
+if len(sys.argv) > 3:  # ops_sampling, calls
+    cfg["rlprof"]["roles"]["actor"]["ops_sampling"] = float(sys.argv[3])
 prof = rlprof.Profiler(cfg, role="actor", quiet=True)
 a = torch.ones(4)
 with prof.step(1):
-    for _ in range(3):
+    for _ in range(int(sys.argv[4]) if len(sys.argv) > 4 else 3):
         torch.neg(a)
 caps = prof.shutdown()
 print(caps[0], rlprof.torch.stats()["correlated"])
@@ -97,6 +99,30 @@ def test_operators_push_external_correlation_ids_only_with_device_capture(tmp_pa
     assert int(correlated) >= 3 and len(ids) == int(correlated)  # one per recorded operator
     ext = sorted(e["args"]["external_id"] for e in launches)
     assert len(ext) == 2 and ext[0] != ext[1] and ext[0] > 0, launches
+
+
+@pytest.mark.skipif(not __import__("rlprof").HAVE_TORCH_OPS, reason="built without libtorch")
+def test_sampled_operators_push_ids_for_the_drawn_calls_and_every_kernel_is_kept(tmp_path, rlprof_cli):
+    """ops_sampling with device capture: only the drawn calls push an external id (one each, the
+    same count as the operators recorded), and the device work is all there with its ids."""
+    fake = os.path.join(BUILD, "src", "sources", "librlprof_fake_cupti.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake CUPTI is not built")
+    env = dict(os.environ, RLPROF_CUPTI_LIBRARY=fake,
+               RLPROF_FAKE_CUPTI_RECORDS=os.path.join(ROOT, "test", "data", "cupti", "ops.records"))
+    p = subprocess.run([sys.executable, "-c", OPS_SCRIPT, str(tmp_path / "out"), "cpu,ops,device",
+                        "0.5", "400"], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    cap, correlated = p.stdout.split()
+    evs = events(rlprof_cli, cap, str(tmp_path))
+    ops = [e for e in evs if e.get("cat") == "operator"]
+    ids = [e for e in evs if e.get("name") == "external_id"]
+    assert 120 < len(ops) < 280, len(ops)  # Binomial(400, 0.5): 200 ± 10
+    assert int(correlated) == len(ids) == len(ops)
+    kernels = [e for e in evs if e.get("cat") in ("kernel", "gpu_kernel")]
+    launches = [e for e in evs if e.get("cat") == "runtime"]
+    assert len(kernels) == 2 and len(launches) == 2
+    assert all(e["args"]["external_id"] > 0 for e in launches)
 
 
 H200 = os.path.join(ROOT, "test", "data", "cupti", "h200_captures")
