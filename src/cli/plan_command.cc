@@ -232,7 +232,7 @@ void PrintText(std::ostream& out, const config::Plan& plan, const config::Captur
     roles.Add({r.block_path, r.enabled ? "yes" : "no", ranks, CaptureModeName(r.mode),
                r.stages.empty() ? "all" : base::Join(r.stages, ","),
                base::Join(r.contents.Names(), ",") +
-                   (r.contents.ops && r.ops_sampling < 1
+                   (r.contents.RecordsOperators() && r.ops_sampling < 1
                         ? " (ops_sampling " + base::FormatShare(r.ops_sampling) + ")"
                         : ""),
                r.level, sched});

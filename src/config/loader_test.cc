@@ -309,7 +309,8 @@ TEST(LoaderTest, OpsSamplingIsAShareOfOperatorCallsPerRoleTheDenserWinsInOneProc
                     "    actor: {ranks: [0], contents: [cpu, ops], ops_sampling: 0.1}\n"
                     "    ref: {ranks: [0], contents: [cpu, ops], ops_sampling: 0.5}\n"
                     "    critic: {ranks: [0], contents: [cpu, ops]}\n"
-                    "    reward: {ranks: [0], contents: [cpu]}\n");
+                    "    reward: {ranks: [0], contents: [cpu]}\n"
+                    "    rollout: {ranks: [0], contents: [cpu, stack], ops_sampling: 0.2}\n");
   ASSERT_NE(p.FindRole("actor"), nullptr);
   ASSERT_NE(p.FindRole("critic"), nullptr);
   EXPECT_DOUBLE_EQ(p.FindRole("actor")->ops_sampling, 0.1);
@@ -320,6 +321,8 @@ TEST(LoaderTest, OpsSamplingIsAShareOfOperatorCallsPerRoleTheDenserWinsInOneProc
   // A block without operators says nothing about their share, before or after.
   EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"reward", "actor"}, 0).ops_sampling, 0.1);
   EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "reward"}, 0).ops_sampling, 0.1);
+  // stack records operators too (it implies them).
+  EXPECT_DOUBLE_EQ(ResolveForProcess(p, {"actor", "rollout"}, 0).ops_sampling, 0.2);
   // verl's tool_config.rlprof block, also from the command line.
   const std::string verl =
       "global_profiler: {tool: rlprof, steps: [1]}\n"

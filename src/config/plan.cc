@@ -204,8 +204,9 @@ void MergeInto(ProcessPlan& p, const RolePlan& r, bool first) {
   }
   // ops_sampling: the denser share of the blocks that record operators (a block without them
   // says nothing about their share).
-  if (r.contents.ops)
-    p.ops_sampling = p.contents.ops ? std::max(p.ops_sampling, r.ops_sampling) : r.ops_sampling;
+  if (r.contents.RecordsOperators())
+    p.ops_sampling = p.contents.RecordsOperators() ? std::max(p.ops_sampling, r.ops_sampling)
+                                                   : r.ops_sampling;
   p.contents.cpu |= r.contents.cpu;
   p.contents.device |= r.contents.device;
   p.contents.ops |= r.contents.ops;

@@ -58,7 +58,7 @@ class CSource final : public Source {
       c.struct_size = sizeof c;
       c.contents = ContentsBits(ctx.process->contents);
       c.level = ctx.process->level.c_str();
-      c.ops_sampling = ctx.process->ops_sampling;
+      c.ops_sampling = ctx.process->contents.RecordsOperators() ? ctx.process->ops_sampling : 1.0;
       return v_.configure_with(v_.user, &c) == 0;
     }
     if (v_.configure == nullptr) return true;

@@ -153,7 +153,7 @@ void SessionImpl::Setup(const config::Plan& plan, const SessionOptions& options,
   wo.run_id = s->run_id_;
   wo.identity = s->id_;
   wo.contents = s->proc_.contents.Names();
-  if (s->proc_.contents.ops) wo.ops_sampling = s->proc_.ops_sampling;
+  if (s->proc_.contents.RecordsOperators()) wo.ops_sampling = s->proc_.ops_sampling;
   wo.config_json = ProcessPlanJson(plan, s->proc_);
   wo.clock = s->clock_;
   wo.flush_interval_s = plan.flush_interval_s > 0 ? plan.flush_interval_s : 1.0;

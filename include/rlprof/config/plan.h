@@ -65,6 +65,8 @@ struct Contents {
   bool module = false;   // framework module hierarchy
   // Names of the enabled flags in a fixed order, e.g. {"cpu", "ops"}.
   std::vector<std::string> Names() const;
+  // Framework operators are recorded (ops, or shapes / stack, which imply them).
+  bool RecordsOperators() const { return ops || shapes || stack; }
 };
 
 // The selected RL steps (1-based).
