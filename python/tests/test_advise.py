@@ -127,13 +127,15 @@ def _grpo_advice(cli: str, tmp_path, *knob: str) -> Dict[str, Any]:
 def test_a_planted_straggler_rank_is_found_with_what_it_costs(rlprof_cli, tmp_path):
     """`--straggler-ms 50`: rank 1 sleeps 50 ms in each of its 4 stages without a collective, 200 ms
     a step; rank 0 waits for it inside actor_update's all-reduce. rl.straggler_rank is first,
-    names rank 1, and its saving is within 20 % of the planted 200 ms; the wait it causes in the
-    update is not taken for an imbalance."""
+    names rank 1, and its saving is the planted 200 ms: at least 80 % of it, and at most 150 %
+    (a sleep never ends early, but under other load each of the eight wakes late: a clean-clone
+    CI run beside a build measured 245 ms; counting the update's wait too would give 400); the
+    wait it causes in the update is not taken for an imbalance."""
     j = _grpo_advice(rlprof_cli, tmp_path, "--straggler-ms", "50")
     f = j["findings"][0]
     assert f["id"] == "rl.straggler_rank", j["findings"]
     assert f["evidence"][0]["rank"] == 1 and f["evidence"][0]["start_us"] is not None
-    assert f["saving_us_per_step"] == pytest.approx(200_000, rel=0.2), f
+    assert 0.8 * 200_000 <= f["saving_us_per_step"] <= 1.5 * 200_000, f
     assert all(x["id"] != "rl.dp_imbalance" for x in j["findings"]), j["findings"]
 
 
