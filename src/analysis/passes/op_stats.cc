@@ -33,7 +33,6 @@ struct Acc {
   std::vector<int64_t> durs;
   int64_t n_exact = 0, total = 0, self = 0, device = 0, kernels = 0;  // exact rows
   double wn = 0, wtotal = 0, wself = 0, wdevice = 0, wkernels = 0;  // weighted rows (× 1/p)
-  bool weighted = false;
   void Add(int64_t dur, int64_t self_exact, double self_est, int64_t dev, int64_t kern, double w) {
     durs.push_back(dur);
     if (w == 1) {
@@ -44,7 +43,6 @@ struct Acc {
       kernels += kern;
       return;
     }
-    weighted = true;
     wn += w;
     wtotal += w * static_cast<double>(dur);
     wself += w * self_est;
@@ -81,7 +79,7 @@ std::vector<OpStat> Finish(const Trace& t, AccMap& m) {
     s.self = acc.self;
     s.device_total = acc.device;
     s.kernels = acc.kernels;
-    if (acc.weighted) {  // estimates from a sample
+    if (acc.wn > 0) {  // estimates from a sample
       s.count = base::SatAdd(s.count, Rounded(acc.wn));
       s.total = base::SatAdd(s.total, Rounded(acc.wtotal));
       s.self = std::max<int64_t>(0, base::SatAdd(s.self, Rounded(acc.wself)));
@@ -148,17 +146,16 @@ void ComputeOpStats(const Trace& t, const Classification& c, TraceAnalysis* out)
   const size_t n = t.size();
   const bool sampled = t.ops_sampling > 0 && t.ops_sampling < 1;
   const double scale = sampled ? 1.0 / t.ops_sampling : 1.0;
-  // The rows a sampled capture holds a share of: its operators (torch_ops' categories).
-  std::vector<double> weight;
-  if (sampled) {
-    const uint32_t op = t.strings.Find("operator"), comm = t.strings.Find("communication");
-    weight.assign(n, 1.0);
-    for (size_t i = 0; i < n; ++i)
-      if (t.tracks[t.track[i]].type != TrackType::kDeviceStream && t.category[i] != 0 &&
-          (t.category[i] == op || t.category[i] == comm))
-        weight[i] = scale;
-  }
-  auto w = [&](size_t i) { return sampled ? weight[i] : 1.0; };
+  // The rows a sampled capture holds a share of: its host operators (torch_ops' categories).
+  const uint32_t op_cat = sampled ? t.strings.Find("operator") : 0;
+  const uint32_t comm_cat = sampled ? t.strings.Find("communication") : 0;
+  auto w = [&](size_t i) {
+    const uint32_t cat = t.category[i];
+    return sampled && cat != 0 && (cat == op_cat || cat == comm_cat) &&
+                   t.tracks[t.track[i]].type != TrackType::kDeviceStream
+               ? scale
+               : 1.0;
+  };
   // Self time = duration − Σ durations of direct children on the same track (host only); a
   // sampled capture's operator children count 1/p times each (the calls the sample missed).
   std::vector<int64_t> child_sum(n, 0);
