@@ -131,6 +131,44 @@ TEST(ManifestTest, APreformattedConfigIsSplicedInAsTheLastKey) {
   EXPECT_EQ(FormatManifestConfig("not json"), "");
 }
 
+// The text is written directly (not through a JSON document): it must be the layout a JSON
+// library gives the same document — parsing it and dumping it again with nlohmann (two-space
+// indent, member order kept) gives the very same bytes — for full, empty and odd manifests.
+TEST(ManifestTest, TheWrittenTextIsWhatAJsonLibraryDumpsOfTheSameDocument) {
+  auto same_as_library = [](const std::string& text) {
+    const auto doc = nlohmann::ordered_json::parse(text);
+    EXPECT_EQ(doc.dump(2, ' ', false) + "\n", text);
+  };
+  Manifest full = Full();
+  same_as_library(ManifestToJson(full));
+  same_as_library(ManifestToJson(full, FormatManifestConfig(full.config_json)));
+  Manifest empty;
+  same_as_library(ManifestToJson(empty));  // empty lists ("[]"), no optional key
+  Manifest odd = Full();
+  odd.host = "h\"o\\s\tt\x01\n\xe2\x80\xa8";  // quotes, controls, U+2028
+  odd.roles = {};
+  odd.errors = {"disk \"full\"", ""};
+  odd.files = {};
+  odd.tsc_hz = 1e21;
+  odd.ops_sampling = 0.1;
+  odd.replica.reset();
+  odd.sources_json = "{}";  // an empty object nested
+  same_as_library(ManifestToJson(odd));
+  // A nested text that is not an object is left out with its key, as before.
+  odd.sources_json = "[1]";
+  odd.sampling.schedule_json = "not json";
+  const std::string text = ManifestToJson(odd);
+  same_as_library(text);
+  EXPECT_EQ(text.find("\"sources\""), std::string::npos);
+  EXPECT_EQ(text.find("\"source_events\""), std::string::npos);
+  EXPECT_EQ(text.find("\"schedule\""), std::string::npos);
+  // Bytes that are not UTF-8 (a host name from a C API caller) still give valid JSON.
+  odd.host = std::string("bad\xff\xfe", 5);
+  std::vector<std::string> diag;
+  EXPECT_EQ(ParseManifest(ManifestToJson(odd), &diag).host, "bad\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_TRUE(diag.empty());
+}
+
 TEST(ManifestTest, AnOpenWholeWindowCaptureHasNoCloseSamplingTriggerOrSources) {
   Manifest m;
   m.scope = "e2e";
