@@ -22,6 +22,11 @@ ops       Per recorded operator, a loop of torch.neg: no profiler, the floor cal
           `[ops]`; interleaved, best of N, thread CPU.
 annotate  `with rlprof.annotate("x"): pass` in a window against an empty Python context
           manager, in the same batch.
+windows   Windows back to back (25 ranges each, a step window every ≈ 2 ms): the writer thread's
+          CPU a window, against the same layout (three directories, events.rlp and manifest.json
+          of the sizes rlprof wrote) made by a loop in the same save directory right after: what
+          the file system itself costs a window. The GRPO markers figure is the same work done
+          once every other step (≈ 120 ms apart), on a thread whose caches the step has evicted.
 range     build/bench/runtime_bench: RLPROF_RANGE with a window open against a naive range
           (two rdtsc + one 32-byte store) and two rdtsc reads, same run.
 """
@@ -45,6 +50,7 @@ GOALS = {
     "grpo_ops_us_per_op_over_floor": ("per operator over torch's RecordFunction floor", 1.0, "us"),
     "grpo_markers_added_pct": ("markers only, added step CPU", 1.0, "%"),
     "grpo_writer_ms_per_window_markers": ("writer CPU per window, markers", 0.2, "ms"),
+    "windows_writer_ms_per_window": ("writer CPU per window, windows back to back", 0.2, "ms"),
     "bytes_per_event": ("bytes per event on disk (operator captures)", 4.0, "B"),
     "range_x_naive": ("C++ range in a window / naive range", 1.1, "x"),
     "annotate_x_empty": ("rlprof.annotate in a window / empty context manager", 0.8, "x"),
@@ -304,6 +310,62 @@ def micro_annotate(n: int, reps: int, tmp: str) -> dict:
     return {"ns": best, "x_empty": best["annotate"] / best["empty"]}
 
 
+def fs_type(path: str) -> str:
+    """The file system holding `path` (the longest mount point above it in /proc/mounts)."""
+    path, best = os.path.realpath(path), ("", "?")
+    try:
+        for line in open("/proc/mounts"):
+            f = line.split()
+            mnt = f[1].replace("\\040", " ")
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[0]):
+                best = (mnt, f[2])
+    except OSError:
+        pass
+    return f"{best[1]} at {best[0] or '?'}"
+
+
+def micro_windows(n: int, tmp: str) -> dict:
+    import rlprof
+
+    save = os.path.join(tmp, "windows")
+    cfg = {"rlprof": {"steps": {"start": 2, "end": n + 2}, "save_path": save,
+                      "roles": {"bench": {"ranks": [0], "contents": ["cpu"]}}}}
+    prof = rlprof.Profiler(cfg, role="bench", quiet=True)
+    w0 = 0.0
+    for s in range(1, n + 2):
+        if s == 2:
+            w0 = writer_cpu_s()
+        with prof.step(s):
+            for _ in range(25):
+                with rlprof.annotate("x"):
+                    pass
+            time.sleep(0.002)
+    w1 = writer_cpu_s()
+    caps = prof.shutdown()
+    sizes = [0, 0]
+    if caps:
+        sizes = [os.path.getsize(os.path.join(caps[-1], f)) for f in ("events.rlp", "manifest.json")]
+    # The same layout by hand, in the same save directory: the file system's own cost.
+    base = os.path.join(save, "layout")
+    os.makedirs(base, exist_ok=True)
+    blobs = [b"\0" * sizes[0], b" " * sizes[1]]
+    t0 = time.thread_time()
+    for s in range(n):
+        d = os.path.join(base, f"step{s}")
+        os.mkdir(d)
+        d = os.path.join(d, "e2e")
+        os.mkdir(d)
+        d = os.path.join(d, "rank0-host-1")
+        os.mkdir(d)
+        for name, blob in zip(("events.rlp", "manifest.json"), blobs):
+            fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, blob)
+            os.close(fd)
+    layout = (time.thread_time() - t0) / n
+    return {"windows": n, "writer_ms": (w1 - w0) / n * 1e3, "layout_ms": layout * 1e3,
+            "bytes": sizes, "fs": fs_type(save)}
+
+
 def micro_range(build: str, short: bool) -> dict:
     exe = os.path.join(build, "bench", "runtime_bench")
     if not os.path.exists(exe):
@@ -340,7 +402,7 @@ def main() -> int:
     global OPS_SAMPLING
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--short", action="store_true", help="CI: fewer steps and reps")
-    ap.add_argument("--only", default="", help="comma list of: grpo,ops,annotate,range")
+    ap.add_argument("--only", default="", help="comma list of: grpo,ops,annotate,range,windows")
     ap.add_argument("--reps", type=int, default=0, help="GRPO runs per mode (default 5; short 1)")
     ap.add_argument("--steps", type=int, default=0, help="GRPO steps per run (default 16; short 8)")
     ap.add_argument("--torch", action="store_true", help="also torch.profiler modes in grpo")
@@ -352,6 +414,9 @@ def main() -> int:
     ap.add_argument("--modes", default="", help="GRPO modes, comma list (default: by device)")
     ap.add_argument("--build", default=os.environ.get("RLPROF_BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--json", default="", help="write every figure here")
+    ap.add_argument("--save-dir", default=None,
+                    help="where the captures go (default: the system's temporary directory); the "
+                         "writer's figures depend on its file system, which is printed")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     ap.add_argument("--save", default="", help=argparse.SUPPRESS)
     ap.add_argument("--out", default="", help=argparse.SUPPRESS)
@@ -365,18 +430,22 @@ def main() -> int:
     if args.child:
         grpo_child(args.child, steps, args.save, args.out, args.device)
         return 0
-    parts = set(filter(None, args.only.split(","))) or {"grpo", "ops", "annotate", "range"}
+    parts = set(filter(None, args.only.split(","))) or {"grpo", "ops", "annotate", "range", "windows"}
     reps = args.reps or (1 if args.short else 5)
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M"), "load_before": loadavg(),
                      "short": args.short, "figures": []}
-    print(f"rlprof cost of watching ({'short' if args.short else 'full'}; load average "
-          f"{results['load_before']}; python {sys.version.split()[0]})")
-    with tempfile.TemporaryDirectory(prefix="rlprof-cost-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rlprof-cost-", dir=args.save_dir) as tmp:
+        results["save_fs"] = fs_type(tmp)
+        print(f"rlprof cost of watching ({'short' if args.short else 'full'}; load average "
+              f"{results['load_before']}; python {sys.version.split()[0]}; captures on "
+              f"{results['save_fs']})")
         if "range" in parts:
             results["range"] = micro_range(args.build, args.short)
         if "annotate" in parts:
             results["annotate"] = micro_annotate(20_000 if args.short else 200_000,
                                                  3 if args.short else 7, tmp)
+        if "windows" in parts:
+            results["windows"] = micro_windows(200 if args.short else 1000, tmp)
         if "ops" in parts:
             results["ops"] = micro_ops(2_000 if args.short else 10_000, 3 if args.short else 7, tmp)
         if "grpo" in parts:
@@ -425,7 +494,8 @@ def main() -> int:
             figs.append(row("grpo_writer_ms_per_window_markers",
                             g["markers"]["writer_thread_ms_per_window"],
                             "the writer thread's CPU during the steps / windows; all threads "
-                            f"but training: {g['markers']['writer_ms_per_window']:.2f} ms"))
+                            f"but training: {g['markers']['writer_ms_per_window']:.2f} ms; "
+                            f"{results['save_fs']}"))
         if "opsdev" in g:
             figs.append(row("gpu_opsdev_added_pct", g["opsdev"]["added_pct"],
                             f"wall time; unprofiled steps {g['opsdev']['step_ms']:.1f} ms; "
@@ -449,6 +519,12 @@ def main() -> int:
                         f"two rdtsc {r['two_rdtsc_ns']:.1f} ns"))
     elif r:
         print("  range: " + r["skipped"])
+    w = results.get("windows")
+    if w:
+        figs.append(row("windows_writer_ms_per_window", w["writer_ms"],
+                        f"{w['windows']} windows; the same layout by a loop "
+                        f"{w['layout_ms']:.3f} ms a window ({w['bytes'][0]} + {w['bytes'][1]} B); "
+                        f"{w['fs']}"))
     a = results.get("annotate")
     if a:
         figs.append(row("annotate_x_empty", a["x_empty"],
