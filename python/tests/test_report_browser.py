@@ -438,3 +438,40 @@ def test_a_run_without_samples_has_no_samples_section(browser, report):
     assert not browser.find_elements(By.CSS_SELECTOR, "nav a[href='#samples']")
     assert browser.execute_script("return window.rlprofReport.samples === undefined")
     assert browser.execute_script("return JSON.parse(document.getElementById('rlprof-data').textContent).samples === undefined")
+
+
+def test_sampled_operators_are_marked_as_estimates(browser, report, tmp_path, rlprof_cli):
+    # The same two ranks with one operator call in four recorded (`ops_sampling: 0.25`): the
+    # Operators section and a stage's detail say their figures are estimates; a run recording
+    # every call (the module's report) says nothing of the kind.
+    browser.get("file://" + report)
+    assert "estimates" not in browser.find_element(By.CSS_SELECTOR, "#ops h2").text
+    assert not browser.find_elements(By.ID, "opsampled")
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT.replace('"contents": ["cpu", "memory", "ops"]}',
+                                          '"contents": ["cpu", "memory", "ops"], "ops_sampling": 0.25}'))
+    save = tmp_path / "runs"
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), "0", str(save), "sampled"])
+             for r in (0, 1)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    out = str(tmp_path / "sampled.html")
+    subprocess.run([rlprof_cli, "report", str(save / "sampled"), "-o", out], check=True,
+                   capture_output=True, text=True, timeout=120)
+    browser.get("file://" + out)
+    assert browser.find_element(By.CSS_SELECTOR, "#ops h2").text.endswith("(estimates)")
+    note = browser.find_element(By.ID, "opsampled").text
+    assert "6 of 6 captures recorded a share of the operator calls (ops_sampling 0.25)" in note  # 3 steps × 2 ranks
+    assert "estimates" in note
+    blocks = browser.execute_script("return window.rlprofReport.timeline.blocks")
+    for i in range(blocks):
+        pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({i})")
+        if pt["stage"] == "actor_update" and pt["rank"] == 0:
+            break
+    else:
+        pytest.fail("no block for rank 0's actor_update")
+    _click_block(browser, i)
+    detail = browser.find_element(By.ID, "stagedetail").text
+    assert "Top operators and kernels (estimates)" in detail
+    assert "one operator call in 4 recorded (ops_sampling 0.25)" in detail
+    assert _severe(browser) == []
+    browser.find_element(By.ID, "ops").screenshot(os.path.join(_artifacts(), "report_ops_sampled.png"))

@@ -400,7 +400,10 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
       "step", "start", "end", "partial", "partial_reason", "window", "compute_only", "comm_only",
       "overlap", "memory_only", "other_only", "idle"};
   Dict dict;
-  json inputs = {{"name", json::array()}, {"rank", json::array()}, {"error", json::array()}};
+  // ops_sampling: the share of operator calls an input recorded, null for every call (its
+  // operator rows are then estimates: op_stats.cc).
+  json inputs = {{"name", json::array()}, {"rank", json::array()}, {"error", json::array()},
+                 {"ops_sampling", json::array()}};
   json stages = EmptyColumnar(stage_cols, {"role", "stage"});
   json atoms = EmptyColumnar(atom_cols, {"partial_reason"});
   json input_diagnostics = json::array();  // [input, name, count] for every non-zero count
@@ -424,11 +427,14 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
     if (!r.status.ok()) {
       inputs["rank"].push_back(nullptr);
       inputs["error"].push_back(r.status.ToString());
+      inputs["ops_sampling"].push_back(nullptr);
       continue;
     }
     const analysis::TraceAnalysis& a = r.analysis;
     inputs["rank"].push_back(a.rank);
     inputs["error"].push_back(nullptr);
+    inputs["ops_sampling"].push_back(a.ops_sampling > 0 && a.ops_sampling < 1 ? json(a.ops_sampling)
+                                                                                : json(nullptr));
     AppendColumnar(analysis::StageTimeTable(a), k, stage_cols, &dict, &stages);
     AppendColumnar(analysis::StepAtomsTable(a), k, atom_cols, &dict, &atoms);
     for (const auto& [name, n] : a.diagnostics.counts) {

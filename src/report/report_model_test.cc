@@ -60,6 +60,7 @@ TEST(ReportModelTest, StagesAreOneColumnarTableAcrossInputsWithDictionaryStrings
   EXPECT_EQ(st["duration"][0], 400);  // µs
   EXPECT_EQ(st["duration"][4], 400.001);
   EXPECT_EQ(d["inputs"]["rank"], nlohmann::json({0, 1, 2}));
+  EXPECT_EQ(d["inputs"]["ops_sampling"], nlohmann::json::parse("[null, null, null]"));
   // Communication and operators are summed over the run.
   ASSERT_EQ(d["comm"].size(), 1u);
   EXPECT_EQ(d["comm"][0]["ranks"], 3);
@@ -71,6 +72,16 @@ TEST(ReportModelTest, StagesAreOneColumnarTableAcrossInputsWithDictionaryStrings
   EXPECT_EQ(d["input_ops"].size(), 3u);
   EXPECT_FALSE(d["input_ops_left_out"].get<bool>());
   EXPECT_EQ(d["input_diagnostics"], nlohmann::json::parse(R"([[1, "raw_bad_checksum_chunks", 2]])"));
+}
+
+// A capture that recorded a share of the operator calls says so per input: the page marks its
+// operators as estimates (an unreadable input has no share).
+TEST(ReportModelTest, EachInputSaysTheShareOfOperatorCallsItRecorded) {
+  auto in = Inputs(3, 1);
+  in[1].analysis.ops_sampling = 0.1;
+  in[2].status = base::Internal("unreadable");
+  const nlohmann::json d = ReportData(in, analysis::SummaryJson(in, {}), "t", "v");
+  EXPECT_EQ(d["inputs"]["ops_sampling"], nlohmann::json::parse("[null, 0.1, null]"));
 }
 
 TEST(ReportModelTest, ABigRunLeavesOutPerInputDetailAndGrowsLinearly) {
