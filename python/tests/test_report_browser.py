@@ -114,6 +114,15 @@ def _timeline_pointer(drv, pt):
                                                          int(pt["y"] - r["y"] - r["h"] / 2))
 
 
+def _find_block(drv, stage: str, rank: int, step: int) -> int:
+    """The index of the timeline's block of `stage` on `rank` in `step`."""
+    for i in range(drv.execute_script("return window.rlprofReport.timeline.blocks")):
+        pt = drv.execute_script(f"return window.rlprofReport.timeline.blockPoint({i})")
+        if pt["stage"] == stage and pt["rank"] == rank and pt["step"] == step:
+            return i
+    pytest.fail(f"no block for rank {rank}'s {stage} of step {step}")
+
+
 def _click_block(drv, idx: int) -> None:
     """A click on the timeline's block `idx`, at its point in the viewport (blockPoint scrolls
     the lanes' box to its row first). The pointer goes to those coordinates themselves: a move
@@ -162,15 +171,7 @@ def test_report_loads_without_console_errors_and_draws_every_section(browser, re
 
 def test_a_click_on_a_stage_shows_its_breakdown_and_operators(browser, report):
     browser.get("file://" + report)
-    blocks = browser.execute_script("return window.rlprofReport.timeline.blocks")
-    # The slow rank's rollout of step 2.
-    for i in range(blocks):
-        pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({i})")
-        if pt["stage"] == "rollout_generate" and pt["rank"] == 1 and pt["step"] == 2:
-            break
-    else:
-        pytest.fail("no block for rank 1's rollout of step 2")
-    _click_block(browser, i)
+    _click_block(browser, _find_block(browser, "rollout_generate", 1, 2))   # the slow rank's
     detail = browser.find_element(By.ID, "stagedetail").text
     assert "rollout_generate · rollout · rank 1 · step 2" in detail
     assert "compute only" in detail and "idle" in detail and "duration" in detail
@@ -462,14 +463,7 @@ def test_sampled_operators_are_marked_as_estimates(browser, report, tmp_path, rl
     note = browser.find_element(By.ID, "opsampled").text
     assert "6 of 6 captures recorded a share of the operator calls (ops_sampling 0.25)" in note  # 3 steps × 2 ranks
     assert "estimates" in note
-    blocks = browser.execute_script("return window.rlprofReport.timeline.blocks")
-    for i in range(blocks):
-        pt = browser.execute_script(f"return window.rlprofReport.timeline.blockPoint({i})")
-        if pt["stage"] == "actor_update" and pt["rank"] == 0:
-            break
-    else:
-        pytest.fail("no block for rank 0's actor_update")
-    _click_block(browser, i)
+    _click_block(browser, _find_block(browser, "actor_update", 0, 2))
     detail = browser.find_element(By.ID, "stagedetail").text
     assert "Top operators and kernels (estimates)" in detail
     assert "one operator call in 4 recorded (ops_sampling 0.25)" in detail

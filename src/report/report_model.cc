@@ -216,6 +216,18 @@ void AddInputOps(const analysis::TraceAnalysis& a, bool detail, OpTotals& ops, j
   if (top_json != nullptr) *top_json = analysis::ToJson(top);
 }
 
+// One input in the model's `inputs` columns: name, rank, error, and ops_sampling — the share of
+// operator calls it recorded, null for every call (its operator rows are then estimates).
+void AddInput(const analysis::InputResult& r, json* inputs) {
+  const analysis::TraceAnalysis& a = r.analysis;
+  const bool ok = r.status.ok();
+  (*inputs)["name"].push_back(r.name);
+  (*inputs)["rank"].push_back(ok ? json(a.rank) : json(nullptr));
+  (*inputs)["error"].push_back(ok ? json(nullptr) : json(r.status.ToString()));
+  (*inputs)["ops_sampling"].push_back(ok && a.ops_sampling > 0 && a.ops_sampling < 1 ? json(a.ops_sampling)
+                                                                                      : json(nullptr));
+}
+
 // Memory over time at stage resolution: for each (series, step, role, stage), the value when
 // the stage began and ended (mean over ranks) and its peak (max over ranks, and the rank that
 // reached it), at the stage's first start and last end on rank 0's clock (µs). Grows with
@@ -400,8 +412,6 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
       "step", "start", "end", "partial", "partial_reason", "window", "compute_only", "comm_only",
       "overlap", "memory_only", "other_only", "idle"};
   Dict dict;
-  // ops_sampling: the share of operator calls an input recorded, null for every call (its
-  // operator rows are then estimates: op_stats.cc).
   json inputs = {{"name", json::array()}, {"rank", json::array()}, {"error", json::array()},
                  {"ops_sampling", json::array()}};
   json stages = EmptyColumnar(stage_cols, {"role", "stage"});
@@ -423,18 +433,9 @@ nlohmann::json ReportData(const std::vector<analysis::InputResult>& results, nlo
   const bool detail = results.size() <= kReportDetailInputs;
   for (size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
-    inputs["name"].push_back(r.name);
-    if (!r.status.ok()) {
-      inputs["rank"].push_back(nullptr);
-      inputs["error"].push_back(r.status.ToString());
-      inputs["ops_sampling"].push_back(nullptr);
-      continue;
-    }
+    AddInput(r, &inputs);
+    if (!r.status.ok()) continue;
     const analysis::TraceAnalysis& a = r.analysis;
-    inputs["rank"].push_back(a.rank);
-    inputs["error"].push_back(nullptr);
-    inputs["ops_sampling"].push_back(a.ops_sampling > 0 && a.ops_sampling < 1 ? json(a.ops_sampling)
-                                                                                : json(nullptr));
     AppendColumnar(analysis::StageTimeTable(a), k, stage_cols, &dict, &stages);
     AppendColumnar(analysis::StepAtomsTable(a), k, atom_cols, &dict, &atoms);
     for (const auto& [name, n] : a.diagnostics.counts) {
