@@ -28,7 +28,9 @@ windows   Windows back to back (25 ranges each, a step window every ≈ 2 ms): t
           the file system itself costs a window. The GRPO markers figure is the same work done
           once every other step (≈ 120 ms apart), on a thread whose caches the step has evicted.
 range     build/bench/runtime_bench: RLPROF_RANGE with a window open against a naive range
-          (two rdtsc + one 32-byte store) and two rdtsc reads, same run.
+          (two rdtsc + one 32-byte store) and two rdtsc reads, same run; and against Tracy's
+          ZoneScopedN in the same process when the build was configured with
+          -DRLPROF_TRACY_DIR=<a Tracy checkout>/public (Tracy is on neither PyPI nor Debian).
 """
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ GOALS = {
     "windows_writer_ms_per_window": ("writer CPU per window, windows back to back", 0.2, "ms"),
     "bytes_per_event": ("bytes per event on disk (operator captures)", 4.0, "B"),
     "range_x_naive": ("C++ range in a window / naive range", 1.1, "x"),
+    "range_x_tracy": ("C++ range in a window / Tracy's zone", 1.0, "x"),
     "annotate_x_empty": ("rlprof.annotate in a window / empty context manager", 0.8, "x"),
     "gpu_opsdev_added_pct": ("GPU: operators + device capture, added step time", 10.0, "%"),
     "grpo_opssampled_added_pct": ("operators sampled (ops_sampling), added step CPU", 5.0, "%"),
@@ -371,7 +374,7 @@ def micro_range(build: str, short: bool) -> dict:
     if not os.path.exists(exe):
         return {"skipped": f"{exe} not built (cmake --build build --target runtime_bench)"}
     args = [exe, "--benchmark_filter=BM_TwoRdtsc/real_time/threads:1|BM_NaiveRange|"
-            "BM_RangeEnabled/real_time/threads:1"]
+            "BM_RangeEnabled/real_time/threads:1|BM_TracyZone"]
     if short:
         args.append("--benchmark_min_time=0.05")
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -384,7 +387,10 @@ def micro_range(build: str, short: bool) -> dict:
     two = ns.get("BM_TwoRdtsc/real_time/threads:1")
     if not (rng and naive):
         return {"skipped": "runtime_bench printed no figures:\n" + r.stdout[-1000:] + r.stderr[-1000:]}
-    return {"range_ns": rng, "naive_ns": naive, "two_rdtsc_ns": two, "x_naive": rng / naive}
+    out = {"range_ns": rng, "naive_ns": naive, "two_rdtsc_ns": two, "x_naive": rng / naive}
+    if ns.get("BM_TracyZone"):  # built with -DRLPROF_TRACY_DIR=<tracy>/public
+        out.update(tracy_ns=ns["BM_TracyZone"], x_tracy=rng / ns["BM_TracyZone"])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,6 +523,11 @@ def main() -> int:
         figs.append(row("range_x_naive", r["x_naive"],
                         f"range {r['range_ns']:.1f} ns, naive {r['naive_ns']:.1f} ns, "
                         f"two rdtsc {r['two_rdtsc_ns']:.1f} ns"))
+        if "x_tracy" in r:
+            figs.append(row("range_x_tracy", r["x_tracy"],
+                            f"range {r['range_ns']:.1f} ns, Tracy's zone {r['tracy_ns']:.1f} ns, same process"))
+        else:
+            print("  Tracy's zone: not built (cmake -DRLPROF_TRACY_DIR=<a Tracy checkout>/public build)")
     elif r:
         print("  range: " + r["skipped"])
     w = results.get("windows")
