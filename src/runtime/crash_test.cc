@@ -1,4 +1,5 @@
 // Fault behaviour that needs a separate process: SIGKILL mid-window, SIGTERM, a disk error.
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -60,10 +61,18 @@ uint64_t CountedEventsSoFar(const std::string& dir) {
   return n.is_number_unsigned() ? n.get<uint64_t>() : 0;
 }
 
-bool WaitReady(int fd) {
+// Waits for the child to say it is ready. A deadline on progress, not a timing check: a child
+// that never gets there (a manifest that never parses, a writer that never flushes) fails the
+// test in two minutes and is killed, instead of hanging the suite with a busy child behind it.
+bool WaitReady(int fd, pid_t pid) {
+  pollfd p{fd, POLLIN, 0};
   char b;
-  const bool ok = read(fd, &b, 1) == 1;
+  const bool ok = poll(&p, 1, 120'000) == 1 && read(fd, &b, 1) == 1;
   close(fd);
+  if (!ok) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
   return ok;
 }
 
@@ -100,7 +109,7 @@ TEST(CrashTest, SigkillMidWindowLeavesAReadablePrefix) {
       },
       &ready);
   ASSERT_GT(pid, 0);
-  ASSERT_TRUE(WaitReady(ready));
+  ASSERT_TRUE(WaitReady(ready, pid));
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -149,7 +158,7 @@ TEST(CrashTest, SigkilledCaptureManifestCountsTheEventsOnDisk) {
       },
       &ready);
   ASSERT_GT(pid, 0);
-  ASSERT_TRUE(WaitReady(ready));
+  ASSERT_TRUE(WaitReady(ready, pid));
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -206,7 +215,7 @@ TEST(CrashTest, SigtermFinalisesTheOpenCaptureThenTerminates) {
       },
       &ready);
   ASSERT_GT(pid, 0);
-  ASSERT_TRUE(WaitReady(ready));
+  ASSERT_TRUE(WaitReady(ready, pid));
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -249,7 +258,7 @@ TEST(CrashTest, DiskErrorMidCaptureMarksTheCaptureIncomplete) {
       },
       &ready);
   ASSERT_GT(pid, 0);
-  WaitReady(ready);
+  ASSERT_TRUE(WaitReady(ready, pid));
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
