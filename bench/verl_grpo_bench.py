@@ -9,6 +9,8 @@ Modes (separate processes, one after another):
   none     no profiler (the launcher is not used): the noise between steps 2-3 and 4-N
   markers  rlprof, `global_profiler.tool=rlprof`, contents [cpu]: stages, ranges, engine steps
   ops      rlprof, contents [cpu, ops]: every torch operator, trainer worker and vLLM engine
+  opssampled  the same with `ops_sampling: 0.1` (one operator call in ten recorded; the
+           rollout block inherits it, as verl's role YAML does)
   torch    verl's own `tool: torch` (torch.profiler, CPU activity) on the same steps, e2e
            (verl drives its rollout servers' torch profiler in discrete mode only, so the
            rollout is not profiled by it here)
@@ -47,6 +49,10 @@ MODES: Dict[str, List[str]] = {
     "ops": ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enable=True",
             "actor_rollout_ref.actor.profiler.all_ranks=True",
             "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]"],
+    "opssampled": ["global_profiler.tool=rlprof", "actor_rollout_ref.actor.profiler.enable=True",
+                   "actor_rollout_ref.actor.profiler.all_ranks=True",
+                   "+actor_rollout_ref.actor.profiler.tool_config.rlprof.contents=[cpu,ops]",
+                   "+actor_rollout_ref.actor.profiler.tool_config.rlprof.ops_sampling=0.1"],
     "torch": ["global_profiler.tool=torch", "actor_rollout_ref.actor.profiler.enable=True",
               "actor_rollout_ref.actor.profiler.all_ranks=True",
               "actor_rollout_ref.actor.profiler.tool_config.torch.contents=[cpu]"],
