@@ -38,13 +38,22 @@ if not (CHROMIUM and CHROMEDRIVER and HAVE_SELENIUM):
                 allow_module_level=True)
 
 RANK_SCRIPT = textwrap.dedent("""
-    import sys, time, rlprof, torch
+    import pathlib, sys, time, rlprof, torch
     rank, slow = int(sys.argv[1]), float(sys.argv[2])
     cfg = {"rlprof": {"steps": [1, 2, 3], "save_path": sys.argv[3],
                       "roles": {"actor": {"ranks": [0, 1], "contents": ["cpu", "memory", "ops"]},
                                 "rollout": {"ranks": [0, 1], "contents": ["cpu", "memory"]}}}}
     prof = rlprof.Profiler(cfg, rank=rank, world_size=2, roles=["actor", "rollout"],
                            run_id=sys.argv[4], quiet=True, measure_clock_offset=False)
+    # Both ranks start their steps together, as a job's barrier makes them: under load one
+    # process can import torch a second after the other, and its steps would then not overlap
+    # the other rank's at all (a step would span the whole run on the timeline).
+    barrier = pathlib.Path(sys.argv[3]).parent / ("barrier-" + sys.argv[4])
+    barrier.mkdir(parents=True, exist_ok=True)
+    (barrier / str(rank)).touch()
+    deadline = time.monotonic() + 120
+    while len(list(barrier.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
     def spin(s):
         end = time.perf_counter() + s
         while time.perf_counter() < end:
