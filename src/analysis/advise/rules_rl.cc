@@ -54,17 +54,52 @@ std::pair<size_t, double> Critical(const Spread& s, double* others_median) {
   return {s.lanes[at].first, s.lanes[at].second - *others_median};
 }
 
-// The lane that is the slowest, by ≥ 5 % over the others' median, in at least two thirds of the
-// spreads (and at least two of them); SIZE_MAX when none is.
+// Whether `lane`, the slowest of `s` by `excess`, spent the least time of its lanes in the step's
+// earlier stages (`prior`), short of the most by at least half the excess: it waited in `s` (a
+// stage that synchronises the ranks, such as a data-parallel update) for the others, and its
+// excess there is the earlier stages' again, not work of its own.
+bool WaitedForOthers(const Spread& s, const std::map<size_t, double>& prior, size_t lane, double excess) {
+  if (prior.empty()) return false;
+  size_t least = SIZE_MAX;
+  double least_ns = 0;
+  for (const auto& [l, ns] : s.lanes) {
+    const auto it = prior.find(l);
+    const double t = it != prior.end() ? it->second : 0;
+    if (least == SIZE_MAX || t < least_ns) least = l, least_ns = t;
+  }
+  double most_ns = 0;
+  for (const auto& [l, t] : prior) most_ns = std::max(most_ns, t);
+  return least == lane && most_ns - least_ns >= 0.5 * excess;
+}
+
+// The lane that is a straggler: leaving out the spreads where the slowest lane only waited for
+// the others (WaitedForOthers), it is the slowest by ≥ 5 % over the others' median in at least
+// two thirds of the spreads (and at least two of them), and those spreads hold at least two thirds
+// of the time every slowest lane spent over the others. The second test keeps a rank that is
+// slower in small stages by chance (a loaded machine) from being named while the large excess is
+// another's or changes rank from step to step (an imbalance). SIZE_MAX when none is.
 size_t StragglerLane(const std::vector<Spread>& spreads) {
   std::map<size_t, size_t> critical;
+  std::map<size_t, double> excess_of;
+  double total = 0;
+  size_t counted = 0;
+  std::map<int64_t, std::map<size_t, double>> so_far;  // each step's lanes' time so far
   for (const Spread& s : spreads) {
+    std::map<size_t, double>& before = so_far[s.row->step];
+    const std::map<size_t, double> prior = before;
+    for (const auto& [lane, ns] : s.lanes) before[lane] += ns;
     double med = 0;
     const auto [lane, excess] = Critical(s, &med);
-    if (med > 0 && excess >= 0.05 * med) ++critical[lane];
+    if (WaitedForOthers(s, prior, lane, excess)) continue;
+    ++counted;
+    if (med > 0 && excess >= 0.05 * med) {
+      ++critical[lane];
+      excess_of[lane] += excess;
+      total += excess;
+    }
   }
   for (const auto& [lane, n] : critical)
-    if (n >= 2 && 3 * n >= 2 * spreads.size()) return lane;
+    if (n >= 2 && 3 * n >= 2 * counted && 3 * excess_of[lane] >= 2 * total) return lane;
   return SIZE_MAX;
 }
 
@@ -205,21 +240,9 @@ void DpImbalance(const Context& c, std::vector<Finding>* out) {
     }
     mean /= static_cast<double>(s.lanes.size());
     if (mx - mean <= 0.02 * mean) continue;  // within 2 %: balanced
-    // Likewise without a straggler: the slowest rank of a synchronising stage that had spent the
-    // least time in the step's earlier stages waited there for the others; that wait is the
-    // earlier stages' imbalance again (counted there), not one of its own.
-    if (!prior.empty()) {
-      size_t least = SIZE_MAX;
-      double least_ns = 0;
-      for (const auto& [lane, ns] : s.lanes) {
-        const auto it = prior.find(lane);
-        const double t = it != prior.end() ? it->second : 0;
-        if (least == SIZE_MAX || t < least_ns) least = lane, least_ns = t;
-      }
-      double most_ns = 0;
-      for (const auto& [lane, t] : prior) most_ns = std::max(most_ns, t);
-      if (least == slowest && most_ns - least_ns >= 0.5 * (mx - mean)) continue;
-    }
+    // Likewise without a straggler: the slowest rank of a synchronising stage that waited there
+    // for the others shows the earlier stages' imbalance again (counted there), not one of its own.
+    if (WaitedForOthers(s, prior, slowest, mx - mean)) continue;
     sum += mx - mean;
     steps[s.row->step] = true;
     worst.emplace_back(mx - mean, &s);
