@@ -7,7 +7,7 @@
 # on their own. A plain build (the default) compiles every file on its own anyway.
 function(rlprof_unity_alone dir)
   get_filename_component(stage ${dir} NAME)
-  if(NOT TARGET rlprof_${stage})  # a stage this configuration leaves out (the fuzz build)
+  if(NOT TARGET rlprof_${stage} AND NOT TARGET rlprof_${stage}_readers)  # a stage left out (the fuzz build)
     return()
   endif()
   list(TRANSFORM ARGN PREPEND ${PROJECT_SOURCE_DIR}/${dir}/ OUTPUT_VARIABLE files)
