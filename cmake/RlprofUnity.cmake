@@ -24,7 +24,7 @@ rlprof_unity_alone(src/analysis advise/advise_test.cc advise/rules_memory.cc gol
                    passes/async_pools_test.cc passes/tb_steps.cc readers/areal_reader.cc
                    readers/ascend_text_reader.cc readers/ascend_text_reader_test.cc
                    readers/readers_test.cc run/async_run.cc run/async_syncs.cc run/cluster.cc
-                   run/cluster_test.cc run/compare.cc run/input_codec_test.cc run/samples_run.cc
+                   run/cluster_test.cc run/compare.cc run/input_codec_test.cc run/run_view.cc run/samples_run.cc
                    run/samples_run_test.cc run/to_capture_test.cc peers_test.cc
                    readers/areal_reader_test.cc)
 rlprof_unity_alone(src/cli summary_command.cc)
