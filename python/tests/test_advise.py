@@ -140,12 +140,15 @@ def test_a_planted_straggler_rank_is_found_with_what_it_costs(rlprof_cli, tmp_pa
 
 
 def test_a_planted_imbalance_across_ranks_is_found_with_what_it_costs(rlprof_cli, tmp_path):
-    """`--imbalance-ms 200`: in step s, rank s % 2 generates 200 ms longer (a longer batch), and
+    """`--imbalance-ms 600`: in step s, rank s % 2 generates 600 ms longer (a longer batch), and
     the other waits for it at the update. Balanced — each rank with half of the extra work — the
-    step would be 100 ms shorter. rl.dp_imbalance is first with a saving within 20 % of that (the
-    wait at the update not counted twice), and no rank is a straggler."""
-    j = _grpo_advice(rlprof_cli, tmp_path, "--imbalance-ms", "200")
+    step would be 300 ms shorter. rl.dp_imbalance is first with a saving within 20 % of that (the
+    wait at the update counted twice would be 600 ms), and no rank is a straggler. The plant is
+    large so that what load adds stays small beside it: the sleep wakes late and the planted rank
+    shares its CPU differently in the later stages, +5 to +29 ms a step beside two busy loops
+    (a clean-clone CI run measured 122 ms for a 100 ms plant)."""
+    j = _grpo_advice(rlprof_cli, tmp_path, "--imbalance-ms", "600")
     f = j["findings"][0]
     assert f["id"] == "rl.dp_imbalance", j["findings"]
-    assert f["saving_us_per_step"] == pytest.approx(100_000, rel=0.2), f
+    assert f["saving_us_per_step"] == pytest.approx(300_000, rel=0.2), f
     assert all(x["id"] != "rl.straggler_rank" for x in j["findings"]), j["findings"]

@@ -342,11 +342,16 @@ def test_the_run_pipeline_and_rlprof_analysis_carry_the_async_table(tmp_path, rl
     assert list(v["version"].iloc[1:]) == versions[1:] and v["consumed"].sum() == 2 * 6 * 2
 
 
-@pytest.mark.parametrize("knob,verdict", [("--train-delay-ms", "train-bound"), ("--generate-delay-ms", "rollout-bound")])
-def test_a_planted_slow_pool_gives_the_verdict(tmp_path, rlprof_cli, knob, verdict):
-    """60 ms added to every update (or to every group generated) makes that pool the bottleneck:
-    the balance of the measured rates says so, and moving a process towards it would help."""
-    out = run_example(tmp_path, "fully_async", knob, "60")
+@pytest.mark.parametrize("knob,ms,verdict", [("--train-delay-ms", "150", "train-bound"),
+                                             ("--generate-delay-ms", "60", "rollout-bound")])
+def test_a_planted_slow_pool_gives_the_verdict(tmp_path, rlprof_cli, knob, ms, verdict):
+    """150 ms added to every update (or 60 ms to every group generated) makes that pool the
+    bottleneck: the balance of the measured rates says so, and moving a process towards it would
+    help. The update's plant is large so that the rollouter's waits on the full queue, which verl's
+    idle metric misses, are far more than load moves (with 60 ms the two idle shares were 0.04 to
+    0.10 apart, and a loaded CI run once put them less than 0.1 apart; with 150 ms, 0.24 to 0.31
+    beside two busy loops)."""
+    out = run_example(tmp_path, "fully_async", knob, ms)
     with open(os.path.join(out, "summary.json")) as f:
         run = json.load(f)["run_dir"]
     r = subprocess.run([rlprof_cli, "summary", run, "--view", "async", "--json"], capture_output=True, text=True)
