@@ -26,16 +26,22 @@ double Median(std::vector<double> v) {
 struct Spread {
   const RunViewRow* row;
   std::vector<std::pair<size_t, double>> lanes;  // (lane, ns)
+  std::map<size_t, double> prior;                // each lane's time in the step's earlier spreads
 };
 
 std::vector<Spread> Spreads(const RunView& v) {
   std::vector<Spread> out;
+  std::map<int64_t, std::map<size_t, double>> so_far;  // rows are in time order within a step
   for (const RunViewRow& r : v.rows) {
     if (r.kind != RunViewKind::kStage || r.partial) continue;
-    Spread s{&r, {}};
+    Spread s{&r, {}, {}};
     for (size_t i = 0; i < r.per_lane.size(); ++i)
       if (r.per_lane[i] && *r.per_lane[i] > 0) s.lanes.emplace_back(i, static_cast<double>(*r.per_lane[i]));
-    if (s.lanes.size() >= 2) out.push_back(std::move(s));
+    if (s.lanes.size() < 2) continue;
+    std::map<size_t, double>& before = so_far[r.step];
+    s.prior = before;
+    for (const auto& [lane, ns] : s.lanes) before[lane] += ns;
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -55,10 +61,11 @@ std::pair<size_t, double> Critical(const Spread& s, double* others_median) {
 }
 
 // Whether `lane`, the slowest of `s` by `excess`, spent the least time of its lanes in the step's
-// earlier stages (`prior`), short of the most by at least half the excess: it waited in `s` (a
+// earlier stages (`s.prior`), short of the most by at least half the excess: it waited in `s` (a
 // stage that synchronises the ranks, such as a data-parallel update) for the others, and its
 // excess there is the earlier stages' again, not work of its own.
-bool WaitedForOthers(const Spread& s, const std::map<size_t, double>& prior, size_t lane, double excess) {
+bool WaitedForOthers(const Spread& s, size_t lane, double excess) {
+  const std::map<size_t, double>& prior = s.prior;
   if (prior.empty()) return false;
   size_t least = SIZE_MAX;
   double least_ns = 0;
@@ -83,14 +90,10 @@ size_t StragglerLane(const std::vector<Spread>& spreads) {
   std::map<size_t, double> excess_of;
   double total = 0;
   size_t counted = 0;
-  std::map<int64_t, std::map<size_t, double>> so_far;  // each step's lanes' time so far
   for (const Spread& s : spreads) {
-    std::map<size_t, double>& before = so_far[s.row->step];
-    const std::map<size_t, double> prior = before;
-    for (const auto& [lane, ns] : s.lanes) before[lane] += ns;
     double med = 0;
     const auto [lane, excess] = Critical(s, &med);
-    if (WaitedForOthers(s, prior, lane, excess)) continue;
+    if (WaitedForOthers(s, lane, excess)) continue;
     ++counted;
     if (med > 0 && excess >= 0.05 * med) {
       ++critical[lane];
@@ -216,12 +219,7 @@ void DpImbalance(const Context& c, std::vector<Finding>* out) {
   double sum = 0;
   std::vector<std::pair<double, const Spread*>> worst;
   std::map<int64_t, bool> steps;
-  // Each lane's time in the step's stages so far (rows are in time order within a step).
-  std::map<int64_t, std::map<size_t, double>> so_far;
   for (const Spread& s : spreads) {
-    std::map<size_t, double>& before = so_far[s.row->step];
-    const std::map<size_t, double> prior = before;
-    for (const auto& [lane, ns] : s.lanes) before[lane] += ns;
     double med = 0;
     if (straggler != SIZE_MAX && Critical(s, &med).first == straggler) continue;  // the straggler's rule
     if (straggler != SIZE_MAX) {
@@ -242,7 +240,7 @@ void DpImbalance(const Context& c, std::vector<Finding>* out) {
     if (mx - mean <= 0.02 * mean) continue;  // within 2 %: balanced
     // Likewise without a straggler: the slowest rank of a synchronising stage that waited there
     // for the others shows the earlier stages' imbalance again (counted there), not one of its own.
-    if (WaitedForOthers(s, prior, slowest, mx - mean)) continue;
+    if (WaitedForOthers(s, slowest, mx - mean)) continue;
     sum += mx - mean;
     steps[s.row->step] = true;
     worst.emplace_back(mx - mean, &s);
