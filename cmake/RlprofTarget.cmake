@@ -23,8 +23,17 @@ function(rlprof_stage name)
     target_compile_definitions(${name}_test PRIVATE
       RLPROF_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
       RLPROF_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/test/data/fixtures")
-    rlprof_warnings(${name}_test)
+    rlprof_test_binary(${name}_test)
     gtest_discover_tests(${name}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
+  endif()
+endfunction()
+
+# A gtest binary: the warnings, and -O0 for its own sources with RLPROF_TESTS_O0 (the last -O
+# on the command line wins; the libraries it links are compiled as the build says).
+function(rlprof_test_binary target)
+  rlprof_warnings(${target})
+  if(RLPROF_TESTS_O0)
+    target_compile_options(${target} PRIVATE -O0)
   endif()
 endfunction()
 
