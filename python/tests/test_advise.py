@@ -58,8 +58,11 @@ def test_a_planted_generation_tail_is_the_first_finding_with_its_cost(rlprof_cli
     assert f["saving_us_per_step"] == pytest.approx(planted_us, rel=0.2)
     assert f["share_pct"] == pytest.approx(100 * f["saving_us_per_step"] / j["step_us"], abs=0.1)
     assert f["how"] and f["action"] and f["evidence"][0]["step"] in (1, 2)
-    for other in j["findings"][1:]:  # nothing else above info in this run
-        assert other["severity"] == "info", other
+    # Nothing else above info in this run, but for the gaps around the annotated stage: the step
+    # is the stage and 2 ms, and a loaded machine can hold the process between them long enough
+    # (1 % of the ~165 ms step) for rl.stage_gaps to call them low — a real gap, then.
+    for other in j["findings"][1:]:
+        assert other["severity"] == "info" or (other["id"], other["severity"]) == ("rl.stage_gaps", "low"), other
 
 
 def test_text_output_and_a_regression_against_a_baseline(rlprof_cli, planted):
@@ -67,8 +70,16 @@ def test_text_output_and_a_regression_against_a_baseline(rlprof_cli, planted):
     j = _advise(rlprof_cli, new, "--baseline", base)
     reg = [f for f in j["findings"] if f["id"] == "run.regression"]
     assert len(reg) == 1 and reg[0]["regression"] is True
-    # The planted steps: the longest sample + 2 ms; 8× against 4× a 20 ms sample.
-    assert reg[0]["saving_us_per_step"] == pytest.approx(80_000, rel=0.2)
+    # The planted steps: the longest sample + 2 ms; 8× against 4× a 20 ms sample, 80 ms apart.
+    # Each step lasts at least its longest sample + 3 ms (it ends 2 ms after that sample, which
+    # starts 1 ms in) and at most the span the generator timed around it: the growth lies between
+    # the two runs' brackets, whatever load did to either.
+    def brackets(t):
+        lo = t["planted"]["p100"] + 3_000  # µs
+        hi = sum(s["outer_end"] - s["outer_start"] for s in t["steps"]) / len(t["steps"]) / 1e3
+        return lo, hi
+    (new_lo, new_hi), (base_lo, base_hi) = brackets(planted["tail"]), brackets(planted["mild"])
+    assert new_lo - base_hi <= reg[0]["saving_us_per_step"] <= new_hi - base_lo, (reg[0], new_lo, new_hi, base_lo, base_hi)
     assert "rollout_generate" in reg[0]["evidence"][0]["what"]
     assert all(f["id"] != "run.regression" for f in _advise(rlprof_cli, base, "--baseline", base)["findings"])
     r = subprocess.run([rlprof_cli, "advise", new], capture_output=True, text=True, timeout=300)
@@ -125,17 +136,18 @@ def _grpo_advice(cli: str, tmp_path, *knob: str) -> Dict[str, Any]:
 
 
 def test_a_planted_straggler_rank_is_found_with_what_it_costs(rlprof_cli, tmp_path):
-    """`--straggler-ms 50`: rank 1 sleeps 50 ms in each of its 4 stages without a collective, 200 ms
-    a step; rank 0 waits for it inside actor_update's all-reduce. rl.straggler_rank is first,
-    names rank 1, and its saving is the planted 200 ms: at least 80 % of it, and at most 150 %
-    (a sleep never ends early, but under other load each of the eight wakes late: a clean-clone
-    CI run beside a build measured 245 ms; counting the update's wait too would give 400); the
-    wait it causes in the update is not taken for an imbalance."""
-    j = _grpo_advice(rlprof_cli, tmp_path, "--straggler-ms", "50")
+    """`--straggler-ms 150`: rank 1 sleeps 150 ms in each of its 4 stages without a collective,
+    600 ms a step; rank 0 waits for it inside actor_update's all-reduce. rl.straggler_rank is
+    first, names rank 1, and its saving is the planted 600 ms: at least 80 % of it, and at most
+    150 % (a sleep never ends early, but under other load each wakes late; counting the update's
+    wait too would give 1.2 s); the wait it causes in the update is not taken for an imbalance.
+    The plant is large so that what load adds stays small beside it: with 50 ms a stage, a
+    clean-clone CI run beside a build measured 245 ms for the planted 200."""
+    j = _grpo_advice(rlprof_cli, tmp_path, "--straggler-ms", "150")
     f = j["findings"][0]
     assert f["id"] == "rl.straggler_rank", j["findings"]
     assert f["evidence"][0]["rank"] == 1 and f["evidence"][0]["start_us"] is not None
-    assert 0.8 * 200_000 <= f["saving_us_per_step"] <= 1.5 * 200_000, f
+    assert 0.8 * 600_000 <= f["saving_us_per_step"] <= 1.5 * 600_000, f
     assert all(x["id"] != "rl.dp_imbalance" for x in j["findings"]), j["findings"]
 
 

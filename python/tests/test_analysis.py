@@ -300,7 +300,8 @@ def test_write_produces_the_cli_outputs(tmp_path, rlprof_cli):
 
 def test_the_gil_is_released_while_analysing():
     """A Python thread keeps running while another analyses: the longest pause between its
-    iterations is far below the one call's time (it would be all of it with the GIL held)."""
+    iterations is well below the one call's time (it would be all of it with the GIL held; a
+    loaded machine can stall the loop for some tens of ms — the call takes ~230 ms here idle)."""
     from rlprof import _analysis
     paths = [os.fsencode(KINETO_NCCL), os.fsencode(os.path.join(FIX, "kineto", "hta_trace_diff_control_control.json.gz"))]
     _analysis.analyse(paths[:1], jobs=1)  # warm the page cache
@@ -322,7 +323,7 @@ def test_the_gil_is_released_while_analysing():
     worker.join()
     if took[0] < 0.05:
         pytest.skip(f"the analysis took {took[0]:.3f} s: too short to tell")
-    assert gap < took[0] / 3, (gap, took[0])
+    assert gap < 0.6 * took[0], (gap, took[0])
 
 
 def test_import_rlprof_does_not_import_pandas():

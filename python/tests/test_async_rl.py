@@ -189,10 +189,19 @@ def test_the_split_of_every_process_agrees_with_the_ground_truth(tmp_path, rlpro
     for k in ("generation", "training", "overlap", "exposed_generation", "exposed_sync"):
         a, b = sorted((want[k] / 1e3, wide[k] / 1e3))
         assert a - 0.01 * longest <= row[k] <= b + 0.01 * longest, (mode, k, row[k], a, b)
-    if mode == "sync":  # lock-step: generation overlaps training only while a trainer is still
-        # finishing an update trainer 0 has published (under load, its tail): as the truth says
+    if mode == "sync":  # lock-step: rlprof's overlap is no more than the truth's, and in the truth
+        # a generation with version v's weights overlaps only an update of version v (a trainer
+        # whose groups came first, waiting in the all-reduce for the other's) or v − 1 (a trainer
+        # still finishing the update trainer 0 has published): how long either lasts is load's.
         assert row["overlap"] <= max(want["overlap"], wide["overlap"]) / 1e3 + 0.01 * longest
-        assert max(want["overlap"], wide["overlap"]) <= 0.25 * max(want["training"], 1)
+        gens = [r for name, recs in truths.items() if name.startswith("rollout") for r in recs
+                if r["kind"] == "rollout_generate"]
+        upds = [r for name, recs in truths.items() if name.startswith("trainer") for r in recs
+                if r["kind"] == "actor_update"]
+        for g in gens:
+            for u in upds:
+                if min(g["end_ns"], u["end_ns"]) > max(g["start_ns"], u["start_ns"]):
+                    assert u["version"] in (g["version"], g["version"] - 1), (g, u)
     check_version_intervals(json.loads(r.stdout)["async_versions"], truths, spans, sync_kinds, consumed, longest,
                             mode)
     check_syncs(json.loads(r.stdout)["async_syncs"], truths, longest, mode)
@@ -256,9 +265,12 @@ def check_version_intervals(table, truths, spans, sync_kinds, consumed, longest,
                      for r in recs if r["kind"] == "actor_update")
     pub_end = {r["version"]: r["end_ns"] for recs in truths.values() for r in recs if r["kind"] == "publish"}
     for row, (at, v), (nxt, nxt_v) in zip(rows[1:], pubs, pubs[1:] + [(None, None)]):
-        # The interval's edges: the publish the truth recorded, within 1 % of the longest window.
-        rlprof_start = row["start"] * 1e3
-        assert abs((at - pubs[0][0]) - (rlprof_start - rows[1]["start"] * 1e3)) <= 0.01 * longest * 1e3
+        # The interval's edges: rlprof's publish stamps lie inside the truth's publish brackets
+        # (its start and end), so its offset from the first lies between the brackets' joins,
+        # within 1 % of the longest window (the process can be descheduled inside a bracket).
+        rel = row["start"] * 1e3 - rows[1]["start"] * 1e3
+        lo_rel, hi_rel = at - pub_end[pubs[0][1]], pub_end[v] - pubs[0][0]
+        assert lo_rel - 0.01 * longest * 1e3 <= rel <= hi_rel + 0.01 * longest * 1e3, (mode, v, rel, lo_rel, hi_rel)
         hi = nxt if nxt is not None else float("inf")
         want = sum(1 for e in eats if at <= e < hi)
         assert abs(row["consumed"] - want) <= 1, (mode, v, row["consumed"], want)
@@ -387,14 +399,16 @@ def _verdict(cli, out):
 
 
 def test_the_advisor_finds_the_planted_slow_pool_first(tmp_path, rlprof_cli):
-    """Issue 34, a planted case made real: 200 ms planted in every update makes 2 trainers the
-    bottleneck of 2 rollout workers. `rlprof advise` ranks rl.async_balance first, its saving
+    """Issue 34, a planted case made real: 400 ms planted in every update makes 2 trainers the
+    bottleneck of 2 rollout workers (balance 6.4 beside two busy loops; moving a rollout worker
+    to training helps only while the balance is over 2, and with 200 ms it was 4.5 idle and 3.2
+    beside two busy loops: load slows the rollouts' compute, not the trainers' sleep). `rlprof advise` ranks rl.async_balance first, its saving
     the step × (1 − capacity now / capacity with one process moved to training) of the run's
     async_verdict, and flags no gaps between stages (an async run's waits are its pools').
     (Against a run with the process really moved — 3 trainers, 1 rollout worker — the saving
     was within 8 % on an idle machine, docs/advise.md; on a loaded 2-core machine moving a
     process adds no hardware, so that comparison is a measurement, not a test.)"""
-    now = run_example(tmp_path / "now", "fully_async", "--train-delay-ms", "200")
+    now = run_example(tmp_path / "now", "fully_async", "--train-delay-ms", "400")
     run, v = _verdict(rlprof_cli, now)
     assert v["verdict"] == "train-bound" and v["with_one_more_training"] > v["throughput_capacity"], v
     r = subprocess.run([rlprof_cli, "advise", run, "--json"], capture_output=True, text=True, timeout=300)

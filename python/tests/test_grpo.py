@@ -180,7 +180,7 @@ def test_torchrun_launch_writes_one_run_for_both_ranks(tmp_path, rlprof_cli):
          "--master_port", str(grpo_tiny._free_port()), os.path.join(EXAMPLE, "grpo_tiny.py"), "--small", "--steps", "3",
          "--override", f"global_profiler.save_path={out}", "--override", "global_profiler.steps=[2]",
          "--summary", str(summary)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     result = json.loads(summary.read_text())
     ranks = result["ranks"]

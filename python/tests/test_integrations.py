@@ -144,7 +144,7 @@ def _run_rollout(cli: str, tmp: str, overrides: List[str]) -> List[str]:
                                                             "rollout.yaml"),
                         f"rlprof.save_path={save}", *overrides, "--", PY,
                         os.path.join(ROOT, "examples", "rollout_server", "serve.py")],
-                       env=_env(), capture_output=True, text=True, timeout=120)
+                       env=_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "rollout_server: done" in r.stdout
     return all_captures(save)
@@ -259,7 +259,7 @@ def _run_verl(cli: str, save: str, with_config: bool, overrides: List[str]) -> L
             VERL_PY, f"global_profiler.save_path={save}", *overrides]
     if with_config:  # rlprof reads the same file: the same overrides go to it
         args[2:2] = [f"global_profiler.save_path={save}", *overrides]
-    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=240)
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "verl_ray: done" in r.stdout
     return all_captures(save)
@@ -304,7 +304,7 @@ def test_bad_config_never_stops_the_engine_or_the_worker(rlprof_cli, tmp_path):
                         os.path.join(ROOT, "examples", "rollout_server", "rollout.yaml"),
                         f"rlprof.save_path={save}", "rlprof.roles.rollout.profile_token_end=1",
                         "--", PY, os.path.join(ROOT, "examples", "rollout_server", "serve.py")],
-                       env=_env(), capture_output=True, text=True, timeout=120)
+                       env=_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "rollout_server: done" in r.stdout, r.stderr
     assert r.stderr.count("rlprof: error: cannot start rlprof in the rollout engine") == 1
     assert all_captures(str(save)) == []
@@ -362,7 +362,7 @@ def test_sglang_model_runner_forward_counts_decode_steps(rlprof_cli, tmp_path):
     r = subprocess.run([rlprof_cli, "run", "--config",
                         os.path.join(ROOT, "examples", "rollout_server", "rollout.yaml"),
                         f"rlprof.save_path={save}", "--", PY, "-c", SGLANG_DRIVER],
-                       env=env, capture_output=True, text=True, timeout=120)
+                       env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "sglang: done" in r.stdout, r.stderr
     caps = all_captures(str(save))
     assert [capture_key(c) for c in caps] == [(1, "rollout_generate", 0)]

@@ -42,7 +42,7 @@ def test_distributed_analysis_on_a_ray_test_cluster_equals_local_and_survives_a_
     env = ray_env(PYTHONPATH=os.path.join(BUILD, "python"))
     p = subprocess.run([INTEG_PY, os.path.join(os.path.dirname(__file__), "ray_cluster_check.py"), str(root),
                         os.path.join(BUILD, "bin", "rlprof")],
-                       env=env, capture_output=True, text=True, timeout=240, cwd=str(tmp_path))
+                       env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr[-4000:]
     line = [l for l in p.stdout.splitlines() if l.startswith("RLPROF_REPORT ")]
     assert line, p.stdout[-2000:] + p.stderr[-4000:]

@@ -155,8 +155,8 @@ def test_a_ray_job_under_a_path_with_a_space_and_accents_starts_its_workers(rlpr
     job.write_text(JOB)
     # Workers that never start: ray.get times out (within the subprocess' own limit).
     r = subprocess.run([rlprof_cli, "run", "--", python, str(job)],
-                       env=_env(RLPROF_ENABLE="1", JOB_TIMEOUT="100"), cwd=str(folder),
-                       capture_output=True, text=True, timeout=170)
+                       env=_env(RLPROF_ENABLE="1", JOB_TIMEOUT="400"), cwd=str(folder),
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     got = json.loads(next(line[4:] for line in r.stdout.splitlines() if line.startswith("JOB ")))
     assert got["driver_python"] == python            # the driver's own view is unchanged

@@ -330,7 +330,7 @@ def test_trickling_clients_do_not_starve_the_server(rlprof_cli, save_path):
         time.sleep(3)                              # all connected, each has sent a header line
         status, body, took = timed_get(s)
         assert status == 200 and b"run-a" in body
-        assert took < 8, took
+        assert took < 30, took  # starved, it would wait for the 120 s deadline
         assert all(c.closed_at is None for c in clients)   # still held, not simply dropped
     finally:
         for c in clients:
@@ -367,7 +367,7 @@ def test_connections_beyond_the_cap_are_refused_at_once(rlprof_cli, save_path):
         extra = [Trickler(s.base) for _ in range(6)]
         clients += extra
         for c in extra:
-            c.thread.join(timeout=8)
+            c.thread.join(timeout=30)  # queued, they would wait for the 120 s deadline
         assert all(c.closed_at is not None for c in extra), [c.closed_at for c in extra]
         assert all(c.answer in (b"", ) or c.answer.startswith(b"HTTP/1.1 503") for c in extra)
         assert all(c.closed_at is None for c in clients[:64])
@@ -436,7 +436,7 @@ def test_stop_does_not_wait_for_slow_clients(rlprof_cli, save_path):
         t0 = time.monotonic()
         rc, out = s.stop()
         assert rc == 0 and "stopped" in out
-        assert time.monotonic() - t0 < 8
+        assert time.monotonic() - t0 < 30  # waiting for them: the 120 s deadline
     finally:
         for c in clients:
             c.close()

@@ -173,9 +173,10 @@ def test_e2e_windows_match_verls_own_timers(rlprof_cli, e2e, tmp_path):
         # verl's v1 trainer starts its profilers inside its `step` timer (after on_step_begin, a
         # no-op in its sync trainer); the controller's window (the widest) opens there — its
         # rlprof session made when fit started — and closes when that timer ends: the step but
-        # for a few Python calls (-0.004 % both steps, load average 7). Within 1 % of verl's
-        # timing_s/step, and 10 ms for the scheduler under load.
-        assert abs(window - t["step"]) <= 0.01 * t["step"] + 0.01, (step, window, t["step"])
+        # for a few Python calls (-0.004 % both steps, load average 7). Inside verl's
+        # timing_s/step (10 ms for two clocks read apart), and short of it by at most 5 % and
+        # 50 ms: the calls between the timer's edges and the window's are what load can stretch.
+        assert 0.95 * t["step"] - 0.05 <= window <= t["step"] + 0.01, (step, window, t["step"])
         # The rollout stage, in the engine: from verl's start of the rollout's profiling (at the
         # step's start, v1) to its stop after sampling; within 5 % of verl's `gen` (and 50 ms).
         assert abs(gen - t["gen"]) <= 0.05 * t["gen"] + 0.05, (step, gen, t["gen"])

@@ -70,14 +70,14 @@ TEST_F(TriggerCommandTest, WaitsForTheSessionsToAcknowledge) {
   me.pid = 77;
   std::thread session([&] {
     runtime::TriggerInbox inbox(dir_, 0, 0);
-    for (int i = 0; i < 400; ++i) {
+    for (int i = 0; i < 3000; ++i) {  // up to 30 s: a loaded machine can hold either thread back
       const double now =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       if (!inbox.Poll(me, "r1", now).empty()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
-  const int rc = RunArgs({"trigger", "--dir", dir_, "--decode-steps", "8", "--ranks", "5", "--wait", "5", "--expect",
+  const int rc = RunArgs({"trigger", "--dir", dir_, "--decode-steps", "8", "--ranks", "5", "--wait", "30", "--expect",
                           "1"},
                          &out_, &err_);
   session.join();

@@ -69,6 +69,7 @@ struct State {
   uint32_t main_tid = 0;   // the thread that enabled activities
   uint64_t pending_dropped = 0;
   uint64_t delivered = 0, replays = 0, flushes = 0;
+  std::map<long, uint64_t> flushes_by_thread;  // gettid → cuptiActivityFlushAll calls
   std::vector<uint64_t> ext_stack;
   std::vector<uint64_t> window_pushed;  // external ids pushed since the window opened, in order
 };
@@ -511,6 +512,7 @@ CUptiResult cuptiActivityFlushAll(uint32_t) {
   // has already disabled its kinds (Stop comes before the writer's final flush).
   std::lock_guard<std::recursive_mutex> l(s.mu);
   ++s.flushes;
+  ++s.flushes_by_thread[static_cast<long>(syscall(SYS_gettid))];
   Deliver(s);
   return CUPTI_SUCCESS;
 }
@@ -600,6 +602,14 @@ int fake_cupti_runtime_cbids(int* runtime_kind) {
   std::lock_guard<std::recursive_mutex> l(s.mu);
   if (runtime_kind != nullptr) *runtime_kind = s.enabled.count(CUPTI_ACTIVITY_KIND_RUNTIME) ? 1 : 0;
   return static_cast<int>(s.runtime_cbids.size());
+}
+// cuptiActivityFlushAll calls so far: made on thread `tid` (gettid), or by any thread if tid is 0.
+uint64_t fake_cupti_flushes(long tid) {
+  State& s = St();
+  std::lock_guard<std::recursive_mutex> l(s.mu);
+  if (tid == 0) return s.flushes;
+  const auto it = s.flushes_by_thread.find(tid);
+  return it == s.flushes_by_thread.end() ? 0 : it->second;
 }
 int fake_cupti_enabled_kinds(void) {
   State& s = St();
