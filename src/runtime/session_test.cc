@@ -1,7 +1,10 @@
 #include "src/runtime/session.h"
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -9,6 +12,7 @@
 #include "src/format/raw.h"
 #include "src/runtime/runtime_test_util.h"
 #include "src/runtime/thread_buffer.h"
+#include "src/runtime/writer.h"
 
 namespace rlprof::runtime {
 namespace {
@@ -320,6 +324,64 @@ TEST(SessionTest, FlushPolicyAccountsForEveryEvent) {
   auto cap = format::ReadRaw(caps[0] + "/events.rlp");
   ASSERT_TRUE(cap.ok());
   EXPECT_EQ(cap->events.size(), events);
+}
+
+// A thread records and exits just as its window closes: the writer's last drain of the window
+// takes the hand-offs, the thread exits (its chunk moves from current to the hand-offs), then
+// the writer reads the current chunks. Its events are in the capture, none late.
+struct ExitingThread {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool marked = false, go = false;
+  std::thread t;
+};
+ExitingThread* exiting = nullptr;
+void ExitTheThreadNow(uint32_t final_gen) {
+  if (final_gen == 0 || exiting == nullptr || !exiting->t.joinable()) return;
+  {
+    std::lock_guard<std::mutex> l(exiting->mu);
+    exiting->go = true;
+  }
+  exiting->cv.notify_all();
+  exiting->t.join();  // its buffer is handed off as it exits
+}
+TEST(SessionTest, AThreadThatExitsAsItsWindowClosesLosesNothing) {
+  const std::string save = FreshDir("exit-at-close");
+  config::Plan plan = MakePlan(save, {1});
+  plan.flush_interval_s = 60;  // no periodic drain: the window's last drain is the first after the mark
+  auto s = SessionImpl::Create(plan, Quiet(), NoEnv);
+  ASSERT_TRUE(s->enabled());
+  s->BeginStep(1);
+  ASSERT_TRUE(s->Flush(30));  // the writer has opened the window and drained: idle until EndStep
+  ExitingThread x;
+  exiting = &x;
+  x.t = std::thread([&x] {
+    Mark("before-exit");
+    std::unique_lock<std::mutex> l(x.mu);
+    x.marked = true;
+    x.cv.notify_all();
+    x.cv.wait(l, [&x] { return x.go; });
+  });
+  {
+    std::unique_lock<std::mutex> l(x.mu);
+    x.cv.wait(l, [&x] { return x.marked; });
+  }
+  SetDrainHookForTesting(&ExitTheThreadNow);
+  s->EndStep();  // the window's last drain: the hook lets the thread exit inside it
+  s->Shutdown();
+  SetDrainHookForTesting(nullptr);
+  if (x.t.joinable()) {  // (no close drain ran the hook: let it go)
+    { std::lock_guard<std::mutex> l(x.mu); x.go = true; }
+    x.cv.notify_all();
+    x.t.join();
+  }
+  exiting = nullptr;
+  const auto caps = FindCaptures(save);
+  ASSERT_EQ(caps.size(), 1u);
+  auto cap = format::ReadRaw(caps[0] + "/events.rlp");
+  ASSERT_TRUE(cap.ok()) << cap.status().ToString();
+  const std::vector<std::string> marks = EventNames(*cap, format::EventKind::kInstant);
+  EXPECT_EQ(std::count(marks.begin(), marks.end(), "before-exit"), 1) << ::testing::PrintToString(marks);
 }
 
 TEST(SessionTest, EventBudgetClosesTheWindowEarly) {

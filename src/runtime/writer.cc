@@ -433,22 +433,38 @@ void Writer::DrainSources(uint32_t final_gen) {
   stats_.source_events_late += sink.late_;
 }
 
+namespace {
+std::atomic<void (*)(uint32_t)> drain_hook{nullptr};
+}  // namespace
+
+void SetDrainHookForTesting(void (*hook)(uint32_t final_gen)) { drain_hook.store(hook); }
+
 void Writer::Drain(uint32_t final_gen) {
   Recorder& rec = Recorder::Get();
   std::vector<Chunk*> deferred;
-  for (Chunk* c = rec.TakeHandoffs(); c != nullptr;) {
-    Chunk* next = c->next;
-    if (c->gen > known_gen_) {
-      deferred.push_back(c);  // its window's Open command is still in the queue
-    } else {
-      DrainChunk(c);
-      rec.Recycle(c);
+  auto take_handoffs = [&] {
+    for (Chunk* c = rec.TakeHandoffs(); c != nullptr;) {
+      Chunk* next = c->next;
+      if (c->gen > known_gen_) {
+        deferred.push_back(c);  // its window's Open command is still in the queue
+      } else {
+        DrainChunk(c);
+        rec.Recycle(c);
+      }
+      c = next;
     }
-    c = next;
-  }
+  };
+  take_handoffs();
+  if (auto hook = drain_hook.load(std::memory_order_relaxed)) hook(final_gen);
   rec.ForEachCurrentChunk([&](Chunk* c) {
     if (c->gen <= known_gen_) DrainChunk(c);
   });
+  // A thread that exited after the first take moved its chunk from current to the hand-offs
+  // (both under the Recorder's mutex, which the scan takes): the chunk was in one of the two
+  // when the scan ran, so a second take misses nothing. Without it, a thread that recorded
+  // its last events and exited as its window closed lost them (late_events), e.g. the end of a
+  // range ended on a short-lived thread (test_mstx.py, once in a loaded CI run).
+  take_handoffs();
   for (Chunk* c : deferred) rec.ReturnHandoff(c);
   DrainSources(final_gen);
   WriteBatches();

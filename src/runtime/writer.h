@@ -218,6 +218,11 @@ class Writer {
   std::unordered_map<std::string, int> next_suffix_;
 };
 
+// Testing only: called on the writer thread in every Drain, after it took the hand-off list and
+// before it reads the threads' current chunks — where a thread that exits moves its chunk from
+// one to the other (SessionTest.AThreadThatExitsAsItsWindowClosesLosesNothing). nullptr: none.
+void SetDrainHookForTesting(void (*hook)(uint32_t final_gen));
+
 }  // namespace rlprof::runtime
 
 #endif  // RLPROF_SRC_RUNTIME_WRITER_H_
