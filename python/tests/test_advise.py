@@ -79,7 +79,8 @@ def test_text_output_and_a_regression_against_a_baseline(rlprof_cli, planted):
         hi = sum(s["outer_end"] - s["outer_start"] for s in t["steps"]) / len(t["steps"]) / 1e3
         return lo, hi
     (new_lo, new_hi), (base_lo, base_hi) = brackets(planted["tail"]), brackets(planted["mild"])
-    assert new_lo - base_hi <= reg[0]["saving_us_per_step"] <= new_hi - base_lo, (reg[0], new_lo, new_hi, base_lo, base_hi)
+    assert new_lo - base_hi <= reg[0]["saving_us_per_step"] <= new_hi - base_lo, \
+        (reg[0], new_lo, new_hi, base_lo, base_hi)
     assert "rollout_generate" in reg[0]["evidence"][0]["what"]
     assert all(f["id"] != "run.regression" for f in _advise(rlprof_cli, base, "--baseline", base)["findings"])
     r = subprocess.run([rlprof_cli, "advise", new], capture_output=True, text=True, timeout=300)

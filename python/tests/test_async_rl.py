@@ -402,9 +402,10 @@ def test_the_advisor_finds_the_planted_slow_pool_first(tmp_path, rlprof_cli):
     """Issue 34, a planted case made real: 400 ms planted in every update makes 2 trainers the
     bottleneck of 2 rollout workers (balance 6.4 beside two busy loops; moving a rollout worker
     to training helps only while the balance is over 2, and with 200 ms it was 4.5 idle and 3.2
-    beside two busy loops: load slows the rollouts' compute, not the trainers' sleep). `rlprof advise` ranks rl.async_balance first, its saving
-    the step × (1 − capacity now / capacity with one process moved to training) of the run's
-    async_verdict, and flags no gaps between stages (an async run's waits are its pools').
+    beside two busy loops: load slows the rollouts' compute, not the trainers' sleep).
+    `rlprof advise` ranks rl.async_balance first, its saving the step × (1 − capacity now /
+    capacity with one process moved to training) of the run's async_verdict, and flags no gaps
+    between stages (an async run's waits are its pools').
     (Against a run with the process really moved — 3 trainers, 1 rollout worker — the saving
     was within 8 % on an idle machine, docs/advise.md; on a loaded 2-core machine moving a
     process adds no hardware, so that comparison is a measurement, not a test.)"""
